@@ -1,0 +1,38 @@
+// speclab: the one executable. Verbs live in cmd_<verb>.cpp.
+#include <cstdio>
+#include <exception>
+
+#include "core/error.h"
+#include "experiments/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"speclab: a laboratory for speculative decoding"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("speclab ") + SPECLAB_GIT_COMMIT);
+  speclab::register_generate(app);
+  speclab::register_inspect(app);
+  speclab::register_tokenize(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // Bad arguments are bad input: one line, exit code 2.
+    std::fprintf(stderr, "speclab: arguments: %s (see speclab --help)\n", e.what());
+    return 2;
+  } catch (const speclab::InputError& e) {
+    std::fprintf(stderr, "speclab: %s\n", e.what());
+    return 2;
+  } catch (const speclab::CheckFailed& e) {
+    std::fprintf(stderr, "speclab: check failed: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "speclab: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}
