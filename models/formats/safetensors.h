@@ -1,0 +1,51 @@
+// safetensors reader, mmap-backed, bounds-checked.
+//
+// Layout: u64 little-endian header length N, N bytes of JSON
+// {"name": {"dtype": "BF16", "shape": [...], "data_offsets": [begin, end]}, "__metadata__": {...}},
+// then the data section; offsets are relative to its start. We check: N fits in the file
+// and under a hard limit, the JSON parses, dtypes are supported (F32/F16/BF16), begin <= end,
+// end inside the file, end - begin == numel * element size (with overflow-safe arithmetic),
+// and tensors do not overlap. Violations throw InputError naming the file and the tensor.
+//
+// Sharded checkpoints: model.safetensors.index.json {"weight_map": {"name": "file", ...}}
+// opened with SafetensorsSet::open_dir.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor_view.h"
+
+namespace speclab {
+
+class SafetensorsFile {
+ public:
+  static std::unique_ptr<SafetensorsFile> open(const std::string& path);  // throws InputError
+  const std::string& path() const { return path_; }
+  const std::vector<TensorView>& tensors() const { return tensors_; }
+  const TensorView* find_tensor(const std::string& name) const;
+  std::shared_ptr<void> storage() const { return storage_; }
+
+ private:
+  std::string path_;
+  std::vector<TensorView> tensors_;
+  std::shared_ptr<void> storage_;
+};
+
+// All tensors of an HF model directory: model.safetensors, or the shards named by
+// model.safetensors.index.json (every tensor in the weight map must be found in its shard).
+class SafetensorsSet {
+ public:
+  static std::unique_ptr<SafetensorsSet> open_dir(const std::string& dir);  // throws InputError
+  const TensorView* find_tensor(const std::string& name) const;  // null if absent
+  std::vector<const TensorView*> all_tensors() const;
+  std::vector<std::shared_ptr<void>> storage() const;
+
+ private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const TensorView*> by_name_;
+};
+
+}  // namespace speclab
