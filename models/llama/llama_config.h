@@ -37,6 +37,10 @@ struct LlamaConfig {
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
   RopePairing rope_pairing = RopePairing::kHalf;
+  // Optional per-frequency divisors, [head_dim/2]: inv_freq_i = theta^(-2i/head_dim) / f_i.
+  // GGUF files of Llama 3.x carry llama3 scaling this way (tensor rope_freqs.weight); when
+  // non-empty it replaces rope_scaling.
+  std::vector<float> rope_freq_factors;
   bool tie_embeddings = false;  // no lm_head: logits use the token embedding matrix
 
   int64_t bos_token_id = -1;
