@@ -1,0 +1,31 @@
+// Matrix-vector and small-batch matrix products against stored weights: out = x · Wᵀ.
+//
+// The weights dominate the bytes moved in decoding, so the kernel reads each weight row
+// once per call however many tokens are batched: rows are the outer loop, a row is
+// converted to FP32 into a small per-thread buffer, and dotted with every token's
+// activations. Verifying k draft tokens therefore costs about one decode step of memory
+// traffic, which is what makes speculative decoding pay on a memory-bound machine.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor_view.h"
+
+namespace speclab {
+
+// out[t, r] = sum_i x[t, i] * W[r, i]   (FP32 accumulation)
+//   out: [n_tokens, n_out]   x: [n_tokens, n_in]   w: [n_out, n_in] in any DType
+// Parallel over output rows (OpenMP, static schedule). For a fixed machine and n_tokens the
+// result is bit-for-bit reproducible: each output is reduced by one thread in a fixed order.
+void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_tokens);
+
+// Plain reference: dequantizes W with dtype_to_f32 and accumulates in double. For tests.
+void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t n_tokens);
+
+// Converts row r of w to FP32 (the fast path used by matmul_weights), dst: [w.cols()].
+void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
+
+// Which instruction set the fast path uses on this machine: "avx2" or "generic".
+const char* matmul_isa();
+
+}  // namespace speclab

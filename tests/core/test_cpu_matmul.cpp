@@ -1,0 +1,140 @@
+// matmul_weights (row-outer, per-ISA fast path) against matmul_weights_ref (dequantize with
+// dtype_to_f32, triple loop in double), for every weight dtype and batch sizes 1..16.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/cpu_matmul.h"
+#include "core/dtype.h"
+#include "core/threads.h"
+
+namespace speclab {
+namespace {
+
+struct OwnedWeights {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+
+// A [n_out, n_in] matrix ~ N(0, 1/sqrt(n_in)) stored in dtype.
+OwnedWeights random_weights(DType dtype, int64_t n_out, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f / std::sqrt(static_cast<float>(n_in)));
+  std::vector<float> values(n_out * n_in);
+  for (float& v : values) v = normal(rng);
+  OwnedWeights w;
+  w.bytes.resize(dtype_row_bytes(dtype, n_in) * n_out);
+  for (int64_t r = 0; r < n_out; r++) {
+    dtype_from_f32(dtype, values.data() + r * n_in,
+                   w.bytes.data() + r * dtype_row_bytes(dtype, n_in), n_in);
+  }
+  w.view.name = "w";
+  w.view.dtype = dtype;
+  w.view.shape = {n_out, n_in};
+  w.view.data = w.bytes.data();
+  w.view.nbytes = w.bytes.size();
+  return w;
+}
+
+std::vector<float> random_activations(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// Both sides see identical FP32 weights (the fast dequantization is exact), so the only
+// difference is FP32 vs double accumulation over n_in products of O(1/sqrt(n_in)) terms:
+// the error is ~ sqrt(n_in) * 6e-8 * O(1); atol 1e-4 + 1e-4 * |ref| leaves a wide margin
+// and is still far below a wrong-block or wrong-nibble error (~1e-2 and up).
+constexpr float kAtol = 1e-4f;
+constexpr float kRtol = 1e-4f;
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref,
+                  const std::string& what) {
+  int mismatches = 0;
+  for (size_t i = 0; i < ref.size(); i++) {
+    const float tol = kAtol + std::fabs(ref[i]) * kRtol;
+    if (!(std::fabs(got[i] - ref[i]) <= tol)) {
+      if (mismatches < 5) {
+        ADD_FAILURE() << what << ": out[" << i << "] = " << got[i] << ", ref " << ref[i] << " (tol "
+                      << tol << ")";
+      }
+      mismatches++;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+TEST(CpuMatmul, MatchesReferenceForEveryDtypeAndBatch) {
+  const DType dtypes[] = {DType::F32,  DType::F16,  DType::BF16,
+                          DType::Q8_0, DType::Q4_0, DType::Q4_1};
+  const int64_t batches[] = {1, 2, 3, 4, 8, 16};
+  struct Shape {
+    int64_t n_out, n_in;
+  };
+  const Shape shapes[] = {{37, 64}, {129, 256}, {5, 1024}};
+  std::printf("matmul isa: %s, threads %d\n", matmul_isa(), threads_get());
+  for (DType dtype : dtypes) {
+    for (const Shape& s : shapes) {
+      OwnedWeights w = random_weights(dtype, s.n_out, s.n_in, 7);
+      for (int64_t n_tokens : batches) {
+        std::vector<float> x = random_activations(n_tokens * s.n_in, 11 + n_tokens);
+        std::vector<float> got(n_tokens * s.n_out, NAN), ref(n_tokens * s.n_out, NAN);
+        matmul_weights(got.data(), x.data(), w.view, n_tokens);
+        matmul_weights_ref(ref.data(), x.data(), w.view, n_tokens);
+        expect_close(got, ref,
+                     std::string(dtype_name(dtype)) + " " + std::to_string(s.n_out) + "x" +
+                         std::to_string(s.n_in) + " n_tokens=" + std::to_string(n_tokens));
+      }
+    }
+  }
+}
+
+TEST(CpuMatmul, F32RowsNotAMultipleOfTheVectorWidth) {
+  OwnedWeights w = random_weights(DType::F32, 9, 71, 3);
+  for (int64_t n_tokens : {1, 5}) {
+    std::vector<float> x = random_activations(n_tokens * 71, 5);
+    std::vector<float> got(n_tokens * 9), ref(n_tokens * 9);
+    matmul_weights(got.data(), x.data(), w.view, n_tokens);
+    matmul_weights_ref(ref.data(), x.data(), w.view, n_tokens);
+    expect_close(got, ref, "F32 9x71 n_tokens=" + std::to_string(n_tokens));
+  }
+}
+
+// The fast row conversion must give exactly the reference's values, so quantized models
+// produce the same numbers whichever path runs.
+TEST(CpuMatmul, FastRowDequantizationIsExact) {
+  const DType dtypes[] = {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1};
+  for (DType dtype : dtypes) {
+    OwnedWeights w = random_weights(dtype, 3, 96, 21);
+    std::vector<float> fast(96), ref(96);
+    for (int64_t r = 0; r < 3; r++) {
+      weights_row_to_f32(fast.data(), w.view, r);
+      dtype_to_f32(dtype, w.view.row_ptr(r), ref.data(), 96);
+      for (int i = 0; i < 96; i++) {
+        ASSERT_EQ(fast[i], ref[i]) << dtype_name(dtype) << " row " << r << " col " << i;
+      }
+    }
+  }
+}
+
+// A hand-computed case: W = [[1, 2], [3, 4], [-1, 0.5]], x = [[1, 1], [2, -1]].
+TEST(CpuMatmul, HandComputedF32) {
+  std::vector<float> wv = {1, 2, 3, 4, -1, 0.5f};
+  TensorView w;
+  w.dtype = DType::F32;
+  w.shape = {3, 2};
+  w.data = wv.data();
+  w.nbytes = wv.size() * 4;
+  std::vector<float> x = {1, 1, 2, -1};
+  std::vector<float> out(6);
+  matmul_weights(out.data(), x.data(), w, 2);
+  EXPECT_EQ(out, (std::vector<float>{3, 7, -0.5f, 0, 2, -2.5f}));
+}
+
+}  // namespace
+}  // namespace speclab
