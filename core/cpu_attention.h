@@ -1,0 +1,22 @@
+// Causal multi-head attention of a few new query tokens over a KV cache, with grouped-query
+// attention (GQA): query head h reads kv head h / (n_heads / n_kv_heads).
+#pragma once
+
+#include <cstdint>
+
+namespace speclab {
+
+// Query token t sits at position n_past + t and attends to cache positions [0, n_past + t].
+// The cache must already hold the new tokens' K/V at positions [n_past, n_past + n_tokens).
+//   out:     [n_tokens, n_heads, head_dim]
+//   q:       [n_tokens, n_heads, head_dim]   (RoPE applied)
+//   k_cache: [>= n_past + n_tokens, n_kv_heads, head_dim]   (RoPE applied)
+//   v_cache: [>= n_past + n_tokens, n_kv_heads, head_dim]
+// Scores are scaled by 1/sqrt(head_dim). Parallel over (token, head) with each output
+// computed by one thread in a fixed order, so results depend only on cache positions that
+// are read, never on what lies beyond them or on the thread count.
+void attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+               int64_t n_tokens, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
+               int64_t head_dim);
+
+}  // namespace speclab

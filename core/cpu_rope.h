@@ -1,0 +1,30 @@
+// Rotary position embedding (RoPE): frequencies and their application to Q/K rows.
+//
+// Head vector x of size head_dim is split into head_dim/2 pairs; pair i is rotated by the
+// angle pos * inv_freq[i]:
+//   (a, b) -> (a cos - b sin, a sin + b cos)
+// The pairs are (i, i + head_dim/2) in HF's rotate_half layout, (2i, 2i+1) interleaved
+// (GGUF's layout after HF-to-GGUF conversion permuted the Q/K rows).
+#pragma once
+
+#include <cstdint>
+
+namespace speclab {
+
+// inv_freq[i] = theta^(-2i / head_dim), i in [0, head_dim/2).   inv_freq: [head_dim/2]
+void rope_inv_freq(float* inv_freq, int64_t head_dim, float theta);
+
+// Llama 3 frequency scaling (HF _compute_llama3_parameters), in place over inv_freq: [n].
+// wavelen = 2π / inv_freq; wavelen < orig/high_freq_factor: kept (high frequencies);
+// wavelen > orig/low_freq_factor: divided by factor; between: smooth interpolation with
+// smooth = (orig/wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor),
+// inv_freq = (1 - smooth) * inv_freq / factor + smooth * inv_freq.
+void rope_scale_llama3(float* inv_freq, int64_t n, float factor, float low_freq_factor,
+                       float high_freq_factor, int64_t original_max_position);
+
+// Rotates every head of every token in place.
+//   x: [n_tokens, n_heads, head_dim]; token t is at position pos0 + t. inv_freq: [head_dim/2]
+void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                const float* inv_freq, bool interleaved);
+
+}  // namespace speclab
