@@ -54,52 +54,55 @@ SPECLAB_AVX2 inline float hsum_avx2(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
+// Every token's dot product is summed in the same order whether it is computed alone or
+// in a group of four: two 8-lane accumulators over alternating 8-float slices, a fixed
+// horizontal sum, then the scalar tail. So a token's output does not depend on how many
+// tokens share the call (batch invariance): feeding a sequence token by token or all at once
+// gives bit-identical logits, and greedy speculative decoding reproduces plain decoding.
 SPECLAB_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  __m256 acc_even = _mm256_setzero_ps(), acc_odd = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
-    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+  for (; i + 16 <= n; i += 16) {
+    acc_even = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc_even);
+    acc_odd = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc_odd);
   }
-  for (; i + 8 <= n; i += 8) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  if (i + 8 <= n) {
+    acc_even = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc_even);
+    i += 8;
   }
   float tail = 0.0f;
-  for (; i < n; i++) tail += a[i] * b[i];
-  return hsum_avx2(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3))) + tail;
+  for (; i < n; i++) tail = __builtin_fmaf(a[i], b[i], tail);
+  return hsum_avx2(_mm256_add_ps(acc_even, acc_odd)) + tail;
 }
 
-// Four tokens at once: each 8-float slice of the weight row is loaded once for 4 FMAs.
+// Four tokens at once, in exactly dot_avx2's order per token: each 8-float slice of the
+// weight row is loaded once for four FMAs (eight independent accumulator chains).
 SPECLAB_AVX2 void dot4_avx2(float* out, int64_t n_out, const float* row, const float* x,
                             int64_t n_in) {
-  const float* x0 = x;
-  const float* x1 = x + n_in;
-  const float* x2 = x + 2 * n_in;
-  const float* x3 = x + 3 * n_in;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  const float* xt[4] = {x, x + n_in, x + 2 * n_in, x + 3 * n_in};
+  __m256 acc_even[4], acc_odd[4];
+  for (int t = 0; t < 4; t++) acc_even[t] = acc_odd[t] = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= n_in; i += 8) {
-    const __m256 w = _mm256_loadu_ps(row + i);
-    acc0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + i), acc0);
-    acc1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x1 + i), acc1);
-    acc2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x2 + i), acc2);
-    acc3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x3 + i), acc3);
+  for (; i + 16 <= n_in; i += 16) {
+    const __m256 w_even = _mm256_loadu_ps(row + i);
+    const __m256 w_odd = _mm256_loadu_ps(row + i + 8);
+    for (int t = 0; t < 4; t++) {
+      acc_even[t] = _mm256_fmadd_ps(w_even, _mm256_loadu_ps(xt[t] + i), acc_even[t]);
+      acc_odd[t] = _mm256_fmadd_ps(w_odd, _mm256_loadu_ps(xt[t] + i + 8), acc_odd[t]);
+    }
   }
-  float tail[4] = {0, 0, 0, 0};
-  for (; i < n_in; i++) {
-    tail[0] += row[i] * x0[i];
-    tail[1] += row[i] * x1[i];
-    tail[2] += row[i] * x2[i];
-    tail[3] += row[i] * x3[i];
+  if (i + 8 <= n_in) {
+    const __m256 w_even = _mm256_loadu_ps(row + i);
+    for (int t = 0; t < 4; t++) {
+      acc_even[t] = _mm256_fmadd_ps(w_even, _mm256_loadu_ps(xt[t] + i), acc_even[t]);
+    }
+    i += 8;
   }
-  out[0] = hsum_avx2(acc0) + tail[0];
-  out[n_out] = hsum_avx2(acc1) + tail[1];
-  out[2 * n_out] = hsum_avx2(acc2) + tail[2];
-  out[3 * n_out] = hsum_avx2(acc3) + tail[3];
+  for (int t = 0; t < 4; t++) {
+    float tail = 0.0f;
+    for (int64_t j = i; j < n_in; j++) tail = __builtin_fmaf(row[j], xt[t][j], tail);
+    out[t * n_out] = hsum_avx2(_mm256_add_ps(acc_even[t], acc_odd[t])) + tail;
+  }
 }
 
 SPECLAB_AVX2 void dot_tokens_avx2(float* out, int64_t n_out, const float* row, const float* x,

@@ -15,8 +15,9 @@ namespace speclab {
 
 // out[t, r] = sum_i x[t, i] * W[r, i]   (FP32 accumulation)
 //   out: [n_tokens, n_out]   x: [n_tokens, n_in]   w: [n_out, n_in] in any DType
-// Parallel over output rows (OpenMP, static schedule). For a fixed machine and n_tokens the
-// result is bit-for-bit reproducible: each output is reduced by one thread in a fixed order.
+// Parallel over output rows (OpenMP, static schedule). Each output is reduced by one thread
+// in a fixed order that does not depend on n_tokens or the thread count, so a token's result
+// is bit-identical whether it is computed alone or batched (batch invariance).
 void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_tokens);
 
 // Plain reference: dequantizes W with dtype_to_f32 and accumulates in double. For tests.

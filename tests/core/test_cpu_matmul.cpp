@@ -122,6 +122,29 @@ TEST(CpuMatmul, FastRowDequantizationIsExact) {
   }
 }
 
+// Batch invariance: a token's outputs are bit-identical whether it is multiplied alone or in a
+// batch (groups of four and a remainder take different code paths with the same sum order).
+TEST(CpuMatmul, BatchedRowsAreBitIdenticalToSingleTokens) {
+  const DType dtypes[] = {DType::F32, DType::BF16, DType::Q4_1};
+  for (DType dtype : dtypes) {
+    for (int64_t n_in : {64, 96, 200}) {
+      if (n_in % dtype_block_size(dtype) != 0) continue;
+      const int64_t n_out = 13, n_tokens = 7;
+      OwnedWeights w = random_weights(dtype, n_out, n_in, 31);
+      std::vector<float> x = random_activations(n_tokens * n_in, 32);
+      std::vector<float> batched(n_tokens * n_out), single(n_out);
+      matmul_weights(batched.data(), x.data(), w.view, n_tokens);
+      for (int64_t t = 0; t < n_tokens; t++) {
+        matmul_weights(single.data(), x.data() + t * n_in, w.view, 1);
+        for (int64_t r = 0; r < n_out; r++) {
+          ASSERT_EQ(batched[t * n_out + r], single[r])
+              << dtype_name(dtype) << " n_in=" << n_in << " token " << t << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 // A hand-computed case: W = [[1, 2], [3, 4], [-1, 0.5]], x = [[1, 1], [2, -1]].
 TEST(CpuMatmul, HandComputedF32) {
   std::vector<float> wv = {1, 2, 3, 4, -1, 0.5f};
