@@ -39,13 +39,16 @@ class SafetensorsFile {
 class SafetensorsSet {
  public:
   static std::unique_ptr<SafetensorsSet> open_dir(const std::string& dir);  // throws InputError
-  const TensorView* find_tensor(const std::string& name) const;  // null if absent
+  const TensorView* find_tensor(const std::string& name) const;             // null if absent
   std::vector<const TensorView*> all_tensors() const;
   std::vector<std::shared_ptr<void>> storage() const;
+  // Path of the file holding tensor `name` ("" if absent), for error messages.
+  std::string file_of(const std::string& name) const;
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorView*> by_name_;
+  std::map<std::string, std::string> file_of_;
 };
 
 }  // namespace speclab

@@ -1,0 +1,49 @@
+#include "core/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace speclab {
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+std::shared_ptr<MappedFile> mapped_file_open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_input(path, ": cannot open for reading (", std::strerror(errno), ")");
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail_input(path, ": cannot stat (", std::strerror(err), ")");
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail_input(path, ": is a directory, expected a file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    fail_input(path, ": is not a regular file");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    fail_input(path, ": file is empty");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping keeps its own reference to the file
+  if (p == MAP_FAILED)
+    fail_input(path, ": cannot mmap ", size, " bytes (", std::strerror(err), ")");
+  return std::make_shared<MappedFile>(path, static_cast<const uint8_t*>(p), size);
+}
+
+}  // namespace speclab
