@@ -1,0 +1,21 @@
+#!/bin/sh
+# Rebuild the whole tiny zoo from scratch: data + tokenizer, three trainings, evaluations, cards.
+# Every step is deterministic (fixed seeds); rerunning after an interruption resumes from
+# the checkpoints in ~/.cache/speclab/zoo-ckpt. Run from the repository root:
+#   sh models/train/train_zoo.sh
+set -e
+PY=${PY:-/opt/speclab-venv/bin/python}
+LOGS=${HOME}/.cache/speclab/zoo-logs
+mkdir -p "$LOGS"
+[ -f "$HOME/.cache/speclab/zoo-data/train/sotu.u16" ] || $PY models/train/prepare_data.py --skip-tokenizer
+for name in tiny-target-6m tiny-draft-0.5m tiny-draft-2m; do
+  nice -n 15 $PY models/train/train_tiny.py --name $name 2>&1 | tee -a "$LOGS/$name.log"
+done
+if [ "${TRAIN_ONLY:-0}" = 1 ]; then exit 0; fi
+for name in tiny-target-6m tiny-draft-0.5m tiny-draft-2m; do
+  nice -n 15 $PY models/train/eval_tiny.py models/zoo/$name
+done
+for name in tiny-draft-0.5m tiny-draft-2m; do
+  nice -n 15 $PY models/train/eval_alpha.py --target models/zoo/tiny-target-6m --draft models/zoo/$name
+done
+$PY models/train/write_cards.py
