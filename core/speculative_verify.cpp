@@ -1,0 +1,116 @@
+#include "core/speculative_verify.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/sampling.h"
+
+namespace speclab {
+
+double verify_accept_prob(const float* p, const float* q, int64_t vocab, double lenience) {
+  double a = 0.0;
+  for (int64_t x = 0; x < vocab; x++) a += std::min<double>(q[x], p[x] / lenience);
+  return a;
+}
+
+double verify_expected_accepted(const std::vector<double>& accept_prob) {
+  double reach = 1.0, expected = 0.0;
+  for (double a : accept_prob) {
+    reach *= a;  // P(positions 0..j all accepted)
+    expected += reach;
+  }
+  return expected;
+}
+
+VerifyOutcome speculative_verify(const VerifyRound& r, const VerifyConfig& cfg, RngKey base) {
+  SPECLAB_INPUT_CHECK(r.n_draft >= 0, "speculative_verify: n_draft must be >= 0, got ", r.n_draft);
+  SPECLAB_INPUT_CHECK(r.vocab > 0, "speculative_verify: vocab must be > 0, got ", r.vocab);
+  SPECLAB_INPUT_CHECK(r.p != nullptr, "speculative_verify: p is null");
+  SPECLAB_INPUT_CHECK(r.n_draft == 0 || r.draft != nullptr, "speculative_verify: draft is null");
+  SPECLAB_INPUT_CHECK(cfg.lenience > 0.0 && cfg.lenience <= 1.0,
+                      "speculative_verify: lenience must lie in (0, 1], got ", cfg.lenience);
+  const double l = cfg.lenience;
+  const int64_t V = r.vocab;
+
+  VerifyOutcome out;
+  out.p_draft.resize(r.n_draft);
+  out.q_draft.resize(r.n_draft);
+  out.beta.resize(r.n_draft);
+
+  // Per-position diagnostics, for every drafted position (also past a rejection).
+  for (int i = 0; i < r.n_draft; i++) {
+    const int32_t d = r.draft[i];
+    SPECLAB_INPUT_CHECK(d >= 0 && d < V, "speculative_verify: draft[", i, "] = ", d,
+                        " outside the vocabulary [0, ", V, ")");
+    const float* p_i = r.p + i * V;
+    out.p_draft[i] = p_i[d];
+    if (r.q) {
+      const float* q_i = r.q + i * V;
+      out.q_draft[i] = q_i[d];
+      double b = 0.0;
+      for (int64_t x = 0; x < V; x++) b += std::min(p_i[x], q_i[x]);
+      out.beta[i] = static_cast<float>(b);
+    } else {
+      out.q_draft[i] = 1.0f;  // one-hot q at d
+      out.beta[i] = p_i[d];   // sum_x min(p(x), [x == d]) = p(d)
+    }
+  }
+
+  if (cfg.greedy) {
+    int i = 0;
+    for (; i < r.n_draft; i++) {
+      const float* p_i = r.p + i * V;
+      const int32_t best = sampling_argmax(p_i, V);
+      const int32_t d = r.draft[i];
+      // strict: d is the target's argmax. lenient (l < 1): d is within a factor l of it.
+      const bool accept = d == best || (l < 1.0 && p_i[d] >= l * p_i[best]);
+      if (!accept) break;
+    }
+    out.n_accepted = i;
+    out.bonus = i == r.n_draft;
+    out.next_token = sampling_argmax(r.p + i * V, V);
+    return out;
+  }
+
+  for (int i = 0; i < r.n_draft; i++) {
+    const uint64_t pos = base.position + i;
+    const float* p_i = r.p + i * V;
+    const int32_t d = r.draft[i];
+    const double p_d = out.p_draft[i];
+    const double q_d = out.q_draft[i];
+    SPECLAB_INPUT_CHECK(q_d > 0.0, "speculative_verify: draft[", i, "] = ", d,
+                        " has q = 0 at its position; it cannot have been sampled from q");
+    // accept iff u < min(1, p(d) / (l q(d)))  <=>  u * l * q(d) < p(d)   (u in [0, 1)).
+    // l q(d) <= p(d): always accepted; p(d) = 0: never.
+    const double u = rng_uniform(rng_key_at(base, pos, kRngAcceptTest));
+    if (u * l * q_d < p_d) continue;
+
+    // Rejected at i: emit x ~ norm(max(0, p_i - l q_i)) (the residual keeps exactly the
+    // mass of p that the accept step under-delivers). sampling_draw normalizes.
+    out.n_accepted = i;
+    std::vector<float> residual(V);  // [vocab]
+    bool any = false;
+    for (int64_t x = 0; x < V; x++) {
+      const double qx = r.q ? r.q[i * V + x] : (x == d ? 1.0 : 0.0);
+      const double m = std::max(0.0, p_i[x] - l * qx);
+      residual[x] = static_cast<float>(m);
+      any = any || residual[x] > 0.0f;
+    }
+    // Zero residual mass only happens when p_i == q_i up to rounding (a rejection is then
+    // a rounding event): p_i itself is the right law.
+    const float* law = any ? residual.data() : p_i;
+    out.next_token = sampling_draw(law, V, rng_uniform(rng_key_at(base, pos, kRngResidualSample)));
+    return out;
+  }
+
+  // All gamma drafts accepted: bonus token from the target's extra position.
+  out.n_accepted = r.n_draft;
+  out.bonus = true;
+  out.next_token =
+      sampling_draw(r.p + r.n_draft * V, V,
+                    rng_uniform(rng_key_at(base, base.position + r.n_draft, kRngBonusSample)));
+  return out;
+}
+
+}  // namespace speclab
