@@ -21,4 +21,7 @@ std::unique_ptr<LlamaModel> llama_make_random(const LlamaConfig& config, DType d
 // listing the known ones.
 std::unique_ptr<LlamaModel> llama_make_synthetic(const std::string& spec, uint64_t seed = 1234);
 
+// The config of a named synthetic shape (no weights built); unknown shape -> InputError.
+LlamaConfig llama_synthetic_config(const std::string& shape);
+
 }  // namespace speclab

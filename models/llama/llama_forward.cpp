@@ -1,0 +1,160 @@
+#include "models/llama/llama_forward.h"
+
+#include <algorithm>
+
+#include "core/cpu_attention.h"
+#include "core/cpu_matmul.h"
+#include "core/cpu_ops.h"
+#include "core/cpu_rope.h"
+#include "core/error.h"
+#include "models/llama/llama_rope.h"
+
+namespace speclab {
+namespace {
+
+void check_matrix(const TensorView& w, int64_t rows, int64_t cols, const char* what) {
+  SPECLAB_INPUT_CHECK(
+      w.data != nullptr && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols,
+      "tensor '", w.name, "' (", what, "): expected shape [", rows, ", ", cols, "]");
+}
+
+std::vector<float> norm_to_f32(const TensorView& w, int64_t dim, const char* what) {
+  SPECLAB_INPUT_CHECK(w.data != nullptr && w.numel() == dim, "tensor '", w.name, "' (", what,
+                      "): expected ", dim, " values");
+  std::vector<float> out(dim);
+  dtype_to_f32(w.dtype, w.data, out.data(), dim);
+  return out;
+}
+
+}  // namespace
+
+LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip_layers)
+    : model_(model), skip_layers_(std::move(skip_layers)) {
+  const LlamaConfig& c = model.config;
+  const LlamaWeights& w = model.weights;
+  SPECLAB_INPUT_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, model.path, ": n_heads ",
+                      c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
+  SPECLAB_INPUT_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, model.path, ": head_dim ", c.head_dim,
+                      " must be even");
+  SPECLAB_INPUT_CHECK(static_cast<int64_t>(w.layers.size()) == c.n_layers, model.path, ": ",
+                      w.layers.size(), " layers of weights for n_layers ", c.n_layers);
+  if (skip_layers_.empty()) skip_layers_.assign(c.n_layers, false);
+  SPECLAB_INPUT_CHECK(static_cast<int64_t>(skip_layers_.size()) == c.n_layers, "skip_layers has ",
+                      skip_layers_.size(), " entries, the model has ", c.n_layers, " layers");
+  max_ctx_ = max_ctx > 0 ? max_ctx : std::min<int64_t>(c.max_seq_len, 4096);
+  SPECLAB_INPUT_CHECK(max_ctx_ > 0, model.path, ": no context length (max_seq_len ", c.max_seq_len,
+                      ")");
+
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  check_matrix(w.tok_embeddings, c.vocab_size, c.dim, "token embeddings");
+  check_matrix(w.output, c.vocab_size, c.dim, "output");
+  final_norm_ = norm_to_f32(w.final_norm, c.dim, "final norm");
+  attn_norm_.resize(c.n_layers);
+  ffn_norm_.resize(c.n_layers);
+  key_cache_.resize(c.n_layers);
+  value_cache_.resize(c.n_layers);
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    if (skip_layers_[l]) continue;
+    const LlamaLayerWeights& lw = w.layers[l];
+    check_matrix(lw.wq, q_dim, c.dim, "wq");
+    check_matrix(lw.wk, kv_dim, c.dim, "wk");
+    check_matrix(lw.wv, kv_dim, c.dim, "wv");
+    check_matrix(lw.wo, c.dim, q_dim, "wo");
+    check_matrix(lw.w_gate, c.hidden_dim, c.dim, "w_gate");
+    check_matrix(lw.w_up, c.hidden_dim, c.dim, "w_up");
+    check_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
+    attn_norm_[l] = norm_to_f32(lw.attn_norm, c.dim, "attention norm");
+    ffn_norm_[l] = norm_to_f32(lw.ffn_norm, c.dim, "ffn norm");
+    // new float[] without () leaves the pages untouched until written.
+    key_cache_[l].reset(new float[max_ctx_ * kv_dim]);
+    value_cache_[l].reset(new float[max_ctx_ * kv_dim]);
+  }
+  inv_freq_ = llama_rope_inv_freq(c);
+  rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
+}
+
+void LlamaRunner::ensure_batch_capacity(int64_t n_tokens) {
+  if (n_tokens <= batch_capacity_) return;
+  const LlamaConfig& c = model_.config;
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  x_.resize(n_tokens * c.dim);
+  xb_.resize(n_tokens * c.dim);
+  xb2_.resize(n_tokens * c.dim);
+  q_.resize(n_tokens * q_dim);
+  att_.resize(n_tokens * q_dim);
+  hb_.resize(n_tokens * c.hidden_dim);
+  hb2_.resize(n_tokens * c.hidden_dim);
+  batch_capacity_ = n_tokens;
+}
+
+const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {
+  const LlamaConfig& c = model_.config;
+  const LlamaWeights& w = model_.weights;
+  SPECLAB_INPUT_CHECK(n_tokens >= 1, "forward needs at least one token, got ", n_tokens);
+  SPECLAB_INPUT_CHECK(n_past_ + n_tokens <= max_ctx_, "context of ", n_past_ + n_tokens,
+                      " tokens exceeds the limit ", max_ctx_);
+  for (int64_t t = 0; t < n_tokens; t++) {
+    SPECLAB_INPUT_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token id ", tokens[t],
+                        " at index ", t, " is outside the vocabulary [0, ", c.vocab_size, ")");
+  }
+  ensure_batch_capacity(n_tokens);
+  const int64_t dim = c.dim;
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  float* x = x_.data();
+
+  // Token embeddings: one row of tok_embeddings per token, converted to FP32.
+  for (int64_t t = 0; t < n_tokens; t++)
+    weights_row_to_f32(x + t * dim, w.tok_embeddings, tokens[t]);
+
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    if (skip_layers_[l]) continue;
+    const LlamaLayerWeights& lw = w.layers[l];
+    float* key_cache = key_cache_[l].get();
+    float* value_cache = value_cache_[l].get();
+    // The new tokens' K/V rows go straight into the cache: [n_tokens, n_kv_heads, head_dim].
+    float* k_new = key_cache + n_past_ * kv_dim;
+    float* v_new = value_cache + n_past_ * kv_dim;
+
+    // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb).
+    rmsnorm(xb_.data(), x, attn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+    matmul_weights(q_.data(), xb_.data(), lw.wq, n_tokens);
+    matmul_weights(k_new, xb_.data(), lw.wk, n_tokens);
+    matmul_weights(v_new, xb_.data(), lw.wv, n_tokens);
+    rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past_, inv_freq_.data(),
+               rope_interleaved_);
+    rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past_, inv_freq_.data(),
+               rope_interleaved_);
+    attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past_, c.n_heads,
+              c.n_kv_heads, c.head_dim);
+    matmul_weights(xb2_.data(), att_.data(), lw.wo, n_tokens);
+    add_inplace(x, xb2_.data(), n_tokens * dim);
+
+    // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)).
+    rmsnorm(xb_.data(), x, ffn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+    matmul_weights(hb_.data(), xb_.data(), lw.w_gate, n_tokens);
+    matmul_weights(hb2_.data(), xb_.data(), lw.w_up, n_tokens);
+    swiglu(hb_.data(), hb_.data(), hb2_.data(), n_tokens * c.hidden_dim);
+    matmul_weights(xb2_.data(), hb_.data(), lw.w_down, n_tokens);
+    add_inplace(x, xb2_.data(), n_tokens * dim);
+  }
+
+  // Final norm and the output head, over all tokens or only the last one.
+  const int64_t n_rows = last_only ? 1 : n_tokens;
+  const float* head_in = x + (n_tokens - n_rows) * dim;
+  rmsnorm(xb_.data(), head_in, final_norm_.data(), n_rows, dim, c.rms_norm_eps);
+  if (static_cast<int64_t>(logits_.size()) < n_rows * c.vocab_size) {
+    logits_.resize(n_rows * c.vocab_size);
+  }
+  matmul_weights(logits_.data(), xb_.data(), w.output, n_rows);
+
+  n_past_ += n_tokens;
+  return logits_.data();
+}
+
+void LlamaRunner::truncate(int64_t n) {
+  SPECLAB_ASSERT(n >= 0 && n <= n_past_);
+  n_past_ = n;
+}
+
+}  // namespace speclab

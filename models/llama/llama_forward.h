@@ -1,0 +1,71 @@
+// The Llama forward pass over one sequence, with its KV cache.
+//
+// One LlamaRunner holds the activations and the KV cache of one sequence for one model.
+// forward() runs a batch of new tokens (a prompt chunk, a decode step, or the k+1 tokens of
+// a speculative verification) and appends their K/V; truncate() rolls the cache back after
+// rejected drafts. The computation follows llama2.c's order, in FP32 with weights converted
+// row by row from their stored dtype (see core/cpu_matmul.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/llama/llama_model.h"
+
+namespace speclab {
+
+class LlamaRunner {
+ public:
+  // max_ctx = 0 -> min(config.max_seq_len, 4096). skip_layers (size n_layers, may be empty)
+  // marks layers whose blocks are skipped entirely (self-speculation drafts; their cache is
+  // never written nor allocated). The model must outlive the runner.
+  LlamaRunner(const LlamaModel& model, int64_t max_ctx = 0, std::vector<bool> skip_layers = {});
+
+  // Runs tokens[0..n_tokens) at positions [n_past, n_past + n_tokens), appends their K/V and
+  // advances n_past. Returns logits [n_tokens, vocab] row-major, or only the last token's
+  // row [vocab] if last_only; valid until the next call. Bad token ids, n_tokens < 1 or
+  // n_past + n_tokens > max_ctx throw InputError and leave the runner unchanged.
+  const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
+
+  // O(1): forgets cache positions >= n (n <= n_past). The next forward starts at position n.
+  void truncate(int64_t n);
+
+  int64_t n_past() const { return n_past_; }
+  int64_t max_ctx() const { return max_ctx_; }
+  int64_t vocab() const { return model_.config.vocab_size; }
+  const LlamaModel& model() const { return model_; }
+
+ private:
+  void ensure_batch_capacity(int64_t n_tokens);
+
+  const LlamaModel& model_;
+  int64_t max_ctx_ = 0;
+  int64_t n_past_ = 0;
+  std::vector<bool> skip_layers_;  // [n_layers]
+  std::vector<float> inv_freq_;    // [head_dim/2]
+  bool rope_interleaved_ = false;
+
+  // Norm weights converted once to FP32 (HF BF16 checkpoints store them in BF16).
+  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
+  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
+  std::vector<float> final_norm_;              // [dim]
+
+  // KV cache, F32, per layer [max_ctx, n_kv_heads, head_dim]; null for skipped layers.
+  // Left uninitialized: positions >= n_past are never read.
+  std::vector<std::unique_ptr<float[]>> key_cache_;
+  std::vector<std::unique_ptr<float[]>> value_cache_;
+
+  // Activations for a batch of up to batch_capacity_ tokens.
+  int64_t batch_capacity_ = 0;
+  std::vector<float> x_;       // [n_tokens, dim]        residual stream
+  std::vector<float> xb_;      // [n_tokens, dim]        normed input of a sublayer
+  std::vector<float> xb2_;     // [n_tokens, dim]        sublayer output
+  std::vector<float> q_;       // [n_tokens, n_heads * head_dim]
+  std::vector<float> att_;     // [n_tokens, n_heads * head_dim]  attention output
+  std::vector<float> hb_;      // [n_tokens, hidden_dim] gate, then silu(gate) * up
+  std::vector<float> hb2_;     // [n_tokens, hidden_dim] up
+  std::vector<float> logits_;  // [n_tokens or 1, vocab]
+};
+
+}  // namespace speclab

@@ -1,0 +1,212 @@
+#include "models/llama/llama_synthetic.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "core/error.h"
+
+namespace speclab {
+namespace {
+
+// A counter-based generator: value i of tensor `stream` is a pure function of
+// (seed, stream, i), so rows can be filled in parallel in any order with the same result.
+inline uint64_t mix64(uint64_t z) {  // splitmix64's finalizer
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Approximately N(0, 1): the sum of four 16-bit uniforms (Irwin-Hall, variance 4/12) scaled
+// to unit variance. Bounded at ±sqrt(12); plenty for timing and for tests.
+inline float normal_at(uint64_t key, uint64_t i) {
+  const uint64_t h = mix64(key + i * 0x9e3779b97f4a7c15ULL);
+  const float u =
+      static_cast<float>((h & 0xffff) + ((h >> 16) & 0xffff) + ((h >> 32) & 0xffff) + (h >> 48)) *
+      (1.0f / 65536.0f);
+  return (u - 2.0f) * 1.7320508f;  // sqrt(3)
+}
+
+class SyntheticBuilder {
+ public:
+  SyntheticBuilder(LlamaModel* model, DType dtype, uint64_t seed)
+      : model_(model), dtype_(dtype), seed_(seed) {}
+
+  // A [rows, cols] matrix ~ N(0, 1/sqrt(cols)) in dtype_.
+  TensorView matrix(const std::string& name, int64_t rows, int64_t cols) {
+    SPECLAB_INPUT_CHECK(cols % dtype_block_size(dtype_) == 0, "synthetic tensor '", name,
+                        "': ", cols, " columns are not a multiple of the ", dtype_name(dtype_),
+                        " block size");
+    const size_t row_bytes = dtype_row_bytes(dtype_, cols);
+    TensorView v = allocate(name, dtype_, {rows, cols}, row_bytes * rows);
+    uint8_t* base = static_cast<uint8_t*>(const_cast<void*>(v.data));
+    const uint64_t key = mix64(seed_ ^ mix64(++stream_));
+    const float stddev = 1.0f / std::sqrt(static_cast<float>(cols));
+#pragma omp parallel
+    {
+      std::vector<float> row(cols);  // [cols] FP32 values of one row before conversion
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = 0; i < cols; i++) row[i] = stddev * normal_at(key, r * cols + i);
+        dtype_from_f32(dtype_, row.data(), base + r * row_bytes, cols);
+      }
+    }
+    return v;
+  }
+
+  // A [dim] F32 norm weight near 1 (1 ± ~0.05).
+  TensorView norm(const std::string& name, int64_t dim) {
+    TensorView v = allocate(name, DType::F32, {dim}, dim * sizeof(float));
+    float* data = static_cast<float*>(const_cast<void*>(v.data));
+    const uint64_t key = mix64(seed_ ^ mix64(++stream_));
+    for (int64_t i = 0; i < dim; i++) data[i] = 1.0f + 0.05f * normal_at(key, i);
+    return v;
+  }
+
+ private:
+  TensorView allocate(const std::string& name, DType dtype, std::vector<int64_t> shape,
+                      size_t nbytes) {
+    // 64-byte aligned for vector loads; pages are first touched by the filling threads.
+    const size_t rounded = (nbytes + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr) fail_input("synthetic model: cannot allocate ", nbytes, " bytes for ", name);
+    model_->storage.emplace_back(p, std::free);
+    TensorView v;
+    v.name = name;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    v.data = p;
+    v.nbytes = nbytes;
+    return v;
+  }
+
+  LlamaModel* model_;
+  DType dtype_;
+  uint64_t seed_;
+  uint64_t stream_ = 0;  // one stream per tensor, in creation order
+};
+
+struct Shape {
+  const char* name;
+  LlamaConfig config;
+};
+
+LlamaConfig llama32_config(int64_t dim, int64_t n_layers, int64_t n_heads, int64_t head_dim) {
+  LlamaConfig c;
+  c.vocab_size = 128256;
+  c.dim = dim;
+  c.hidden_dim = 8192;
+  c.n_layers = n_layers;
+  c.n_heads = n_heads;
+  c.n_kv_heads = 8;
+  c.head_dim = head_dim;
+  c.max_seq_len = 131072;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = 500000.0f;
+  c.rope_scaling.enabled = true;
+  c.rope_scaling.factor = 32.0f;
+  c.rope_scaling.low_freq_factor = 1.0f;
+  c.rope_scaling.high_freq_factor = 4.0f;
+  c.rope_scaling.original_max_position = 8192;
+  c.tie_embeddings = true;
+  return c;
+}
+
+LlamaConfig smollm2_config(int64_t dim, int64_t hidden_dim, int64_t n_layers, int64_t n_heads,
+                           int64_t n_kv_heads, float theta) {
+  LlamaConfig c;
+  c.vocab_size = 49152;
+  c.dim = dim;
+  c.hidden_dim = hidden_dim;
+  c.n_layers = n_layers;
+  c.n_heads = n_heads;
+  c.n_kv_heads = n_kv_heads;
+  c.head_dim = 64;
+  c.max_seq_len = 8192;
+  c.rms_norm_eps = 1e-5f;
+  c.rope_theta = theta;
+  c.tie_embeddings = true;
+  return c;
+}
+
+LlamaConfig tiny_config() {
+  LlamaConfig c;
+  c.vocab_size = 256;
+  c.dim = 64;
+  c.hidden_dim = 128;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 32;  // explicit, != dim / n_heads
+  c.max_seq_len = 2048;
+  c.rope_theta = 10000.0f;
+  c.tie_embeddings = false;  // exercises the separate output matrix
+  return c;
+}
+
+const std::vector<Shape>& shapes() {
+  static const std::vector<Shape> s = {
+      {"llama-3.2-1b", llama32_config(2048, 16, 32, 64)},
+      {"llama-3.2-3b", llama32_config(3072, 28, 24, 128)},
+      {"smollm2-135m", smollm2_config(576, 1536, 30, 9, 3, 100000.0f)},
+      {"smollm2-360m", smollm2_config(960, 2560, 32, 15, 5, 100000.0f)},
+      {"smollm2-1.7b", smollm2_config(2048, 8192, 24, 32, 32, 130000.0f)},
+      {"tiny", tiny_config()},
+  };
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<LlamaModel> llama_make_random(const LlamaConfig& config, DType dtype,
+                                              uint64_t seed) {
+  auto model = std::make_unique<LlamaModel>();
+  model->format = "synthetic";
+  model->config = config;
+  const LlamaConfig& c = model->config;
+  SyntheticBuilder b(model.get(), dtype, seed);
+  LlamaWeights& w = model->weights;
+  w.tok_embeddings = b.matrix("tok_embeddings", c.vocab_size, c.dim);
+  w.layers.resize(c.n_layers);
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LlamaLayerWeights& lw = w.layers[l];
+    lw.attn_norm = b.norm(p + "attn_norm", c.dim);
+    lw.wq = b.matrix(p + "wq", c.n_heads * c.head_dim, c.dim);
+    lw.wk = b.matrix(p + "wk", c.n_kv_heads * c.head_dim, c.dim);
+    lw.wv = b.matrix(p + "wv", c.n_kv_heads * c.head_dim, c.dim);
+    lw.wo = b.matrix(p + "wo", c.dim, c.n_heads * c.head_dim);
+    lw.ffn_norm = b.norm(p + "ffn_norm", c.dim);
+    lw.w_gate = b.matrix(p + "w_gate", c.hidden_dim, c.dim);
+    lw.w_up = b.matrix(p + "w_up", c.hidden_dim, c.dim);
+    lw.w_down = b.matrix(p + "w_down", c.dim, c.hidden_dim);
+  }
+  w.final_norm = b.norm("final_norm", c.dim);
+  w.output = c.tie_embeddings ? w.tok_embeddings : b.matrix("output", c.vocab_size, c.dim);
+  return model;
+}
+
+LlamaConfig llama_synthetic_config(const std::string& shape) {
+  std::string known;
+  for (const Shape& s : shapes()) {
+    if (shape == s.name) return s.config;
+    known += (known.empty() ? "" : ", ") + std::string(s.name);
+  }
+  fail_input("synthetic: unknown shape '", shape, "', expected one of ", known);
+}
+
+std::unique_ptr<LlamaModel> llama_make_synthetic(const std::string& spec, uint64_t seed) {
+  const size_t colon = spec.find(':');
+  const std::string shape = spec.substr(0, colon);
+  DType dtype = DType::BF16;
+  if (colon != std::string::npos) {
+    const std::string dtype_str = spec.substr(colon + 1);
+    SPECLAB_INPUT_CHECK(dtype_from_name(dtype_str, &dtype), "synthetic:", spec, ": unknown dtype '",
+                        dtype_str, "', expected one of bf16, f16, f32, q8_0, q4_0, q4_1");
+  }
+  auto model = llama_make_random(llama_synthetic_config(shape), dtype, seed);
+  model->path = "synthetic:" + spec;
+  return model;
+}
+
+}  // namespace speclab
