@@ -32,7 +32,8 @@ void sampling_validate(const SamplingParams& params);
 //          prefix whose mass (relative to what top-k kept) is >= top_p, at least one id;
 //   renormalize over the kept ids; all others are exactly 0.
 // Cost: O(n) when top-k and top-p are off; O(n + k log k) with top-k; with top-p only, a
-// growing partial sort that usually touches a few hundred of the n ids (vocab 128k).
+// growing selection (nth_element + sort of a head window, x4 per step) that sorts only
+// about as many ids as top-p keeps.
 // Logits may be -inf (masked ids) but not NaN, and at least one must be finite.
 void sampling_standardize(float* probs, const float* logits, int64_t n,
                           const SamplingParams& params);
