@@ -1,0 +1,429 @@
+// llama_load: HF directories (config.json + safetensors), GGUF files, synthetic models.
+//
+// Every tensor is checked against the shape the config implies before a view of it is kept,
+// so the forward pass can trust LlamaWeights: a mismatch is an InputError naming the file,
+// the tensor, both shapes and where the expected one came from.
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "models/formats/gguf.h"
+#include "models/formats/safetensors.h"
+#include "models/llama/llama_model.h"
+#include "models/llama/llama_synthetic.h"
+#include "models/tokenizer/tokenizer_factory.h"
+
+namespace speclab {
+namespace {
+
+using json = nlohmann::json;
+
+bool path_is_dir(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool path_is_file(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool starts_with_gguf_magic(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[4] = {0, 0, 0, 0};
+  f.read(magic, 4);
+  return f.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t k = 0; k < shape.size(); k++) s += (k ? ", " : "") + std::to_string(shape[k]);
+  return s + "]";
+}
+
+// Hyperparameter sanity, one line each; `source` names the file the values came from.
+// Upper limits keep products like vocab*dim and n_heads*head_dim far from overflow.
+void llama_check_config(const LlamaConfig& c, const std::string& source) {
+  auto in_range = [&](int64_t v, int64_t hi, const char* what) {
+    SPECLAB_INPUT_CHECK(v >= 1 && v <= hi, source, ": ", what, " = ", v, ", expected 1..", hi);
+  };
+  in_range(c.vocab_size, 1 << 24, "vocab size");
+  in_range(c.dim, 1 << 20, "model dim (hidden_size)");
+  in_range(c.hidden_dim, 1 << 22, "FFN dim (intermediate_size)");
+  in_range(c.n_layers, 1024, "layer count");
+  in_range(c.n_heads, 4096, "attention head count");
+  in_range(c.n_kv_heads, 4096, "KV head count");
+  in_range(c.head_dim, 1 << 16, "head_dim");
+  in_range(c.max_seq_len, 1 << 24, "context length (max_position_embeddings)");
+  SPECLAB_INPUT_CHECK(c.n_heads % c.n_kv_heads == 0, source, ": ", c.n_heads,
+                      " attention heads are not a multiple of ", c.n_kv_heads, " KV heads");
+  SPECLAB_INPUT_CHECK(c.head_dim % 2 == 0, source, ": head_dim ", c.head_dim,
+                      " is odd; RoPE rotates pairs of dimensions");
+  SPECLAB_INPUT_CHECK(std::isfinite(c.rms_norm_eps) && c.rms_norm_eps > 0, source,
+                      ": rms_norm_eps = ", c.rms_norm_eps, ", expected > 0");
+  SPECLAB_INPUT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0, source,
+                      ": rope_theta = ", c.rope_theta, ", expected > 0");
+  if (c.rope_scaling.enabled) {
+    const RopeScaling& r = c.rope_scaling;
+    SPECLAB_INPUT_CHECK(r.factor >= 1, source, ": rope_scaling.factor = ", r.factor,
+                        ", expected >= 1");
+    SPECLAB_INPUT_CHECK(r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor, source,
+                        ": rope_scaling low_freq_factor ", r.low_freq_factor,
+                        " / high_freq_factor ", r.high_freq_factor, ", expected 0 < low < high");
+    SPECLAB_INPUT_CHECK(r.original_max_position > 0, source,
+                        ": rope_scaling.original_max_position_embeddings = ",
+                        r.original_max_position, ", expected > 0");
+  }
+  if (!c.rope_freq_factors.empty()) {
+    SPECLAB_INPUT_CHECK(static_cast<int64_t>(c.rope_freq_factors.size()) == c.head_dim / 2, source,
+                        ": rope_freqs has ", c.rope_freq_factors.size(),
+                        " entries, expected head_dim/2 = ", c.head_dim / 2);
+    for (float f : c.rope_freq_factors)
+      SPECLAB_INPUT_CHECK(std::isfinite(f) && f > 0, source, ": rope_freqs entry ", f,
+                          ", expected > 0");
+  }
+  SPECLAB_INPUT_CHECK(c.bos_token_id < c.vocab_size, source, ": BOS id ", c.bos_token_id,
+                      " is outside the vocabulary (", c.vocab_size, ")");
+  for (int64_t id : c.eos_token_ids)
+    SPECLAB_INPUT_CHECK(id >= 0 && id < c.vocab_size, source, ": EOS id ", id,
+                        " is outside the vocabulary (", c.vocab_size, ")");
+}
+
+// The tensors of one layer in LlamaLayerWeights order, with their expected shapes.
+struct ExpectedTensor {
+  TensorView LlamaLayerWeights::*field;
+  const char* hf_name;    // after "model.layers.N."
+  const char* gguf_name;  // after "blk.N."
+  std::vector<int64_t> shape;
+};
+std::vector<ExpectedTensor> llama_layer_tensors(const LlamaConfig& c) {
+  const int64_t q_rows = c.n_heads * c.head_dim, kv_rows = c.n_kv_heads * c.head_dim;
+  return {
+      {&LlamaLayerWeights::attn_norm, "input_layernorm.weight", "attn_norm.weight", {c.dim}},
+      {&LlamaLayerWeights::wq, "self_attn.q_proj.weight", "attn_q.weight", {q_rows, c.dim}},
+      {&LlamaLayerWeights::wk, "self_attn.k_proj.weight", "attn_k.weight", {kv_rows, c.dim}},
+      {&LlamaLayerWeights::wv, "self_attn.v_proj.weight", "attn_v.weight", {kv_rows, c.dim}},
+      {&LlamaLayerWeights::wo, "self_attn.o_proj.weight", "attn_output.weight", {c.dim, q_rows}},
+      {&LlamaLayerWeights::ffn_norm, "post_attention_layernorm.weight", "ffn_norm.weight", {c.dim}},
+      {&LlamaLayerWeights::w_gate,
+       "mlp.gate_proj.weight",
+       "ffn_gate.weight",
+       {c.hidden_dim, c.dim}},
+      {&LlamaLayerWeights::w_up, "mlp.up_proj.weight", "ffn_up.weight", {c.hidden_dim, c.dim}},
+      {&LlamaLayerWeights::w_down,
+       "mlp.down_proj.weight",
+       "ffn_down.weight",
+       {c.dim, c.hidden_dim}},
+  };
+}
+
+// Checks a found tensor's shape. `file` holds it, `implied_by` names where the expectation
+// came from ("config.json", "GGUF metadata").
+TensorView checked_tensor(const TensorView* t, const std::string& name,
+                          const std::vector<int64_t>& shape, const std::string& file,
+                          const std::string& implied_by) {
+  SPECLAB_INPUT_CHECK(t != nullptr, file, ": tensor '", name, "' missing");
+  SPECLAB_INPUT_CHECK(t->shape == shape, file, ": tensor '", name, "' has shape ",
+                      shape_str(t->shape), ", ", implied_by, " implies ", shape_str(shape));
+  return *t;
+}
+
+// ---- HF directory ---------------------------------------------------------------------
+
+json read_json_file(const std::string& path) {
+  std::shared_ptr<MappedFile> f = mapped_file_open(path);
+  try {
+    return json::parse(f->data(), f->data() + f->size());
+  } catch (const json::exception& e) {
+    fail_input(path, ": not valid JSON (", e.what(), ")");
+  }
+}
+
+// Typed access to config.json keys with errors "<path>: key 'x' ...".
+struct ConfigJson {
+  std::string path;
+  json j;
+
+  bool has(const char* key) const { return j.contains(key) && !j[key].is_null(); }
+  int64_t get_int(const char* key) const {
+    SPECLAB_INPUT_CHECK(has(key), path, ": key '", key, "' missing");
+    SPECLAB_INPUT_CHECK(j[key].is_number_integer(), path, ": key '", key, "' is ", j[key].dump(),
+                        ", expected an integer");
+    return j[key].get<int64_t>();
+  }
+  int64_t get_int_or(const char* key, int64_t def) const { return has(key) ? get_int(key) : def; }
+  double get_float_or(const char* key, double def) const {
+    if (!has(key)) return def;
+    SPECLAB_INPUT_CHECK(j[key].is_number(), path, ": key '", key, "' is ", j[key].dump(),
+                        ", expected a number");
+    return j[key].get<double>();
+  }
+  bool get_bool_or(const char* key, bool def) const {
+    if (!has(key)) return def;
+    SPECLAB_INPUT_CHECK(j[key].is_boolean(), path, ": key '", key, "' is ", j[key].dump(),
+                        ", expected true or false");
+    return j[key].get<bool>();
+  }
+  // eos_token_id: an integer or a list of integers.
+  std::vector<int64_t> get_id_list(const char* key) const {
+    std::vector<int64_t> out;
+    if (!has(key)) return out;
+    const json& v = j[key];
+    if (v.is_number_integer()) return {v.get<int64_t>()};
+    SPECLAB_INPUT_CHECK(v.is_array(), path, ": key '", key, "' is ", v.dump(),
+                        ", expected an integer or a list of integers");
+    for (const json& e : v) {
+      SPECLAB_INPUT_CHECK(e.is_number_integer(), path, ": key '", key, "' is ", v.dump(),
+                          ", expected an integer or a list of integers");
+      out.push_back(e.get<int64_t>());
+    }
+    return out;
+  }
+};
+
+void add_unique(std::vector<int64_t>* ids, int64_t id) {
+  for (int64_t x : *ids)
+    if (x == id) return;
+  ids->push_back(id);
+}
+
+LlamaConfig llama_parse_hf_config(const ConfigJson& cj) {
+  const std::string& path = cj.path;
+  SPECLAB_INPUT_CHECK(cj.j.is_object(), path, ": expected a JSON object");
+  // Architecture: a config that says what it is must say Llama.
+  SPECLAB_INPUT_CHECK(cj.has("architectures") || cj.has("model_type"), path,
+                      ": neither 'architectures' nor 'model_type' given; expected a Llama config");
+  if (cj.has("model_type")) {
+    const json& mt = cj.j["model_type"];
+    SPECLAB_INPUT_CHECK(mt.is_string() && mt.get<std::string>() == "llama", path,
+                        ": key 'model_type' is ", mt.dump(), ", only \"llama\" is supported");
+  }
+  if (cj.has("architectures")) {
+    const json& arch = cj.j["architectures"];
+    bool found = false;
+    if (arch.is_array())
+      for (const json& a : arch) found = found || (a.is_string() && a == "LlamaForCausalLM");
+    SPECLAB_INPUT_CHECK(found, path, ": key 'architectures' is ", arch.dump(),
+                        ", expected it to contain \"LlamaForCausalLM\"");
+  }
+
+  LlamaConfig c;
+  c.vocab_size = cj.get_int("vocab_size");
+  c.dim = cj.get_int("hidden_size");
+  c.hidden_dim = cj.get_int("intermediate_size");
+  c.n_layers = cj.get_int("num_hidden_layers");
+  c.n_heads = cj.get_int("num_attention_heads");
+  SPECLAB_INPUT_CHECK(c.n_heads > 0, path, ": key 'num_attention_heads' is ", c.n_heads,
+                      ", expected > 0");
+  c.n_kv_heads = cj.get_int_or("num_key_value_heads", c.n_heads);
+  c.head_dim = cj.get_int_or("head_dim", c.dim / c.n_heads);
+  c.max_seq_len = cj.get_int("max_position_embeddings");
+  c.rms_norm_eps = static_cast<float>(cj.get_float_or("rms_norm_eps", 1e-6));
+  c.rope_theta = static_cast<float>(cj.get_float_or("rope_theta", 10000.0));
+  c.tie_embeddings = cj.get_bool_or("tie_word_embeddings", false);
+  if (cj.has("rope_scaling")) {
+    const json& rs = cj.j["rope_scaling"];
+    SPECLAB_INPUT_CHECK(rs.is_object(), path, ": key 'rope_scaling' is ", rs.dump(),
+                        ", expected an object or null");
+    ConfigJson sub{path + " rope_scaling", rs};
+    std::string type;
+    const char* type_key = sub.has("rope_type") ? "rope_type" : "type";
+    SPECLAB_INPUT_CHECK(sub.has(type_key) && rs[type_key].is_string(), path,
+                        ": key 'rope_scaling.rope_type' missing or not a string");
+    type = rs[type_key].get<std::string>();
+    if (type == "llama3") {
+      RopeScaling& r = c.rope_scaling;
+      r.enabled = true;
+      auto need = [&](const char* key) {
+        SPECLAB_INPUT_CHECK(sub.has(key) && rs[key].is_number(), path, ": key 'rope_scaling.", key,
+                            "' missing or not a number");
+        return rs[key].get<double>();
+      };
+      r.factor = static_cast<float>(need("factor"));
+      r.low_freq_factor = static_cast<float>(need("low_freq_factor"));
+      r.high_freq_factor = static_cast<float>(need("high_freq_factor"));
+      SPECLAB_INPUT_CHECK(sub.has("original_max_position_embeddings") &&
+                              rs["original_max_position_embeddings"].is_number_integer(),
+                          path,
+                          ": key 'rope_scaling.original_max_position_embeddings' missing or not "
+                          "an integer");
+      r.original_max_position = rs["original_max_position_embeddings"].get<int64_t>();
+    } else {
+      SPECLAB_INPUT_CHECK(type == "default", path, ": rope_scaling type '", type,
+                          "' is not supported (expected \"llama3\" or \"default\")");
+    }
+  }
+  c.bos_token_id = cj.get_int_or("bos_token_id", -1);
+  c.eos_token_ids = cj.get_id_list("eos_token_id");
+  c.rope_pairing = RopePairing::kHalf;  // HF rotate_half layout
+  return c;
+}
+
+std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
+  auto model = std::make_unique<LlamaModel>();
+  model->path = dir;
+  model->format = "hf";
+  const std::string config_path = dir + "/config.json";
+  SPECLAB_INPUT_CHECK(path_is_file(config_path), dir, ": not a model directory (no config.json)");
+  ConfigJson cj{config_path, read_json_file(config_path)};
+  LlamaConfig& c = model->config;
+  c = llama_parse_hf_config(cj);
+  // Instruct models list their end-of-turn ids in generation_config.json.
+  const std::string gen_path = dir + "/generation_config.json";
+  if (path_is_file(gen_path)) {
+    ConfigJson gen{gen_path, read_json_file(gen_path)};
+    if (gen.j.is_object()) {
+      for (int64_t id : gen.get_id_list("eos_token_id")) add_unique(&c.eos_token_ids, id);
+      if (c.bos_token_id < 0) c.bos_token_id = gen.get_int_or("bos_token_id", -1);
+    }
+  }
+  llama_check_config(c, config_path);
+
+  std::unique_ptr<SafetensorsSet> set = SafetensorsSet::open_dir(dir);
+  auto tensor = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    const TensorView* t = set->find_tensor(name);
+    const std::string file = t ? set->file_of(name) : dir + "/model.safetensors";
+    return checked_tensor(t, name, shape, file, "config.json");
+  };
+  LlamaWeights& w = model->weights;
+  w.tok_embeddings = tensor("model.embed_tokens.weight", {c.vocab_size, c.dim});
+  const auto layer_tensors = llama_layer_tensors(c);
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string prefix = "model.layers." + std::to_string(l) + ".";
+    for (const ExpectedTensor& e : layer_tensors)
+      w.layers[l].*e.field = tensor(prefix + e.hf_name, e.shape);
+  }
+  w.final_norm = tensor("model.norm.weight", {c.dim});
+  if (set->find_tensor("lm_head.weight") != nullptr) {
+    // Some tied checkpoints still store lm_head (a copy); use it as stored.
+    w.output = tensor("lm_head.weight", {c.vocab_size, c.dim});
+  } else {
+    SPECLAB_INPUT_CHECK(c.tie_embeddings, dir,
+                        ": tensor 'lm_head.weight' missing and config.json does not set "
+                        "tie_word_embeddings");
+    w.output = w.tok_embeddings;
+  }
+  model->storage = set->storage();
+
+  if (path_is_file(dir + "/tokenizer.json")) {
+    model->tokenizer = tokenizer_load_hf_json(dir + "/tokenizer.json");
+  } else if (path_is_file(dir + "/tokenizer.model")) {
+    model->tokenizer = tokenizer_load_sentencepiece(dir + "/tokenizer.model");
+  }
+  if (model->tokenizer) {
+    if (c.bos_token_id < 0) c.bos_token_id = model->tokenizer->bos_id();
+    if (c.eos_token_ids.empty() && model->tokenizer->eos_id() >= 0)
+      c.eos_token_ids.push_back(model->tokenizer->eos_id());
+  }
+  return model;
+}
+
+// ---- GGUF -------------------------------------------------------------------------------
+
+std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
+  std::unique_ptr<GgufFile> g = GgufFile::open(path);
+  const std::string arch = g->get_string("general.architecture");
+  SPECLAB_INPUT_CHECK(arch == "llama", path, ": general.architecture is '", arch,
+                      "', only 'llama' is supported");
+  auto model = std::make_unique<LlamaModel>();
+  model->path = path;
+  model->format = "gguf";
+  LlamaConfig& c = model->config;
+  c.dim = g->get_int("llama.embedding_length");
+  c.n_layers = g->get_int("llama.block_count");
+  c.hidden_dim = g->get_int("llama.feed_forward_length");
+  c.n_heads = g->get_int("llama.attention.head_count");
+  SPECLAB_INPUT_CHECK(c.n_heads > 0, path, ": llama.attention.head_count is ", c.n_heads,
+                      ", expected > 0");
+  c.n_kv_heads = g->get_int_or("llama.attention.head_count_kv", c.n_heads);
+  c.head_dim = g->get_int_or("llama.attention.key_length", c.dim / c.n_heads);
+  const int64_t value_length = g->get_int_or("llama.attention.value_length", c.head_dim);
+  SPECLAB_INPUT_CHECK(value_length == c.head_dim, path, ": llama.attention.value_length ",
+                      value_length, " differs from key_length ", c.head_dim,
+                      "; expected equal head sizes");
+  const int64_t rope_dims = g->get_int_or("llama.rope.dimension_count", c.head_dim);
+  SPECLAB_INPUT_CHECK(rope_dims == c.head_dim, path, ": llama.rope.dimension_count ", rope_dims,
+                      " != head_dim ", c.head_dim, "; partial rotary embeddings are not supported");
+  c.max_seq_len = g->get_int("llama.context_length");
+  c.rms_norm_eps =
+      static_cast<float>(g->get_float_or("llama.attention.layer_norm_rms_epsilon", 1e-5));
+  c.rope_theta = static_cast<float>(g->get_float_or("llama.rope.freq_base", 10000.0));
+  if (g->has("llama.rope.scaling.type")) {
+    const std::string type = g->get_string("llama.rope.scaling.type");
+    SPECLAB_INPUT_CHECK(type == "none", path, ": llama.rope.scaling.type '", type,
+                        "' is not supported (llama3 scaling comes as rope_freqs.weight)");
+  }
+  // HF-to-GGUF conversion permuted the Q/K rows so RoPE pairs are adjacent; we keep the rows
+  // as stored and rotate (2i, 2i+1).
+  c.rope_pairing = RopePairing::kInterleaved;
+
+  const TensorView* emb = g->find_tensor("token_embd.weight");
+  SPECLAB_INPUT_CHECK(emb != nullptr, path, ": tensor 'token_embd.weight' missing",
+                      " (a vocabulary-only GGUF is not a model)");
+  SPECLAB_INPUT_CHECK(emb->shape.size() == 2, path, ": tensor 'token_embd.weight' has shape ",
+                      shape_str(emb->shape), ", expected [vocab, dim]");
+  c.vocab_size = emb->shape[0];
+  if (g->has("llama.vocab_size")) {
+    const int64_t v = g->get_int("llama.vocab_size");
+    SPECLAB_INPUT_CHECK(v == c.vocab_size, path, ": llama.vocab_size ", v,
+                        " != token_embd.weight rows ", c.vocab_size);
+  }
+  if (const TensorView* rf = g->find_tensor("rope_freqs.weight")) {
+    checked_tensor(rf, "rope_freqs.weight", {c.head_dim / 2}, path, "GGUF metadata");
+    c.rope_freq_factors.resize(static_cast<size_t>(rf->numel()));
+    dtype_to_f32(rf->dtype, rf->data, c.rope_freq_factors.data(), rf->numel());
+  }
+  c.bos_token_id = g->get_int_or("tokenizer.ggml.bos_token_id", -1);
+  for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                          "tokenizer.ggml.eom_token_id"}) {
+    if (g->has(key)) add_unique(&c.eos_token_ids, g->get_int(key));
+  }
+
+  const TensorView* output = g->find_tensor("output.weight");
+  c.tie_embeddings = output == nullptr;
+  llama_check_config(c, path);
+
+  auto tensor = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return checked_tensor(g->find_tensor(name), name, shape, path, "GGUF metadata");
+  };
+  LlamaWeights& w = model->weights;
+  w.tok_embeddings = tensor("token_embd.weight", {c.vocab_size, c.dim});
+  const auto layer_tensors = llama_layer_tensors(c);
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const std::string prefix = "blk." + std::to_string(l) + ".";
+    for (const ExpectedTensor& e : layer_tensors)
+      w.layers[l].*e.field = tensor(prefix + e.gguf_name, e.shape);
+  }
+  w.final_norm = tensor("output_norm.weight", {c.dim});
+  w.output = output ? tensor("output.weight", {c.vocab_size, c.dim}) : w.tok_embeddings;
+  model->storage.push_back(g->storage());
+  if (g->has("tokenizer.ggml.model")) model->tokenizer = tokenizer_from_gguf(*g);
+  return model;
+}
+
+}  // namespace
+
+std::unique_ptr<LlamaModel> llama_load(const std::string& path) {
+  const std::string synthetic_prefix = "synthetic:";
+  if (path.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0)
+    return llama_make_synthetic(path.substr(synthetic_prefix.size()));
+  if (path_is_dir(path)) return llama_load_hf_dir(path);
+  SPECLAB_INPUT_CHECK(path_is_file(path), path,
+                      ": no such file or directory (expected an HF model directory, a .gguf "
+                      "file or synthetic:<shape>)");
+  if (ends_with(path, ".gguf") || starts_with_gguf_magic(path)) return llama_load_gguf(path);
+  fail_input(path,
+             ": not a model (expected an HF model directory with config.json, a GGUF file, or "
+             "synthetic:<shape>)");
+}
+
+}  // namespace speclab
