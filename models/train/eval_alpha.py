@@ -107,7 +107,8 @@ def main():
         a = alpha["all"]
         res["by_temperature"][f"T={temp:g}"] = {
             "alpha": alpha, "positions": dict(counts),
-            "tau": {f"gamma={g}": round((1 - a ** (g + 1)) / (1 - a), 3) for g in (1, 2, 4, 8)}}
+            "tau": {f"gamma={g}": round((1 - a ** (g + 1)) / (1 - a) if a < 1 else g + 1.0, 3)
+                    for g in (1, 2, 4, 8)}}
         print(f"T={temp:g}: {json.dumps(alpha)}", flush=True)
     res["wall_s"] = round(time.time() - t0, 1)
     out = args.out or os.path.join(args.draft, "alpha.json")

@@ -13,7 +13,7 @@ then cosine decay to 10% of the peak LR, gradient clipping at 1.0.
 Checkpoints: <ckpt-dir>/<name>.pt every --ckpt-every steps; rerunning the same
 command resumes from it.
 
-Reproduce (all three, sequentially):  python models/train/train_zoo.sh   (see README in models/zoo)
+Reproduce (all three, sequentially, then eval and cards):  sh models/train/train_zoo.sh
 One model:  python models/train/train_tiny.py --name tiny-target-6m
 Throughput: python models/train/train_tiny.py --bench
 """
@@ -41,18 +41,24 @@ MIX = (0.4, 0.2, 0.4)
 SEQ = 256
 
 # name -> (architecture, batch size, steps, peak lr, seed).
-# Token budgets were sized from the measured throughput (--bench) so that all
-# three runs fit in ~60 minutes on the 2-core development machine.
+# Token budgets were sized from the measured throughput so that all three runs fit
+# in ~60 minutes on the shared 2-core development VM (AMD EPYC, avx512_bf16).
+# `--bench` on a lightly loaded box, training tokens/s, fp32 -> bf16 autocast:
+#   tiny-target-6m 2,526 -> 5,140; tiny-draft-2m 8,890 -> 13,932; tiny-draft-0.5m 34,358 -> 45,599.
+# With other engineers compiling at normal priority (load average 10-12) the niced
+# target got ~1/3 core, ~625 tokens/s, so every model gets 360 steps x 16 x 256 =
+# 1.47M tokens (~0.37 epoch of the 3.9M-token training split): the same data for
+# all three, the three trained concurrently (train_zoo.sh PARALLEL=1).
 ZOO = {
     "tiny-target-6m": dict(cfg=TinyConfig(hidden_size=288, intermediate_size=768, num_hidden_layers=6,
                                           num_attention_heads=6, num_key_value_heads=2),
-                           batch=16, steps=1300, lr=2e-3, seed=1),
+                           batch=16, steps=360, lr=2e-3, seed=1),
     "tiny-draft-2m": dict(cfg=TinyConfig(hidden_size=128, intermediate_size=384, num_hidden_layers=6,
                                          num_attention_heads=4, num_key_value_heads=2),
-                          batch=16, steps=1300, lr=3e-3, seed=2),
+                          batch=16, steps=360, lr=3e-3, seed=2),
     "tiny-draft-0.5m": dict(cfg=TinyConfig(hidden_size=64, intermediate_size=192, num_hidden_layers=2,
                                            num_attention_heads=2, num_key_value_heads=1),
-                            batch=16, steps=1300, lr=4e-3, seed=3),
+                            batch=16, steps=360, lr=4e-3, seed=3),
 }
 
 

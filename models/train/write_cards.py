@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Render models/zoo/<name>/MODEL_CARD.md from the JSON that the commands wrote:
+train_meta.json (train_tiny.py), eval.json (eval_tiny.py), alpha.json (eval_alpha.py).
+Every number in a card comes from one of those files.
+
+Reproduce:  python models/train/write_cards.py
+"""
+import json
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ZOO = os.path.join(REPO, "models", "zoo")
+TARGET = "tiny-target-6m"
+DATA_META = os.path.expanduser("~/.cache/speclab/zoo-data/meta.json")
+
+
+def load(d, name):
+    p = os.path.join(d, name)
+    return json.load(open(p)) if os.path.exists(p) else None
+
+
+def card(name):
+    d = os.path.join(ZOO, name)
+    tm, ev, al = load(d, "train_meta.json"), load(d, "eval.json"), load(d, "alpha.json")
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    size = os.path.getsize(os.path.join(d, "model.safetensors"))
+    role = "target" if "target" in name else "draft"
+    a = tm["arch"]
+    L = [f"# {name}", ""]
+    L.append(f"A tiny Llama-architecture {role} model of the speclab zoo, trained from scratch on the "
+             "King James Bible, Moby-Dick and the US State of the Union addresses (all public domain), "
+             "for speculative-decoding experiments (the zoo mirrors the paper's Table 3 setting: one "
+             "target, drafts of clearly different cost). It is a laboratory specimen, not a useful "
+             "language model.")
+    L += ["", "## Model", ""]
+    L.append(f"- parameters: **{tm['params']:,}** (tied input/output embeddings counted once)")
+    L.append(f"- architecture: Llama (RMSNorm, RoPE theta {a['rope_theta']:g} in the HF rotate_half "
+             f"layout, SwiGLU, GQA, no biases, tied embeddings): hidden {a['hidden_size']}, "
+             f"{a['num_hidden_layers']} layers, {a['num_attention_heads']} query heads / "
+             f"{a['num_key_value_heads']} KV heads, head_dim {cfg['head_dim']}, intermediate "
+             f"{a['intermediate_size']}, vocab {a['vocab_size']}, context {a['max_position_embeddings']}")
+    L.append(f"- files: `config.json` (HF LlamaForCausalLM), `model.safetensors` (BF16, HF tensor names, "
+             f"{size / 1e6:.2f} MB, no `lm_head.weight`: tied), `tokenizer.model` (SentencePiece BPE, "
+             f"4096 pieces, byte fallback; bos {cfg['bos_token_id']}, eos {cfg['eos_token_id']}, "
+             f"pad {cfg['pad_token_id']}, unk 0; the same file as `models/zoo/tokenizer.model`)")
+    L.append("- load: `transformers.LlamaForCausalLM.from_pretrained(dir)`; "
+             "`sentencepiece.SentencePieceProcessor(model_file=dir + '/tokenizer.model')`; "
+             "prepend BOS to prompts, as in training")
+    L += ["", "## Training", ""]
+    L.append("- data: `models/train/prepare_data.py` - KJV Bible (verse numbers stripped, one verse per "
+             "line, one document per chapter), Moby-Dick (one document per chapter), State of the Union "
+             "addresses 1790-2009 (one document per address); the last 5% of each corpus's documents "
+             "in reading / year order is held out (Titus 2 - Revelation 22; chapters 130-135 + "
+             "epilogue; 2010-2021). Each document is BOS + text + EOS.")
+    L.append("- sampling: windows of 257 tokens at random offsets, corpus chosen per window with "
+             "probabilities bible 0.4 / moby 0.2 / sotu 0.4; the batch of step s is a function of "
+             f"(seed {tm['seed']}, s)")
+    L.append(f"- tokens seen: **{tm['tokens_seen']:,}** ({tm['steps']} steps x batch {tm['batch']} x "
+             f"{tm['seq_len']} tokens)")
+    L.append(f"- optimizer: AdamW (0.9, 0.95), weight decay 0.1 on matrices, peak LR {tm['peak_lr']:g}, "
+             f"{tm['warmup']} warmup steps, cosine decay to 10%, grad clip 1.0, bf16 autocast on CPU "
+             "(FP32 master weights)")
+    L.append(f"- wall time: **{tm['wall_s'] / 60:.1f} min** ({tm['tokens_per_s']:,} tokens/s) on a "
+             f"{tm['cores']}-core x86-64 VM (`lscpu`: {tm['cpu']}), torch {tm['torch']}, "
+             f"{tm['torch_threads']} threads, niced and shared with other jobs (compiles), so the "
+             "time is an upper bound for this machine")
+    fl = tm["final_loss_log"]
+    L.append(f"- final training loss {fl['loss']:.3f} (one batch)")
+    L += ["", "## Held-out perplexity", ""]
+    if ev:
+        L.append(f"Computed by `models/train/eval_tiny.py` from the shipped BF16 weights (upcast to FP32), "
+                 f"non-overlapping 256-token windows, first {ev['max_tokens_per_corpus']:,} tokens of each "
+                 "held-out tail:")
+        L += ["", "| corpus | perplexity | tokens scored |", "| --- | ---: | ---: |"]
+        for c, v in ev["perplexity"].items():
+            L.append(f"| {c} | {v:.2f} | {ev['scored_tokens'][c]:,} |")
+    else:
+        L.append("(not computed yet: run `models/train/eval_tiny.py`)")
+    if role == "draft":
+        L += ["", f"## Acceptance rate against {TARGET}", ""]
+        if al:
+            L.append("Computed with the **PyTorch reference** `models/train/eval_alpha.py` (the C++ engine "
+                     "`speclab` will recompute these): the target generates "
+                     f"{al['new_tokens']} tokens after each of the {al['n_prompts']} prompts of "
+                     f"{', '.join('`' + p + '`' for p in al['prompt_sets'])}; alpha is the mean over "
+                     "those positions of sum_x min(p(x), q(x)) (Corollary 3.6), p and q the standardized "
+                     "target and draft distributions (T=0: one-hot argmax; T=1: softmax). "
+                     "tau(gamma) = (1 - alpha^(gamma+1)) / (1 - alpha) is the expected number of tokens "
+                     "per target call of Theorem 3.8 under the i.i.d. assumption.")
+            tasks = sorted(k for k in next(iter(al["by_temperature"].values()))["alpha"] if k != "all")
+            L += ["", "| temperature | alpha (all) | " + " | ".join(tasks) + " | tau(g=2) | tau(g=4) |",
+                  "| --- | ---: | " + " | ".join("---:" for _ in tasks) + " | ---: | ---: |"]
+            for t, r in al["by_temperature"].items():
+                L.append(f"| {t} | **{r['alpha']['all']:.3f}** | "
+                         + " | ".join(f"{r['alpha'][k]:.3f}" for k in tasks)
+                         + f" | {r['tau']['gamma=2']:.2f} | {r['tau']['gamma=4']:.2f} |")
+        else:
+            L.append("(not computed yet: run `models/train/eval_alpha.py`)")
+    L += ["", "## Reproduce", "", "```",
+          "python models/train/prepare_data.py          # splits + tokenizer (-> models/zoo/tokenizer.model)",
+          f"nice -n 15 python models/train/train_tiny.py --name {name}",
+          f"python models/train/eval_tiny.py models/zoo/{name}"]
+    if role == "draft":
+        L.append(f"python models/train/eval_alpha.py --target models/zoo/{TARGET} --draft models/zoo/{name}")
+    L += ["python models/train/write_cards.py", "```", "",
+          "(`sh models/train/train_zoo.sh` runs the whole zoo.) Seeds are fixed; an interrupted "
+          "training resumes from `~/.cache/speclab/zoo-ckpt/` with the same data order. Bitwise "
+          "equality of the weights across machines is not promised (CPU bf16 kernels differ).", "",
+          "## Licence", "",
+          "Training text is public domain. Weights, tokenizer and card: released with speclab "
+          "under the project's licence.", ""]
+    with open(os.path.join(d, "MODEL_CARD.md"), "w") as f:
+        f.write("\n".join(L))
+
+
+def main():
+    for name in sorted(os.listdir(ZOO)):
+        if os.path.exists(os.path.join(ZOO, name, "train_meta.json")):
+            card(name)
+            print("wrote", os.path.join("models/zoo", name, "MODEL_CARD.md"))
+
+
+if __name__ == "__main__":
+    main()
