@@ -415,6 +415,40 @@ TEST(Gguf, TruncationAtEveryLengthThrows) {
   EXPECT_EQ(n_thrown, static_cast<int>(full.size()));
 }
 
+// Corrupting any single header byte (xor 0xff, then +1) either still parses or gives
+// InputError; never a crash or an out-of-bounds read (run under -DSPECLAB_SANITIZE=ON).
+TEST(Gguf, CorruptingAnyHeaderByteIsCaught) {
+  TempDir dir;
+  const Bytes full = valid_writer().build();
+  const std::string path = dir.file("flip.gguf");
+  write_bytes(path, full);
+  size_t first_tensor_data = 0;  // file offset of the data section: everything before is header
+  {
+    auto g = GgufFile::open(path);
+    auto mapped = std::static_pointer_cast<MappedFile>(g->storage());
+    first_tensor_data =
+        static_cast<size_t>(static_cast<const uint8_t*>(g->tensors()[0].data) - mapped->data());
+  }
+  ASSERT_GT(first_tensor_data, 100u);
+  ASSERT_LT(first_tensor_data, full.size());
+  int n_rejected = 0;
+  for (size_t at = 0; at < first_tensor_data; at++) {
+    for (uint8_t delta : {uint8_t{0xff}, uint8_t{1}}) {
+      Bytes bad = full;
+      bad[at] =
+          delta == 0xff ? static_cast<uint8_t>(bad[at] ^ 0xff) : static_cast<uint8_t>(bad[at] + 1);
+      write_bytes(path, bad);
+      try {
+        GgufFile::open(path);
+      } catch (const InputError&) {
+        n_rejected++;
+      }
+    }
+  }
+  // Most header bytes are structural (lengths, types, counts, offsets): most flips are caught.
+  EXPECT_GT(n_rejected, static_cast<int>(first_tensor_data) / 2);
+}
+
 TEST(Gguf, RealSmolLM2File) {
   const std::string path = "/root/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf";
   struct stat st;
