@@ -21,7 +21,7 @@ Both models are loaded from their export directories (BF16 weights upcast to
 FP32) with transformers' LlamaForCausalLM. Writes <draft>/alpha.json.
 
 Reproduce:
-  python models/train/eval_alpha.py --target models/zoo/tiny-target-6m --draft models/zoo/tiny-draft-2m
+  python models/train/eval_alpha.py --target models/zoo/tiny-target-5m --draft models/zoo/tiny-draft-2m
 """
 import argparse
 import json

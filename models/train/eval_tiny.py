@@ -8,7 +8,7 @@ non-overlapping windows of 256 tokens (the first token of each window is context
 only, so a window scores 255 predictions). At most --max-tokens tokens per corpus
 (from the start of its held-out tail). Writes <dir>/eval.json and prints it.
 
-Reproduce:  python models/train/eval_tiny.py models/zoo/tiny-target-6m
+Reproduce:  python models/train/eval_tiny.py models/zoo/tiny-target-5m
 """
 import argparse
 import json
@@ -48,7 +48,7 @@ def perplexity(model, ids, window=256, batch=16):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir")
-    ap.add_argument("--max-tokens", type=int, default=32768)
+    ap.add_argument("--max-tokens", type=int, default=16384)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)

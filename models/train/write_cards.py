@@ -10,7 +10,7 @@ import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ZOO = os.path.join(REPO, "models", "zoo")
-TARGET = "tiny-target-6m"
+TARGET = "tiny-target-5m"
 DATA_META = os.path.expanduser("~/.cache/speclab/zoo-data/meta.json")
 
 
@@ -103,7 +103,7 @@ def card(name):
     if role == "draft":
         L.append(f"python models/train/eval_alpha.py --target models/zoo/{TARGET} --draft models/zoo/{name}")
     L += ["python models/train/write_cards.py", "```", "",
-          "(`sh models/train/train_zoo.sh` runs the whole zoo.) Seeds are fixed; an interrupted "
+          "(`sh models/train/train_zoo.sh` runs the whole zoo; `PARALLEL=1`, as done here, trains the three models concurrently.) Seeds are fixed; an interrupted "
           "training resumes from `~/.cache/speclab/zoo-ckpt/` with the same data order. Bitwise "
           "equality of the weights across machines is not promised (CPU bf16 kernels differ).", "",
           "## Licence", "",
@@ -113,11 +113,48 @@ def card(name):
         f.write("\n".join(L))
 
 
+def readme(names):
+    """models/zoo/README.md: the family at a glance (numbers from the same JSON files)."""
+    L = ["# The tiny zoo", "",
+         "Llama-architecture models trained from scratch for speclab's speculative-decoding "
+         "experiments: one target and two drafts of clearly different cost, sharing one "
+         "SentencePiece tokenizer (`tokenizer.model`, BPE, 4096 pieces, byte fallback) and one "
+         "training set (KJV Bible + Moby-Dick + State of the Union addresses, all public domain, "
+         "last 5% of each held out). Each directory is an HF Llama export (`config.json`, BF16 "
+         "`model.safetensors`, `tokenizer.model`) with a `MODEL_CARD.md`; `train_meta.json`, "
+         "`eval.json`, `alpha.json` are the raw outputs the cards are rendered from.", "",
+         "| model | params | layers x hidden | tokens seen | train wall (min) | ppl bible | ppl moby | "
+         "ppl sotu | alpha T=0 | alpha T=1 |",
+         "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name in names:
+        d = os.path.join(ZOO, name)
+        tm, ev, al = load(d, "train_meta.json"), load(d, "eval.json"), load(d, "alpha.json")
+        pp = ev["perplexity"] if ev else {}
+        a0 = al["by_temperature"].get("T=0", {}).get("alpha", {}).get("all") if al else None
+        a1 = al["by_temperature"].get("T=1", {}).get("alpha", {}).get("all") if al else None
+        f = lambda v: "-" if v is None else f"{v:.3f}" if v < 1.5 else f"{v:.1f}"
+        L.append(f"| [{name}]({name}/MODEL_CARD.md) | {tm['params']:,} | {tm['arch']['num_hidden_layers']} x "
+                 f"{tm['arch']['hidden_size']} | {tm['tokens_seen']:,} | {tm['wall_s'] / 60:.1f} | "
+                 f"{f(pp.get('bible'))} | {f(pp.get('moby'))} | {f(pp.get('sotu'))} | {f(a0)} | {f(a1)} |")
+    L += ["", f"alpha: draft vs `{TARGET}`, Corollary 3.6, PyTorch reference "
+          "(`models/train/eval_alpha.py`) on `configs/prompts/tiny-in-domain.jsonl` + "
+          "`tiny-out-of-domain.jsonl`; the C++ engine recomputes it.", "",
+          "Rebuild everything: `sh models/train/train_zoo.sh` (see `models/train/`); "
+          "`PARALLEL=1` trains the three at once, as was done here.", ""]
+    with open(os.path.join(ZOO, "README.md"), "w") as fh:
+        fh.write("\n".join(L))
+
+
 def main():
+    names = []
     for name in sorted(os.listdir(ZOO)):
         if os.path.exists(os.path.join(ZOO, name, "train_meta.json")):
             card(name)
+            names.append(name)
             print("wrote", os.path.join("models/zoo", name, "MODEL_CARD.md"))
+    order = lambda n: (0 if "target" in n else 1, -json.load(open(os.path.join(ZOO, n, "train_meta.json")))["params"])
+    readme(sorted(names, key=order))
+    print("wrote models/zoo/README.md")
 
 
 if __name__ == "__main__":
