@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
 #include "core/error.h"
 #include "experiments/cli/commands.h"
@@ -103,7 +104,8 @@ json inspect_to_json(const LlamaModel& m) {
   j["n_kv_heads"] = c.n_kv_heads;
   j["head_dim"] = c.head_dim;
   j["context_length"] = c.max_seq_len;
-  j["rms_norm_eps"] = c.rms_norm_eps;
+  // Through its shortest decimal form, so 1e-5f prints as 1e-05, not 9.999999747378752e-06.
+  j["rms_norm_eps"] = std::stod(str_cat(c.rms_norm_eps));
   j["tie_embeddings"] = c.tie_embeddings;
   json rope;
   rope["theta"] = c.rope_theta;
@@ -171,7 +173,7 @@ void inspect_print_text(const LlamaModel& m) {
   std::printf("embeddings:    %s\n",
               c.tie_embeddings ? "tied (LM head = token embeddings)" : "separate LM head");
   for (const auto& kv : inspect_dtype_stats(m.weights))
-    std::printf("tensors %-5s %4lld tensors, %s\n", kv.first.c_str(),
+    std::printf("dtype %-5s    %lld tensors, %s\n", kv.first.c_str(),
                 static_cast<long long>(kv.second.n_tensors), human_bytes(kv.second.bytes).c_str());
   const int64_t per_token = m.weight_bytes_per_token();
   std::printf("weight bytes per token: %lld (%s)\n", static_cast<long long>(per_token),
