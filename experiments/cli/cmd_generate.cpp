@@ -1,11 +1,243 @@
+// speclab generate: one request, autoregressive (no --draft) or speculative (--draft SPEC).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "core/error.h"
+#include "core/gamma_policy.h"
+#include "core/threads.h"
 #include "experiments/cli/commands.h"
+#include "models/decode/autoregressive.h"
+#include "models/decode/round_stats.h"
+#include "models/decode/speculative_decoder.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/llama_forward.h"
+#include "models/llama/llama_model.h"
+#include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
 
+namespace {
+
+struct GenerateArgs {
+  std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed";
+  int gamma = 4, gamma_min = 1, gamma_max = 8, top_k = 0, threads = 0;
+  float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
+  double lenience = 1.0;
+  uint64_t seed = 0;
+  int64_t max_new_tokens = 64, ctx = 0;
+  bool json = false, show_drafts = false, no_bos = false, ignore_eos = false;
+};
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long v = -1;
+    try {
+      v = std::stol(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    SPECLAB_INPUT_CHECK(used == item.size() && !item.empty() && v >= 0 && v <= INT32_MAX,
+                        "--prompt-ids: '", item, "' is not a non-negative token id");
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  SPECLAB_INPUT_CHECK(!ids.empty(), "--prompt-ids: empty list");
+  return ids;
+}
+
+std::unique_ptr<GammaPolicy> make_policy(const GenerateArgs& a) {
+  if (a.gamma_policy == "fixed") return std::make_unique<GammaFixed>(a.gamma, a.p_min);
+  if (a.gamma_policy == "heuristic") return std::make_unique<GammaHfHeuristic>(a.gamma, a.p_min);
+  if (a.gamma_policy == "entropy")
+    return std::make_unique<GammaEntropyGuided>(a.gamma_min, a.gamma_max, 0.5, a.p_min);
+  fail_input("--gamma-policy: '", a.gamma_policy, "' (expected fixed, heuristic or entropy)");
+}
+
+std::string render(const Tokenizer* tok, const std::vector<int32_t>& ids) {
+  return tok ? tok->decode(ids) : std::string();
+}
+
+// Figure 1 of the paper as text: accepted drafts plain, rejected drafts [-like this-],
+// the target's own token (correction or bonus) {+like this+}.
+std::string render_drafts(const Tokenizer& tok, const GenerationResult& r) {
+  std::string out;
+  for (const auto& round : r.rounds) {
+    std::vector<int32_t> acc(round.drafted.begin(), round.drafted.begin() + round.n_accepted);
+    out += tok.decode(acc);
+    if (round.n_accepted < round.n_draft) {
+      std::vector<int32_t> rej(round.drafted.begin() + round.n_accepted, round.drafted.end());
+      out += "[-" + tok.decode(rej) + "-]";
+    }
+    if (round.n_emitted > round.n_accepted) out += "{+" + tok.decode({round.next_token}) + "+}";
+  }
+  return out;
+}
+
+void run_generate(const GenerateArgs& a) {
+  if (a.threads > 0) threads_set(a.threads);
+  SPECLAB_INPUT_CHECK(a.prompt.empty() != a.prompt_ids.empty(),
+                      "arguments: give exactly one of --prompt and --prompt-ids");
+  auto target = llama_load(a.target);
+  std::unique_ptr<Tokenizer> override_tok;
+  if (!a.tokenizer.empty()) override_tok = tokenizer_load_any(a.tokenizer);
+  const Tokenizer* tok = override_tok ? override_tok.get() : target->tokenizer.get();
+  if (tok) {
+    SPECLAB_INPUT_CHECK(tok->vocab_size() <= target->config.vocab_size,
+                        a.tokenizer.empty() ? a.target : a.tokenizer, ": tokenizer has ",
+                        tok->vocab_size(), " tokens, more than the model's ",
+                        target->config.vocab_size);
+  }
+
+  GenerationRequest req;
+  if (!a.prompt_ids.empty()) {
+    req.prompt = parse_ids(a.prompt_ids);
+    for (int32_t id : req.prompt)
+      SPECLAB_INPUT_CHECK(id < target->config.vocab_size, "--prompt-ids: id ", id,
+                          " outside the vocabulary of ", target->config.vocab_size);
+  } else {
+    SPECLAB_INPUT_CHECK(tok != nullptr, a.target,
+                        ": model has no tokenizer; pass --tokenizer PATH or use --prompt-ids");
+    req.prompt = tok->encode(a.prompt, !a.no_bos);
+  }
+  req.max_new_tokens = a.max_new_tokens;
+  req.sampling = SamplingParams{a.temperature, a.top_k, a.top_p};
+  sampling_validate(req.sampling);
+  req.seed = a.seed;
+  if (!a.ignore_eos) req.stop_ids = target->config.eos_token_ids;
+
+  LlamaRunner runner(*target, a.ctx);
+  SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
+                      "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
+                      runner.max_ctx(), " tokens (see --ctx)");
+  GenerationResult res;
+  std::unique_ptr<Drafter> drafter;
+  AcceptanceStats stats;
+  if (a.draft.empty()) {
+    res = generate_autoregressive(runner, req);
+  } else {
+    drafter = drafter_create(a.draft, *target, runner.max_ctx());
+    SpeculativeConfig cfg;
+    cfg.gamma = a.gamma;
+    cfg.draft_sampling = req.sampling;
+    if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
+    sampling_validate(cfg.draft_sampling);
+    SPECLAB_INPUT_CHECK(a.lenience > 0 && a.lenience <= 1, "--lenience: ", a.lenience,
+                        " (expected 0 < l <= 1)");
+    cfg.lenience = a.lenience;
+    cfg.stop_rule.p_min = a.p_min;
+    auto policy = make_policy(a);
+    cfg.policy = policy.get();
+    res = generate_speculative(runner, *drafter, req, cfg);
+    stats.add(res.rounds);
+  }
+
+  const double n = static_cast<double>(res.tokens.size());
+  if (a.json) {
+    nlohmann::json j;
+    j["target"] = a.target;
+    j["draft"] = a.draft;
+    j["prompt_tokens"] = req.prompt;
+    j["tokens"] = res.tokens;
+    j["text"] = render(tok, res.tokens);
+    j["stop"] = stop_reason_name(res.stop);
+    j["prefill_s"] = res.prefill_s;
+    j["decode_s"] = res.decode_s;
+    j["prefill_tokens_per_s"] = res.prefill_s > 0 ? req.prompt.size() / res.prefill_s : 0.0;
+    j["decode_tokens_per_s"] = res.decode_s > 0 ? n / res.decode_s : 0.0;
+    j["target_calls"] = res.n_target_calls;
+    if (drafter) {
+      j["gamma"] = a.gamma;
+      j["gamma_policy"] = a.gamma_policy;
+      j["draft_calls"] = res.n_draft_calls;
+      j["rounds"] = stats.n_rounds;
+      j["drafted"] = stats.n_drafted;
+      j["tested"] = stats.n_tested;
+      j["accepted"] = stats.n_accepted;
+      j["alpha_empirical"] = stats.alpha_empirical();
+      j["alpha_beta"] = stats.alpha_beta();
+      j["tau"] = stats.tau();
+      j["acceptance_by_position"] = stats.conditional_acceptance();
+      j["survival_by_position"] = stats.survival();
+      double draft_s = 0, verify_s = 0, sample_s = 0;
+      for (const auto& r : res.rounds) {
+        draft_s += r.draft_s;
+        verify_s += r.verify_s;
+        sample_s += r.sample_s;
+      }
+      j["draft_s"] = draft_s;
+      j["verify_s"] = verify_s;
+      j["sample_s"] = sample_s;
+    }
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  if (a.show_drafts && drafter && tok) {
+    std::cout << render_drafts(*tok, res) << "\n";
+  } else if (tok) {
+    std::cout << (a.prompt.empty() ? "" : a.prompt) << render(tok, res.tokens) << "\n";
+  } else {
+    for (size_t i = 0; i < res.tokens.size(); i++) std::cout << (i ? " " : "") << res.tokens[i];
+    std::cout << "\n";
+  }
+  std::fprintf(stderr,
+               "speclab: %zu prompt tokens, prefill %.1f tok/s; %zu new tokens, decode %.2f tok/s "
+               "(%s)",
+               req.prompt.size(), res.prefill_s > 0 ? req.prompt.size() / res.prefill_s : 0.0,
+               res.tokens.size(), res.decode_s > 0 ? n / res.decode_s : 0.0,
+               stop_reason_name(res.stop));
+  if (drafter)
+    std::fprintf(stderr, "; alpha %.3f, tokens/target call %.2f", stats.alpha_empirical(),
+                 stats.tau());
+  std::fprintf(stderr, "\n");
+}
+
+}  // namespace
+
 void register_generate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("generate", "(being built)");
-  cmd->callback([] { fail_input("generate: not built yet"); });
+  auto args = std::make_shared<GenerateArgs>();
+  auto* c = app.add_subcommand("generate", "generate text from a model, optionally speculatively");
+  c->add_option("--target", args->target, "target model: HF directory, .gguf, synthetic:<shape>")
+      ->required();
+  c->add_option("--draft", args->draft,
+                "drafter: model path | lookup[:n=N,min=M] | self:skip=A-B | ngram:PATH");
+  c->add_option("--tokenizer", args->tokenizer, "tokenizer to use instead of the model's");
+  c->add_option("--prompt", args->prompt, "prompt text");
+  c->add_option("--prompt-ids", args->prompt_ids, "prompt as comma-separated token ids");
+  c->add_flag("--no-bos", args->no_bos, "do not prepend BOS to --prompt");
+  c->add_option("--gamma", args->gamma, "tokens drafted per round")->check(CLI::Range(1, 64));
+  c->add_option("--gamma-policy", args->gamma_policy, "fixed | heuristic | entropy");
+  c->add_option("--gamma-min", args->gamma_min, "entropy policy lower bound")
+      ->check(CLI::Range(1, 64));
+  c->add_option("--gamma-max", args->gamma_max, "entropy policy upper bound")
+      ->check(CLI::Range(1, 64));
+  c->add_option("--p-min", args->p_min, "stop drafting when the draft's top probability < p_min")
+      ->check(CLI::Range(0.0, 1.0));
+  c->add_option("--lenience", args->lenience, "paper A.5 lenience l in (0, 1]; 1 = exact");
+  c->add_option("--temperature", args->temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
+  c->add_option("--draft-temperature", args->draft_temperature,
+                "draft temperature (default: the target's)");
+  c->add_option("--top-k", args->top_k, "0 = off")->check(CLI::NonNegativeNumber);
+  c->add_option("--top-p", args->top_p, "1 = off")->check(CLI::Range(0.0, 1.0));
+  c->add_option("--seed", args->seed, "random seed");
+  c->add_option("--max-new-tokens", args->max_new_tokens, "tokens to generate")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  c->add_option("--ctx", args->ctx, "context limit (default min(model's, 4096))")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--threads", args->threads, "CPU threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_flag("--ignore-eos", args->ignore_eos, "do not stop at EOS");
+  c->add_flag("--json", args->json, "print one JSON object with tokens, text and stats");
+  c->add_flag("--show-drafts", args->show_drafts,
+              "mark accepted, [-rejected-] and {+target-sampled+} tokens");
+  c->callback([args] { run_generate(*args); });
 }
 
 }  // namespace speclab

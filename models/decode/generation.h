@@ -1,0 +1,49 @@
+// Generation requests and their records, shared by the autoregressive baseline and the
+// speculative decoder so that both are measured the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sampling.h"
+
+namespace speclab {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included if the model wants one
+  int64_t max_new_tokens = 64;
+  SamplingParams sampling;        // the target's standardization (temperature, top-k, top-p)
+  std::vector<int64_t> stop_ids;  // EOS ids: generation stops after emitting one
+  uint64_t seed = 0;
+  uint64_t request_id = 0;  // part of every random key: requests are independent
+};
+
+// One speculative round (DESIGN.md "round record").
+struct RoundRecord {
+  int n_draft = 0;               // tokens proposed (gamma this round, or fewer)
+  int n_accepted = 0;            // 0..n_draft
+  int n_emitted = 0;             // tokens committed this round (after stops): 1..n_draft+1
+  bool bonus = false;            // all drafts accepted and the bonus token sampled
+  std::vector<float> p_draft;    // [n_draft] p_i(d_i)
+  std::vector<float> q_draft;    // [n_draft] q_i(d_i)
+  std::vector<float> beta;       // [n_draft] sum_x min(p_i(x), q_i(x)) (Corollary 3.6)
+  std::vector<int32_t> drafted;  // [n_draft] the proposed ids
+  int32_t next_token = -1;       // correction or bonus token
+  double draft_s = 0, verify_s = 0, sample_s = 0;  // wall time split
+};
+
+enum class StopReason { kMaxTokens, kEos, kContext };
+const char* stop_reason_name(StopReason r);
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids (prompt excluded)
+  StopReason stop = StopReason::kMaxTokens;
+  double prefill_s = 0;             // target prefill of the prompt
+  double decode_s = 0;              // everything after the prefill
+  int64_t n_target_calls = 0;       // target forward calls after the prefill
+  int64_t n_draft_calls = 0;        // draft model forward calls
+  std::vector<RoundRecord> rounds;  // empty for the autoregressive baseline
+};
+
+}  // namespace speclab

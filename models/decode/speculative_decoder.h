@@ -1,0 +1,39 @@
+// Speculative decoding (Leviathan et al. 2023, Algorithm 1) over a target runner and any
+// drafter. One round:
+//
+//   context tokens (target cache holds all but the last one)
+//     -> drafter.propose(k)                 k tokens + q distributions
+//     -> target.forward([last, d1..dk])     one pass, logits [k+1, vocab]
+//     -> sampling_standardize(p rows)       the same transform as the baseline
+//     -> speculative_verify(p, q, drafts)   n accepted + one more token (residual or bonus)
+//     -> target.truncate(L + n)             cache keeps [.., last, d1..dn]
+//     -> RoundRecord
+//
+// Every round emits 1..k+1 tokens; stops (EOS, max tokens) are applied to accepted tokens
+// in order, mid-round; k shrinks near the context limit and near max_new_tokens.
+#pragma once
+
+#include <memory>
+
+#include "core/gamma_policy.h"
+#include "models/decode/generation.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/llama_forward.h"
+
+namespace speclab {
+
+struct SpeculativeConfig {
+  int gamma = 4;                  // drafted tokens per round (upper bound for adaptive policies)
+  SamplingParams draft_sampling;  // the draft's own standardization (may differ from target's)
+  double lenience = 1.0;          // paper A.5; 1 = exact
+  DraftStopRule stop_rule;        // llama.cpp-style p_min early stop (0 = off)
+  GammaPolicy* policy = nullptr;  // null = fixed gamma
+};
+
+// Generates one request speculatively. The target's cache is reset first; the drafter is
+// reset too. With target temperature 0 the output equals generate_autoregressive's exactly.
+GenerationResult generate_speculative(LlamaRunner& target, Drafter& drafter,
+                                      const GenerationRequest& request,
+                                      const SpeculativeConfig& config);
+
+}  // namespace speclab

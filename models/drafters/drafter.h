@@ -1,0 +1,60 @@
+// The drafter interface: anything that proposes tokens for the target to verify.
+//
+// A drafter sees the whole committed context (prompt + accepted tokens) at each round and
+// proposes up to k tokens with the distributions q it sampled them from. Rollback is implicit:
+// model drafters keep a KV cache and truncate it to the longest common prefix of what they
+// have fed and the new context (llama.cpp's "rollback is truncation by position"), then
+// catch up lazily on tokens they have not seen (the correction or bonus token, the prompt).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/sampling.h"
+
+namespace speclab {
+
+struct DraftProposal {
+  std::vector<int32_t> tokens;  // [n] proposed ids, n <= k (a drafter may propose fewer, even 0)
+  // [n, vocab] the standardized distributions the tokens were drawn from; empty for a
+  // deterministic drafter (q is one-hot at each token, which the verifier handles exactly).
+  std::vector<float> q;
+  std::vector<float> top_prob;      // [n] max_x q_i(x) (1 for deterministic drafters)
+  std::vector<float> entropy_norm;  // [n] entropy of q_i / log(vocab), in [0, 1]
+  double seconds = 0;               // wall time spent proposing (incl. catch-up)
+  int64_t n_forward_calls = 0;      // model forward calls made (0 for model-free drafters)
+};
+
+// When to stop drafting early within a round (llama.cpp's p_min rule): 0 disables.
+struct DraftStopRule {
+  float p_min = 0.0f;  // stop before proposing a token whose q-probability is below p_min
+};
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual bool deterministic() const = 0;
+  // context: every committed token so far (prompt + generated). Proposes up to k tokens drawn
+  // with `params` (the draft temperature may differ from the target's) using random keys
+  // derived from `key` (position = absolute position of each drafted token).
+  virtual void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
+                       const DraftStopRule& stop, const RngKey& key, DraftProposal* out) = 0;
+  // Forgets all state (new request).
+  virtual void reset() = 0;
+};
+
+// Makes a drafter from a spec string (see drafter_factory.cpp for the grammar):
+//   a model path            small model of the same vocabulary
+//   self:skip=4-11          the target with layers 4..11 skipped
+//   lookup:n=3              prompt lookup matching the last 3..1 tokens
+//   ngram:PATH              unigram/bigram counts stored in a file
+struct LlamaModel;
+std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaModel& target,
+                                        int64_t max_ctx);
+
+}  // namespace speclab
