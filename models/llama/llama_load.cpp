@@ -319,6 +319,11 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
     model->tokenizer = tokenizer_load_sentencepiece(dir + "/tokenizer.model");
   }
   if (model->tokenizer) {
+    // Ids past the embedding table would index outside it; a padded table (more rows than
+    // tokens) is fine.
+    SPECLAB_INPUT_CHECK(model->tokenizer->vocab_size() <= c.vocab_size, dir, ": tokenizer has ",
+                        model->tokenizer->vocab_size(), " tokens but config.json vocab_size is ",
+                        c.vocab_size);
     if (c.bos_token_id < 0) c.bos_token_id = model->tokenizer->bos_id();
     if (c.eos_token_ids.empty() && model->tokenizer->eos_id() >= 0)
       c.eos_token_ids.push_back(model->tokenizer->eos_id());
@@ -406,7 +411,12 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
   w.final_norm = tensor("output_norm.weight", {c.dim});
   w.output = output ? tensor("output.weight", {c.vocab_size, c.dim}) : w.tok_embeddings;
   model->storage.push_back(g->storage());
-  if (g->has("tokenizer.ggml.model")) model->tokenizer = tokenizer_from_gguf(*g);
+  if (g->has("tokenizer.ggml.model")) {
+    model->tokenizer = tokenizer_from_gguf(*g);
+    SPECLAB_INPUT_CHECK(model->tokenizer->vocab_size() <= c.vocab_size, path,
+                        ": tokenizer.ggml.tokens has ", model->tokenizer->vocab_size(),
+                        " tokens but token_embd.weight has ", c.vocab_size, " rows");
+  }
   return model;
 }
 

@@ -3,6 +3,7 @@
 // and on the real SmolLM2 GGUF when present.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <functional>
@@ -256,6 +257,20 @@ TEST(LlamaLoadHf, BadModelsCatalogue) {
     needles.push_back(dir.path());
     expect_input_error([&] { llama_load(dir.path()); }, needles);
   }
+}
+
+// tokenizer.json is picked up from the directory; its 128,256 tokens do not fit the
+// 100-row embedding table of the tiny model, which must be an error, not a later crash.
+TEST(LlamaLoadHf, TokenizerLargerThanEmbeddingTable) {
+  const std::string tok = std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
+  struct stat st;
+  if (stat(tok.c_str(), &st) != 0) GTEST_SKIP() << tok << " absent (shared data)";
+  TempDir dir;
+  std::map<std::string, std::vector<float>> values;
+  write_hf_dir(dir, tiny_config(), tiny_tensors(&values));
+  ASSERT_EQ(symlink(tok.c_str(), dir.file("tokenizer.json").c_str()), 0);
+  expect_input_error([&] { llama_load(dir.path()); },
+                     {dir.path(), "tokenizer has 128256 tokens", "vocab_size is 100"});
 }
 
 TEST(LlamaLoadHf, NotAModel) {
