@@ -99,7 +99,7 @@ bool BpeTokenizer::is_special(int32_t id) const {
 std::vector<int32_t> BpeTokenizer::encode(const std::string& text, bool add_bos,
                                           bool parse_special) const {
   std::vector<int32_t> ids;
-  if (add_bos && vocab_.bos_id >= 0) ids.push_back(vocab_.bos_id);
+  if (add_bos && vocab_.add_bos && vocab_.bos_id >= 0) ids.push_back(vocab_.bos_id);
   for (const TextFragment& fragment : splitter_->split(text, parse_special)) {
     if (fragment.token_id >= 0) {
       ids.push_back(fragment.token_id);

@@ -40,6 +40,9 @@ struct BpeVocabulary {
   int32_t bos_id = -1;
   int32_t eos_id = -1;
   int32_t unk_id = -1;
+  // Whether encode(..., add_bos=true) prepends bos_id: the post-processor's template in
+  // tokenizer.json, tokenizer.ggml.add_bos_token in GGUF (SmolLM2 has a BOS id but adds none).
+  bool add_bos = true;
 };
 
 class BpeTokenizer : public Tokenizer {

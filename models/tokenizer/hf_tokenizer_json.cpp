@@ -269,6 +269,7 @@ std::unique_ptr<Tokenizer> tokenizer_load_hf_json(const std::string& path) {
   // BOS: what the post-processor prepends; EOS: tokenizer_config.json beside the file, if any.
   const std::string bos = template_bos(
       root.contains("post_processor") ? root.at("post_processor") : json(), path, "post_processor");
+  vocab.add_bos = !bos.empty();
   if (!bos.empty()) {
     vocab.bos_id = id_of_added(bos);
     SPECLAB_INPUT_CHECK(vocab.bos_id >= 0, path, ": post_processor adds '", bos,
@@ -278,6 +279,7 @@ std::unique_ptr<Tokenizer> tokenizer_load_hf_json(const std::string& path) {
   if (std::filesystem::exists(config_path)) {
     const json config = read_json_file(config_path.string());
     vocab.eos_id = id_of_added(config_token(config, "eos_token"));
+    if (vocab.bos_id < 0) vocab.bos_id = id_of_added(config_token(config, "bos_token"));
   }
   if (vocab.eos_id < 0) {
     for (const char* name : {"<|end_of_text|>", "<|endoftext|>", "</s>", "<|im_end|>"}) {
