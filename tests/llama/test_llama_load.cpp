@@ -433,3 +433,23 @@ TEST(LlamaLoadGguf, RealSmolLM2) {
 
 }  // namespace
 }  // namespace speclab
+
+namespace speclab {
+namespace {
+
+// "synthetic:<spec>" is handed to llama_make_synthetic; its shapes pass the same accounting.
+TEST(LlamaLoadSynthetic, DispatchesToSyntheticModels) {
+  auto m = llama_load("synthetic:tiny");
+  EXPECT_EQ(m->format, "synthetic");
+  EXPECT_EQ(m->path, "synthetic:tiny");
+  const LlamaConfig& c = m->config;
+  const int64_t q_rows = c.n_heads * c.head_dim, kv_rows = c.n_kv_heads * c.head_dim;
+  const int64_t per_layer =
+      2 * c.dim + q_rows * c.dim + 2 * kv_rows * c.dim + c.dim * q_rows + 3 * c.hidden_dim * c.dim;
+  const int64_t output = c.tie_embeddings ? 0 : c.vocab_size * c.dim;
+  EXPECT_EQ(m->parameter_count(), c.vocab_size * c.dim + c.n_layers * per_layer + c.dim + output);
+  expect_input_error([] { llama_load("synthetic:no-such-shape"); }, {"no-such-shape"});
+}
+
+}  // namespace
+}  // namespace speclab
