@@ -53,6 +53,9 @@ def corpus_lines(corpus_dir, n, rng):
     while len(lines) < n:
         with open(rng.choice(paths), encoding="utf-8") as f:
             candidates = [ln for ln in f.read().split("\n") if ln.strip()]
+        # Short lines only: SOTU files hold whole paragraphs per line, and the vectors file
+        # must stay small enough to commit.
+        candidates = [ln for ln in candidates if len(ln) <= 300]
         if candidates:
             # Keep the line's own leading/trailing whitespace: that is part of what we test.
             lines.append(rng.choice(candidates))
