@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "models/llama/llama_forward.h"
 #include "models/llama/llama_synthetic.h"
 
@@ -283,6 +284,21 @@ TEST(LlamaForward, TokenByTokenAndChunksEqualOneBatch) {
   // Stronger, by design of the kernels (batch-invariant sums, per-token ops): bit-identical.
   EXPECT_EQ(0, std::memcmp(single.data(), batch.data(), batch.size() * sizeof(float)));
   EXPECT_EQ(0, std::memcmp(chunked.data(), batch.data(), batch.size() * sizeof(float)));
+}
+
+// Every output is reduced by one thread in a fixed order, so the thread count cannot change
+// a single bit of the logits.
+TEST(LlamaForward, ThreadCountDoesNotChangeLogits) {
+  auto model = llama_make_random(tiny_config(false, RopePairing::kHalf), DType::Q4_1, 15);
+  const std::vector<int32_t> tokens = random_tokens(9, model->config.vocab_size, 16);
+  threads_set(1);
+  LlamaRunner one(*model);
+  const std::vector<float> a = run_chunks(one, tokens, {5, 4});
+  threads_set(2);
+  LlamaRunner two(*model);
+  const std::vector<float> b = run_chunks(two, tokens, {5, 4});
+  threads_set(0);
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
 // ---------------------------------------------------------------------------------------
