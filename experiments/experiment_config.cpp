@@ -1,0 +1,671 @@
+#include "experiments/experiment_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+#include <set>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace speclab {
+
+namespace {
+
+const char* const kGammaPolicies[] = {"fixed", "heuristic", "entropy"};
+const char* const kSimulateTables[] = {"paper-table1"};
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// What the user wrote, for "got ..." in messages.
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "nothing";
+  }
+}
+
+// Where values came from while reading one file; every read records its location.
+class Reader {
+ public:
+  Reader(std::string file, std::vector<std::string> override_keys,
+         std::map<std::string, std::string>* locations)
+      : file_(std::move(file)), override_keys_(std::move(override_keys)), locations_(locations) {}
+
+  // "file:line" or "--set key" for the node at yaml_path.
+  std::string location(const YAML::Node& node, const std::string& yaml_path) const {
+    for (const auto& key : override_keys_) {
+      if (yaml_path == key || starts_with(yaml_path, key + ".") ||
+          starts_with(yaml_path, key + "["))
+        return "--set " + key;
+    }
+    if (!node.IsDefined() || node.Mark().is_null()) {
+      // A node that --set created on the way to its key (no place in the file).
+      for (const auto& key : override_keys_)
+        if (starts_with(key, yaml_path + ".")) return "--set " + key;
+      return file_;
+    }
+    return str_cat(file_, ":", node.Mark().line + 1);
+  }
+
+  void record(const YAML::Node& node, const std::string& yaml_path) {
+    (*locations_)[yaml_path] = location(node, yaml_path);
+  }
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& yaml_path,
+                         const std::string& message) const {
+    fail_input(location(node, yaml_path), ": ", yaml_path.empty() ? "(top level)" : yaml_path, ": ",
+               message);
+  }
+
+  std::string scalar_string(const YAML::Node& node, const std::string& path) {
+    record(node, path);
+    if (!node.IsScalar()) fail(node, path, "expected a string, got " + describe(node));
+    return node.Scalar();
+  }
+
+  int64_t scalar_int(const YAML::Node& node, const std::string& path) {
+    record(node, path);
+    // A quoted scalar (tag "!") is a string, even when it looks like a number.
+    if (node.IsScalar() && node.Tag() != "!") {
+      const std::string& s = node.Scalar();
+      errno = 0;
+      char* end = nullptr;
+      const long long v = std::strtoll(s.c_str(), &end, 10);
+      if (!s.empty() && end == s.c_str() + s.size() && errno == 0) return v;
+    }
+    fail(node, path, "expected an integer, got " + describe(node));
+  }
+
+  int scalar_int32(const YAML::Node& node, const std::string& path) {
+    const int64_t v = scalar_int(node, path);
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      fail(node, path, str_cat("expected an integer, got ", v, " (too large)"));
+    return static_cast<int>(v);
+  }
+
+  double scalar_double(const YAML::Node& node, const std::string& path) {
+    record(node, path);
+    if (node.IsScalar() && node.Tag() != "!") {
+      const std::string& s = node.Scalar();
+      char* end = nullptr;
+      const double v = std::strtod(s.c_str(), &end);
+      if (!s.empty() && end == s.c_str() + s.size() && std::isfinite(v)) return v;
+    }
+    fail(node, path, "expected a finite number, got " + describe(node));
+  }
+
+  bool scalar_bool(const YAML::Node& node, const std::string& path) {
+    record(node, path);
+    if (node.IsScalar() && node.Tag() != "!") {
+      const std::string& s = node.Scalar();
+      if (s == "true" || s == "True" || s == "TRUE") return true;
+      if (s == "false" || s == "False" || s == "FALSE") return false;
+    }
+    fail(node, path, "expected true or false, got " + describe(node));
+  }
+
+  // A list, or a scalar standing for a one-element list.
+  template <typename T, typename ReadOne>
+  std::vector<T> list(const YAML::Node& node, const std::string& path, ReadOne read_one) {
+    record(node, path);
+    std::vector<T> out;
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i)
+        out.push_back(read_one(node[i], str_cat(path, "[", i, "]")));
+    } else if (node.IsScalar()) {
+      record(node, path + "[0]");
+      out.push_back(read_one(node, path));
+    } else {
+      fail(node, path, "expected a list or a single value, got " + describe(node));
+    }
+    return out;
+  }
+
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::vector<std::string> override_keys_;
+  std::map<std::string, std::string>* locations_;
+};
+
+// A mapping whose keys are checked against the allowed set; children are looked up by key.
+class MapReader {
+ public:
+  MapReader(Reader& reader, const YAML::Node& node, std::string path,
+            std::vector<std::string> allowed)
+      : reader_(reader), node_(node), path_(std::move(path)), allowed_(std::move(allowed)) {
+    reader_.record(node_, path_);
+    if (!node_.IsMap()) reader_.fail(node_, path_, "expected a mapping, got " + describe(node_));
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const YAML::Node key_node = it->first;
+      const std::string key = key_node.IsScalar() ? key_node.Scalar() : describe(key_node);
+      const std::string child = child_path(key);
+      if (std::find(allowed_.begin(), allowed_.end(), key) == allowed_.end() ||
+          !key_node.IsScalar())
+        reader_.fail(key_node, child, "unknown key (expected one of: " + join(allowed_) + ")");
+      if (children_.count(key)) reader_.fail(key_node, child, "duplicate key");
+      children_.emplace(key, it->second);
+      keys_in_order_.push_back(key);
+    }
+  }
+
+  std::string child_path(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+  bool has(const std::string& key) const { return children_.count(key) > 0; }
+  YAML::Node get(const std::string& key) const { return children_.at(key); }
+  YAML::Node require(const std::string& key) const {
+    if (!has(key)) reader_.fail(node_, child_path(key), "required key is missing");
+    return get(key);
+  }
+  const std::vector<std::string>& keys_in_order() const { return keys_in_order_; }
+
+ private:
+  Reader& reader_;
+  YAML::Node node_;
+  std::string path_;
+  std::vector<std::string> allowed_;
+  std::map<std::string, YAML::Node> children_;
+  std::vector<std::string> keys_in_order_;
+};
+
+// The nearest ancestor of `dir` holding CMakeLists.txt and configs/; `dir` if none does.
+fs::path find_repo_root(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty(); p = p.parent_path()) {
+    if (fs::exists(p / "CMakeLists.txt", ec) && fs::is_directory(p / "configs", ec)) return p;
+    if (p == p.parent_path()) break;
+  }
+  return dir;
+}
+
+std::string resolve_path(const std::string& p, const fs::path& repo_root) {
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  std::error_code ec;
+  const fs::path in_cwd = fs::absolute(p, ec);
+  if (!ec && fs::exists(in_cwd, ec)) return in_cwd.lexically_normal().string();
+  return (repo_root / p).lexically_normal().string();
+}
+
+// Model strings: synthetic:<shape> is not a path.
+std::string resolve_model(const std::string& spec, const fs::path& repo_root) {
+  if (starts_with(spec, "synthetic:")) return spec;
+  return resolve_path(spec, repo_root);
+}
+
+// Drafter specs (models/drafters/drafter_factory.cpp): only model paths and ngram:PATH hold
+// paths.
+std::string resolve_drafter(const std::string& spec, const fs::path& repo_root) {
+  if (spec == "lookup" || starts_with(spec, "lookup:") || starts_with(spec, "self:")) return spec;
+  if (starts_with(spec, "ngram:")) return "ngram:" + resolve_path(spec.substr(6), repo_root);
+  return resolve_model(spec, repo_root);
+}
+
+// Applies one --set "a.b.c=value" to the document root.
+std::string apply_override(YAML::Node& root, const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail_input("--set ", text, ": expected key.path=value (e.g. --set sweep.gamma=[2,4])");
+  const std::string key = text.substr(0, eq);
+  std::vector<std::string> segments;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = key.find('.', start);
+    segments.push_back(
+        key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (segments.back().empty())
+      fail_input("--set ", key, ": empty key segment (expected key.path=value)");
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    fail_input("--set ", key, ": the value is not valid YAML: ", e.msg);
+  }
+  if (!root.IsMap()) fail_input("--set ", key, ": the config's top level is not a mapping");
+  YAML::Node cur = root;
+  std::string walked;
+  for (size_t i = 0; i + 1 < segments.size(); ++i) {
+    walked += (i ? "." : "") + segments[i];
+    // Node::operator= would assign through to the tree; reset() rebinds `cur` instead.
+    if (!cur[segments[i]]) cur[segments[i]] = YAML::Node(YAML::NodeType::Map);
+    YAML::Node next = cur[segments[i]];
+    if (!next.IsMap()) fail_input("--set ", key, ": '", walked, "' is not a mapping");
+    cur.reset(next);
+  }
+  cur[segments.back()] = value;
+  return key;
+}
+
+template <typename T>
+nlohmann::json list_json(const std::vector<T>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& x : v) out.push_back(x);
+  return out;
+}
+
+}  // namespace
+
+std::string experiment_hash_hex(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64 offset basis
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;  // FNV-1a 64 prime
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string experiment_expand_string(const std::string& value, const std::string& what) {
+  std::string out;
+  size_t i = 0;
+  if (value == "~" || starts_with(value, "~/")) {
+    const char* home = std::getenv("HOME");
+    SPECLAB_INPUT_CHECK(home && *home, what, ": cannot expand '~': HOME is not set");
+    out = home;
+    i = 1;
+  }
+  while (i < value.size()) {
+    if (value[i] == '$' && i + 1 < value.size() && value[i + 1] == '{') {
+      const size_t close = value.find('}', i + 2);
+      SPECLAB_INPUT_CHECK(close != std::string::npos, what, ": unterminated '${' in '", value, "'");
+      std::string body = value.substr(i + 2, close - i - 2);
+      std::string hint;
+      const size_t q = body.find(":?");
+      if (q != std::string::npos) {
+        hint = body.substr(q + 2);
+        body = body.substr(0, q);
+      }
+      SPECLAB_INPUT_CHECK(!body.empty(), what, ": empty variable name in '", value, "'");
+      const char* env = std::getenv(body.c_str());
+      if (!env || !*env)
+        fail_input(what, ": environment variable ", body, " is not set",
+                   hint.empty() ? "" : " (" + hint + ")");
+      out += env;
+      i = close + 1;
+    } else {
+      out += value[i++];
+    }
+  }
+  return out;
+}
+
+std::string ExperimentConfig::where(const std::string& yaml_path) const {
+  std::string p = yaml_path;
+  while (true) {
+    auto it = locations.find(p);
+    if (it != locations.end())
+      return it->second + ": " + (yaml_path.empty() ? "(top level)" : yaml_path);
+    if (p.empty()) break;
+    const size_t cut = p.find_last_of(".[");
+    p = cut == std::string::npos ? "" : p.substr(0, cut);
+  }
+  return file + ": " + yaml_path;
+}
+
+const DrafterEntry* ExperimentConfig::find_drafter(const std::string& name) const {
+  for (const auto& d : drafters)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+nlohmann::json ExperimentConfig::to_json() const {
+  nlohmann::json j;
+  j["name"] = name;
+  j["question"] = question;
+  if (target) j["target"] = target->spec;
+  nlohmann::json ds = nlohmann::json::object();
+  for (const auto& d : drafters) ds[d.name] = d.ref.spec;
+  j["drafters"] = ds;
+  if (prompts) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& f : prompts->files) files.push_back(f.spec);
+    j["prompts"] = {
+        {"file", files}, {"limit", prompts->limit}, {"chat_template", prompts->chat_template}};
+  }
+  j["generation"] = {{"max_new_tokens", generation.max_new_tokens},
+                     {"seed", generation.seed},
+                     {"repeats", generation.repeats},
+                     {"warmup", generation.warmup},
+                     {"threads", generation.threads},
+                     {"ctx", generation.ctx},
+                     {"ignore_eos", generation.ignore_eos}};
+  j["measure"] = {{"baseline", measure.baseline},
+                  {"cost_curve_max_k", measure.cost_curve_max_k},
+                  {"bootstrap_resamples", measure.bootstrap_resamples},
+                  {"confidence", measure.confidence},
+                  {"cost_only", measure.cost_only}};
+  if (sweep) {
+    nlohmann::json dt = nlohmann::json::array();
+    for (const auto& t : sweep->draft_temperature)
+      dt.push_back(t ? nlohmann::json(*t) : nlohmann::json("same"));
+    j["sweep"] = {{"drafter", list_json(sweep->drafter)},
+                  {"gamma", list_json(sweep->gamma)},
+                  {"temperature", list_json(sweep->temperature)},
+                  {"draft_temperature", dt},
+                  {"top_k", list_json(sweep->top_k)},
+                  {"top_p", list_json(sweep->top_p)},
+                  {"lenience", list_json(sweep->lenience)},
+                  {"gamma_policy", list_json(sweep->gamma_policy)},
+                  {"p_min", list_json(sweep->p_min)}};
+  }
+  if (simulate) j["simulate"] = {{"table", simulate->table}};
+  j["gate"] = {{"sigmas", gate.sigmas}};
+  return j;
+}
+
+std::string ExperimentConfig::config_hash() const { return experiment_hash_hex(to_json().dump()); }
+
+ExperimentConfig experiment_config_load(const std::string& path,
+                                        const std::vector<std::string>& overrides) {
+  ExperimentConfig c;
+  c.file = path;
+  YAML::Node root;
+  {
+    std::error_code ec;
+    SPECLAB_INPUT_CHECK(fs::is_regular_file(path, ec), path,
+                        ": cannot open config file (no such file)");
+  }
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::ParserException& e) {
+    fail_input(path, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
+  } catch (const YAML::BadFile&) {
+    fail_input(path, ": cannot read config file");
+  }
+  if (root.IsNull()) fail_input(path, ": the config file is empty (expected a mapping)");
+
+  std::vector<std::string> override_keys;
+  for (const auto& o : overrides) override_keys.push_back(apply_override(root, o));
+
+  Reader r(path, override_keys, &c.locations);
+  const fs::path repo_root = find_repo_root(fs::absolute(path).parent_path());
+  // ${VAR} and ~ expansion, with "file:line: key.path" in errors.
+  auto expanded = [&](const YAML::Node& node, const std::string& p) {
+    return experiment_expand_string(r.scalar_string(node, p), r.location(node, p) + ": " + p);
+  };
+
+  MapReader top(r, root, "",
+                {"name", "question", "target", "drafters", "prompts", "generation", "measure",
+                 "sweep", "simulate", "gate"});
+  c.name = r.scalar_string(top.require("name"), "name");
+  c.question = r.scalar_string(top.require("question"), "question");
+  if (top.has("target")) {
+    const std::string spec = expanded(top.get("target"), "target");
+    c.target = ModelRef{spec, resolve_model(spec, repo_root)};
+  }
+  if (top.has("drafters")) {
+    const YAML::Node node = top.get("drafters");
+    r.record(node, "drafters");
+    if (!node.IsMap())
+      r.fail(node, "drafters", "expected a mapping name -> drafter spec, got " + describe(node));
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string name = r.scalar_string(it->first, "drafters");
+      const std::string p = "drafters." + name;
+      if (c.find_drafter(name)) r.fail(it->first, p, "duplicate drafter name");
+      const std::string spec = expanded(it->second, p);
+      c.drafters.push_back(DrafterEntry{name, ModelRef{spec, resolve_drafter(spec, repo_root)}});
+    }
+  }
+  if (top.has("prompts")) {
+    MapReader m(r, top.get("prompts"), "prompts", {"file", "limit", "chat_template"});
+    PromptsConfig p;
+    for (const auto& spec : r.list<std::string>(m.require("file"), "prompts.file", expanded))
+      p.files.push_back(ModelRef{spec, resolve_path(spec, repo_root)});
+    if (m.has("limit")) p.limit = r.scalar_int32(m.get("limit"), "prompts.limit");
+    if (m.has("chat_template"))
+      p.chat_template = r.scalar_bool(m.get("chat_template"), "prompts.chat_template");
+    c.prompts = p;
+  }
+  if (top.has("generation")) {
+    MapReader m(r, top.get("generation"), "generation",
+                {"max_new_tokens", "seed", "repeats", "warmup", "threads", "ctx", "ignore_eos"});
+    GenerationConfig& g = c.generation;
+    auto int_key = [&](const char* key, int* out) {
+      if (m.has(key)) *out = r.scalar_int32(m.get(key), m.child_path(key));
+    };
+    int_key("max_new_tokens", &g.max_new_tokens);
+    if (m.has("seed")) g.seed = r.scalar_int(m.get("seed"), "generation.seed");
+    int_key("repeats", &g.repeats);
+    int_key("warmup", &g.warmup);
+    int_key("threads", &g.threads);
+    int_key("ctx", &g.ctx);
+    if (m.has("ignore_eos"))
+      g.ignore_eos = r.scalar_bool(m.get("ignore_eos"), "generation.ignore_eos");
+  }
+  bool cost_curve_given = false;
+  if (top.has("measure")) {
+    MapReader m(r, top.get("measure"), "measure",
+                {"baseline", "cost_curve_max_k", "bootstrap_resamples", "confidence", "cost_only"});
+    MeasureConfig& ms = c.measure;
+    if (m.has("baseline")) ms.baseline = r.scalar_bool(m.get("baseline"), "measure.baseline");
+    if (m.has("cost_curve_max_k")) {
+      ms.cost_curve_max_k = r.scalar_int32(m.get("cost_curve_max_k"), "measure.cost_curve_max_k");
+      cost_curve_given = true;
+    }
+    if (m.has("bootstrap_resamples"))
+      ms.bootstrap_resamples =
+          r.scalar_int32(m.get("bootstrap_resamples"), "measure.bootstrap_resamples");
+    if (m.has("confidence"))
+      ms.confidence = r.scalar_double(m.get("confidence"), "measure.confidence");
+    if (m.has("cost_only")) ms.cost_only = r.scalar_bool(m.get("cost_only"), "measure.cost_only");
+  }
+  if (top.has("sweep")) {
+    MapReader m(r, top.get("sweep"), "sweep",
+                {"drafter", "gamma", "temperature", "draft_temperature", "top_k", "top_p",
+                 "lenience", "gamma_policy", "p_min"});
+    SweepConfig s;
+    auto str = [&](const YAML::Node& n, const std::string& p) { return r.scalar_string(n, p); };
+    auto i32 = [&](const YAML::Node& n, const std::string& p) { return r.scalar_int32(n, p); };
+    auto dbl = [&](const YAML::Node& n, const std::string& p) { return r.scalar_double(n, p); };
+    s.drafter = r.list<std::string>(m.require("drafter"), "sweep.drafter", str);
+    if (m.has("gamma")) s.gamma = r.list<int>(m.get("gamma"), "sweep.gamma", i32);
+    if (m.has("temperature"))
+      s.temperature = r.list<double>(m.get("temperature"), "sweep.temperature", dbl);
+    if (m.has("draft_temperature")) {
+      s.draft_temperature = r.list<std::optional<double>>(
+          m.get("draft_temperature"), "sweep.draft_temperature",
+          [&](const YAML::Node& n, const std::string& p) -> std::optional<double> {
+            if (n.IsScalar() && n.Scalar() == "same") return std::nullopt;
+            r.record(n, p);
+            if (n.IsScalar() && n.Tag() != "!") {
+              char* end = nullptr;
+              const double v = std::strtod(n.Scalar().c_str(), &end);
+              if (!n.Scalar().empty() && *end == '\0' && std::isfinite(v)) return v;
+            }
+            r.fail(n, p, "expected \"same\" or a number, got " + describe(n));
+          });
+    }
+    if (m.has("top_k")) s.top_k = r.list<int>(m.get("top_k"), "sweep.top_k", i32);
+    if (m.has("top_p")) s.top_p = r.list<double>(m.get("top_p"), "sweep.top_p", dbl);
+    if (m.has("lenience")) s.lenience = r.list<double>(m.get("lenience"), "sweep.lenience", dbl);
+    if (m.has("gamma_policy"))
+      s.gamma_policy = r.list<std::string>(m.get("gamma_policy"), "sweep.gamma_policy", str);
+    if (m.has("p_min")) s.p_min = r.list<double>(m.get("p_min"), "sweep.p_min", dbl);
+    c.sweep = s;
+  }
+  if (top.has("simulate")) {
+    MapReader m(r, top.get("simulate"), "simulate", {"table"});
+    c.simulate = SimulateConfig{r.scalar_string(m.require("table"), "simulate.table")};
+  }
+  if (top.has("gate")) {
+    MapReader m(r, top.get("gate"), "gate", {"sigmas"});
+    if (m.has("sigmas")) c.gate.sigmas = r.scalar_double(m.get("sigmas"), "gate.sigmas");
+  }
+  if (!cost_curve_given) {
+    int max_gamma = 0;
+    if (c.sweep)
+      for (int g : c.sweep->gamma) max_gamma = std::max(max_gamma, g);
+    c.measure.cost_curve_max_k = std::max(1, max_gamma + 1);
+  }
+  experiment_config_validate(c);
+  return c;
+}
+
+void experiment_config_validate(const ExperimentConfig& c) {
+  // check(condition, yaml path, what was expected): one line per rule.
+  auto check = [&c](bool ok, const std::string& path, const std::string& expected) {
+    if (!ok) fail_input(c.where(path), ": ", expected);
+  };
+  const bool name_ok = !c.name.empty() && std::all_of(c.name.begin(), c.name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
+  });
+  check(
+      name_ok, "name",
+      "expected letters, digits, '.', '_' or '-' (it names results/<name>/), got '" + c.name + "'");
+  check(!c.question.empty() && c.question.find('\n') == std::string::npos, "question",
+        "expected a one-line question");
+  check(c.target || c.simulate, "target",
+        "required key is missing (only simulator-only configs, with `simulate`, have no target)");
+  if (c.target)
+    check(!c.target->spec.empty(), "target", "expected a model path, got an empty string");
+  if (c.target)
+    check(!c.drafters.empty(), "drafters",
+          "expected at least one drafter (a config with a target needs `drafters`)");
+  if (c.target)
+    check(c.sweep.has_value(), "sweep",
+          "required key is missing (a config with a target needs a sweep)");
+  if (c.target)
+    check(c.prompts || c.measure.cost_only, "prompts",
+          "required key is missing (only measure.cost_only configs run without prompts)");
+  for (const auto& d : c.drafters)
+    check(!d.ref.spec.empty(), "drafters." + d.name,
+          "expected a drafter spec (model path, lookup:n=N, self:skip=A-B, ngram:PATH), got an "
+          "empty string");
+  if (c.prompts)
+    check(!c.prompts->files.empty(), "prompts.file",
+          "expected a JSONL file path or a non-empty list of them");
+  if (c.prompts)
+    for (size_t i = 0; i < c.prompts->files.size(); ++i)
+      check(!c.prompts->files[i].spec.empty(), str_cat("prompts.file[", i, "]"),
+            "expected a JSONL file path, got an empty string");
+  if (c.prompts)
+    check(c.prompts->limit >= 0, "prompts.limit",
+          str_cat("expected an integer >= 0 (0 = all), got ", c.prompts->limit));
+
+  const GenerationConfig& g = c.generation;
+  check(g.max_new_tokens >= 1, "generation.max_new_tokens",
+        str_cat("expected an integer >= 1, got ", g.max_new_tokens));
+  check(g.seed >= 0, "generation.seed", str_cat("expected an integer >= 0, got ", g.seed));
+  check(g.repeats >= 1, "generation.repeats", str_cat("expected an integer >= 1, got ", g.repeats));
+  check(g.warmup >= 0, "generation.warmup", str_cat("expected an integer >= 0, got ", g.warmup));
+  check(g.threads >= 0, "generation.threads",
+        str_cat("expected an integer >= 0 (0 = all cores), got ", g.threads));
+  check(g.ctx > g.max_new_tokens, "generation.ctx",
+        str_cat("expected an integer > generation.max_new_tokens (", g.max_new_tokens, "), got ",
+                g.ctx));
+
+  if (c.sweep) {
+    const SweepConfig& s = *c.sweep;
+    check(!s.drafter.empty(), "sweep.drafter", "expected a non-empty list of drafter names");
+    check(!s.gamma.empty(), "sweep.gamma", "expected a non-empty list");
+    check(!s.temperature.empty(), "sweep.temperature", "expected a non-empty list");
+    check(!s.draft_temperature.empty(), "sweep.draft_temperature", "expected a non-empty list");
+    check(!s.top_k.empty(), "sweep.top_k", "expected a non-empty list");
+    check(!s.top_p.empty(), "sweep.top_p", "expected a non-empty list");
+    check(!s.lenience.empty(), "sweep.lenience", "expected a non-empty list");
+    check(!s.gamma_policy.empty(), "sweep.gamma_policy", "expected a non-empty list");
+    check(!s.p_min.empty(), "sweep.p_min", "expected a non-empty list");
+    std::vector<std::string> known;
+    for (const auto& d : c.drafters) known.push_back(d.name);
+    const std::vector<std::string> policies(std::begin(kGammaPolicies), std::end(kGammaPolicies));
+    auto at = [](const char* axis, size_t i) { return str_cat("sweep.", axis, "[", i, "]"); };
+    for (size_t i = 0; i < s.drafter.size(); ++i)
+      check(c.find_drafter(s.drafter[i]) != nullptr, at("drafter", i),
+            "unknown drafter '" + s.drafter[i] + "' (known: " + join(known) + ")");
+    for (size_t i = 0; i < s.gamma.size(); ++i)
+      check(s.gamma[i] >= 1 && s.gamma[i] <= 64, at("gamma", i),
+            str_cat("expected an integer in 1..64, got ", s.gamma[i]));
+    for (size_t i = 0; i < s.temperature.size(); ++i)
+      check(s.temperature[i] >= 0, at("temperature", i),
+            str_cat("expected a number >= 0 (0 = greedy), got ", s.temperature[i]));
+    for (size_t i = 0; i < s.draft_temperature.size(); ++i)
+      check(
+          !s.draft_temperature[i] || *s.draft_temperature[i] >= 0, at("draft_temperature", i),
+          str_cat("expected \"same\" or a number >= 0, got ", s.draft_temperature[i].value_or(0)));
+    for (size_t i = 0; i < s.top_k.size(); ++i)
+      check(s.top_k[i] >= 0, at("top_k", i),
+            str_cat("expected an integer >= 0 (0 = off), got ", s.top_k[i]));
+    for (size_t i = 0; i < s.top_p.size(); ++i)
+      check(s.top_p[i] > 0 && s.top_p[i] <= 1, at("top_p", i),
+            str_cat("expected a number in (0, 1], got ", s.top_p[i]));
+    for (size_t i = 0; i < s.lenience.size(); ++i)
+      check(s.lenience[i] > 0 && s.lenience[i] <= 1, at("lenience", i),
+            str_cat("expected a number in (0, 1], got ", s.lenience[i]));
+    for (size_t i = 0; i < s.gamma_policy.size(); ++i)
+      check(std::count(policies.begin(), policies.end(), s.gamma_policy[i]) > 0,
+            at("gamma_policy", i),
+            "expected one of " + join(policies, " | ") + ", got '" + s.gamma_policy[i] + "'");
+    for (size_t i = 0; i < s.p_min.size(); ++i)
+      check(s.p_min[i] >= 0 && s.p_min[i] <= 1, at("p_min", i),
+            str_cat("expected a number in [0, 1], got ", s.p_min[i]));
+    // A repeated value would make two identical cells (same cell_id).
+    auto no_dups = [&](const char* axis, const auto& v) {
+      for (size_t i = 0; i < v.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          check(!(v[i] == v[j]), at(axis, i),
+                str_cat("duplicate value (same as sweep.", axis, "[", j, "])"));
+    };
+    no_dups("drafter", s.drafter);
+    no_dups("gamma", s.gamma);
+    no_dups("temperature", s.temperature);
+    no_dups("draft_temperature", s.draft_temperature);
+    no_dups("top_k", s.top_k);
+    no_dups("top_p", s.top_p);
+    no_dups("lenience", s.lenience);
+    no_dups("gamma_policy", s.gamma_policy);
+    no_dups("p_min", s.p_min);
+  }
+  const MeasureConfig& m = c.measure;
+  check(m.cost_curve_max_k >= 1 && m.cost_curve_max_k <= 65, "measure.cost_curve_max_k",
+        str_cat("expected an integer in 1..65, got ", m.cost_curve_max_k));
+  check(m.bootstrap_resamples >= 1, "measure.bootstrap_resamples",
+        str_cat("expected an integer >= 1, got ", m.bootstrap_resamples));
+  check(m.confidence > 0 && m.confidence < 1, "measure.confidence",
+        str_cat("expected a number in (0, 1), got ", m.confidence));
+
+  const int max_gamma = c.sweep && !c.sweep->gamma.empty()
+                            ? *std::max_element(c.sweep->gamma.begin(), c.sweep->gamma.end())
+                            : 0;
+  check(m.cost_curve_max_k >= max_gamma + 1, "measure.cost_curve_max_k",
+        str_cat("expected at least max(sweep.gamma) + 1 = ", max_gamma + 1,
+                " (the speedup prediction needs T(gamma + 1)), got ", m.cost_curve_max_k));
+  if (c.simulate) {
+    const std::vector<std::string> tables(std::begin(kSimulateTables), std::end(kSimulateTables));
+    check(std::count(tables.begin(), tables.end(), c.simulate->table) > 0, "simulate.table",
+          "expected one of " + join(tables, " | ") + ", got '" + c.simulate->table + "'");
+  }
+  check(c.gate.sigmas > 0, "gate.sigmas", str_cat("expected a number > 0, got ", c.gate.sigmas));
+}
+
+}  // namespace speclab

@@ -1,0 +1,111 @@
+#include "experiments/machine_info.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+namespace speclab {
+
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        size_t start = line.find_first_not_of(' ', colon + 1);
+        return start == std::string::npos ? "unknown" : line.substr(start);
+      }
+    }
+  }
+  return "unknown";
+}
+
+int64_t total_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemTotal:") return kb * 1024;
+  return 0;
+}
+
+}  // namespace
+
+nlohmann::json MachineInfo::to_json() const {
+  return {{"cpu_model", cpu_model},
+          {"cores", cores},
+          {"threads", threads},
+          {"memory_gb", static_cast<double>(memory_bytes) / 1e9},
+          {"mem_read_gbps", mem_read_gbps},
+          {"hostname", hostname},
+          {"git_commit", git_commit}};
+}
+
+double machine_measure_read_bandwidth(size_t bytes, double seconds, int threads) {
+  const int n_threads = threads > 0 ? threads : omp_get_num_procs();
+  const int64_t n = static_cast<int64_t>(bytes / sizeof(uint64_t));
+  if (n <= 0) return 0;
+  std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(n)]);
+  // First touch from the same threads that read, so pages are mapped before timing.
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
+  double best = 0;
+  uint64_t sink = 0;
+  const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  int passes = 0;
+  do {
+    const auto t0 = std::chrono::steady_clock::now();
+    uint64_t sum = 0;
+#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(+ : sum)
+    for (int64_t i = 0; i < n; ++i) sum += buf[static_cast<size_t>(i)];
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    sink += sum;
+    if (dt > 0) best = std::max(best, static_cast<double>(n) * sizeof(uint64_t) / dt / 1e9);
+    ++passes;
+  } while (std::chrono::steady_clock::now() < t_end || passes < 2);
+  // The sum depends on every element: keep it observable so the loop is not optimized away.
+  volatile uint64_t keep = sink;
+  (void)keep;
+  return best;
+}
+
+std::string machine_git_commit(const std::string& source_dir) {
+  if (source_dir.find('\'') != std::string::npos) return "unknown";  // would break the quoting
+  const std::string cmd = "git -C '" + source_dir + "' rev-parse --short HEAD 2>/dev/null";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return "unknown";
+  char buf[128] = {0};
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  const int rc = ::pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (rc != 0 || out.empty()) return "unknown";
+  return out;
+}
+
+MachineInfo machine_info_collect(int threads_in_use, const std::string& source_dir,
+                                 bool measure_bandwidth) {
+  MachineInfo m;
+  m.cpu_model = cpu_model_name();
+  m.cores = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  m.threads = threads_in_use > 0 ? threads_in_use : m.cores;
+  m.memory_bytes = total_memory_bytes();
+  if (measure_bandwidth)
+    m.mem_read_gbps = machine_measure_read_bandwidth(size_t{512} << 20, 0.5, m.threads);
+  char host[256] = {0};
+  m.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  m.git_commit = machine_git_commit(source_dir);
+  return m;
+}
+
+}  // namespace speclab

@@ -1,0 +1,91 @@
+#include "experiments/prompt_set.h"
+
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+
+namespace speclab {
+
+namespace {
+
+// The string at `key`; "" if absent and optional.
+std::string string_field(const nlohmann::json& obj, const char* key, bool required,
+                         const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) {
+    SPECLAB_INPUT_CHECK(!required, where, ": missing key \"", key, "\" (expected a string)");
+    return "";
+  }
+  SPECLAB_INPUT_CHECK(it->is_string(), where, ": key \"", key, "\": expected a string, got ",
+                      it->dump());
+  const std::string value = it->get<std::string>();
+  SPECLAB_INPUT_CHECK(!required || !value.empty(), where, ": key \"", key,
+                      "\": expected a non-empty string");
+  return value;
+}
+
+}  // namespace
+
+std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
+  std::ifstream in(path, std::ios::binary);
+  SPECLAB_INPUT_CHECK(in.good(), path, ": cannot open prompt file");
+  std::vector<Prompt> prompts;
+  std::map<std::string, int> id_line;
+  std::string text;
+  int line_no = 0;
+  while (std::getline(in, text)) {
+    ++line_no;
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (text.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string where = str_cat(path, ":", line_no);
+    nlohmann::json obj;
+    try {
+      obj = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      // e.what() names the byte; keep only its last clause.
+      std::string why = e.what();
+      const size_t colon = why.rfind(": ");
+      fail_input(where, ": not valid JSON (",
+                 colon == std::string::npos ? why : why.substr(colon + 2), ")");
+    }
+    SPECLAB_INPUT_CHECK(obj.is_object(), where, ": expected a JSON object {\"id\", \"text\", ...}");
+    Prompt p;
+    p.file = path;
+    p.line = line_no;
+    p.id = string_field(obj, "id", true, where);
+    p.text = string_field(obj, "text", true, where);
+    p.task = string_field(obj, "task", false, where);
+    p.source = string_field(obj, "source", false, where);
+    p.license = string_field(obj, "license", false, where);
+    for (const auto& [k, v] : obj.items())
+      if (k != "id" && k != "text" && k != "task" && k != "source" && k != "license")
+        p.extra[k] = v;
+    const auto [it, fresh] = id_line.emplace(p.id, line_no);
+    SPECLAB_INPUT_CHECK(fresh, where, ": duplicate id \"", p.id, "\" (first at line ", it->second,
+                        ")");
+    prompts.push_back(std::move(p));
+  }
+  SPECLAB_INPUT_CHECK(!prompts.empty(), path,
+                      ": no prompts (expected JSONL, one {\"id\", \"text\"} object per line)");
+  if (limit > 0 && static_cast<size_t>(limit) < prompts.size())
+    prompts.resize(static_cast<size_t>(limit));
+  return prompts;
+}
+
+std::vector<Prompt> prompt_set_load_files(const std::vector<std::string>& paths,
+                                          int limit_per_file) {
+  std::vector<Prompt> all;
+  std::map<std::string, const Prompt*> seen;
+  for (const auto& path : paths) {
+    for (auto& p : prompt_set_load(path, limit_per_file)) all.push_back(std::move(p));
+  }
+  for (const auto& p : all) {
+    const auto [it, fresh] = seen.emplace(p.id, &p);
+    SPECLAB_INPUT_CHECK(fresh, p.file, ":", p.line, ": duplicate id \"", p.id, "\" (also at ",
+                        it->second->file, ":", it->second->line, ")");
+  }
+  return all;
+}
+
+}  // namespace speclab

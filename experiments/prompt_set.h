@@ -1,0 +1,36 @@
+// Prompt sets: JSONL files (configs/prompts/*.jsonl), one prompt object per line:
+//   {"id": "bible-001", "text": "In the beginning", "task": "continue", "source": "...",
+//    "license": "..."}
+// `id` and `text` are required non-empty strings; `task`, `source`, `license` are optional
+// strings; other keys are kept in `extra`. Blank lines are skipped. Bad JSON, a line that is
+// not an object, a missing or mistyped key, or a repeated id is an InputError
+// "<file>:<line>: ..."; a file with no prompts is an error too.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace speclab {
+
+struct Prompt {
+  std::string id;
+  std::string text;
+  std::string task;                                 // "" when absent
+  std::string source;                               // "" when absent
+  std::string license;                              // "" when absent
+  nlohmann::json extra = nlohmann::json::object();  // any other keys, as written
+  std::string file;                                 // the file it came from
+  int line = 0;                                     // 1-based line in the file
+};
+
+// The prompts of `path` in file order; limit > 0 keeps the first `limit` (the whole file is
+// still checked). Throws InputError.
+std::vector<Prompt> prompt_set_load(const std::string& path, int limit = 0);
+
+// The prompts of several files in order (prompts.file as a list), the first `limit_per_file`
+// of each (0 = all); an id repeated across files is an InputError naming both files.
+std::vector<Prompt> prompt_set_load_files(const std::vector<std::string>& paths,
+                                          int limit_per_file = 0);
+
+}  // namespace speclab

@@ -1,0 +1,120 @@
+#include "experiments/sweep.h"
+
+#include <cstdlib>
+#include <set>
+
+#include "core/error.h"
+
+namespace speclab {
+
+SamplingParams Cell::target_sampling() const {
+  SamplingParams p;
+  p.temperature = static_cast<float>(temperature);
+  p.top_k = top_k;
+  p.top_p = static_cast<float>(top_p);
+  return p;
+}
+
+SamplingParams Cell::draft_sampling() const {
+  SamplingParams p = target_sampling();
+  p.temperature = static_cast<float>(draft_temperature);
+  return p;
+}
+
+namespace {
+
+// The parameters that define what a cell measures (no index, no id, no drafter name).
+nlohmann::json cell_params_json(const Cell& c) {
+  return {{"drafter_spec", c.drafter_ref.spec},
+          {"gamma", c.gamma},
+          {"temperature", c.temperature},
+          {"draft_temperature", c.draft_temperature},
+          {"top_k", c.top_k},
+          {"top_p", c.top_p},
+          {"lenience", c.lenience},
+          {"gamma_policy", c.gamma_policy},
+          {"p_min", c.p_min}};
+}
+
+}  // namespace
+
+nlohmann::json Cell::to_json() const {
+  nlohmann::json j = cell_params_json(*this);
+  j["cell_index"] = index;
+  j["cell_id"] = cell_id;
+  j["drafter"] = drafter;
+  j["draft_temperature_same"] = draft_temperature_same;
+  return j;
+}
+
+std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
+  SPECLAB_INPUT_CHECK(config.sweep.has_value(), config.file,
+                      ": no `sweep` section (a simulator-only config has no cells to run)");
+  const SweepConfig& s = *config.sweep;
+  const nlohmann::json experiment_identity = config.to_json();
+  nlohmann::json identity;
+  identity["target"] = config.target ? nlohmann::json(config.target->spec) : nlohmann::json();
+  identity["prompts"] =
+      experiment_identity.contains("prompts") ? experiment_identity["prompts"] : nlohmann::json();
+  identity["generation"] = experiment_identity["generation"];
+
+  std::vector<Cell> cells;
+  std::set<std::string> seen;
+  for (const auto& drafter : s.drafter)
+    for (int gamma : s.gamma)
+      for (double temperature : s.temperature)
+        for (const auto& draft_temperature : s.draft_temperature)
+          for (int top_k : s.top_k)
+            for (double top_p : s.top_p)
+              for (double lenience : s.lenience)
+                for (const auto& policy : s.gamma_policy)
+                  for (double p_min : s.p_min) {
+                    const DrafterEntry* entry = config.find_drafter(drafter);
+                    SPECLAB_ASSERT(entry != nullptr);  // experiment_config_validate checked it
+                    Cell c;
+                    c.drafter = drafter;
+                    c.drafter_ref = entry->ref;
+                    c.gamma = gamma;
+                    c.temperature = temperature;
+                    c.draft_temperature_same = !draft_temperature.has_value();
+                    c.draft_temperature = draft_temperature.value_or(temperature);
+                    c.top_k = top_k;
+                    c.top_p = top_p;
+                    c.lenience = lenience;
+                    c.gamma_policy = policy;
+                    c.p_min = p_min;
+                    identity["cell"] = cell_params_json(c);
+                    c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
+                    if (!seen.insert(c.cell_id).second) continue;  // same cell written twice
+                    c.index = static_cast<int>(cells.size());
+                    cells.push_back(std::move(c));
+                  }
+  return cells;
+}
+
+Shard sweep_parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  auto parse = [&](const std::string& s, int* out) {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    *out = std::atoi(s.c_str());
+    return true;
+  };
+  Shard shard;
+  const bool ok = slash != std::string::npos && parse(text.substr(0, slash), &shard.index) &&
+                  parse(text.substr(slash + 1), &shard.count);
+  SPECLAB_INPUT_CHECK(ok, "--shard '", text, "': expected I/N with integers 0 <= I < N (e.g. 0/4)");
+  SPECLAB_INPUT_CHECK(shard.count >= 1 && shard.index < shard.count, "--shard '", text,
+                      "': expected 0 <= I < N and N >= 1, got I=", shard.index, " N=", shard.count);
+  return shard;
+}
+
+std::vector<Cell> sweep_shard(const std::vector<Cell>& cells, int i, int n) {
+  SPECLAB_ASSERT(n >= 1 && i >= 0 && i < n);
+  std::vector<Cell> out;
+  for (size_t k = static_cast<size_t>(i); k < cells.size(); k += static_cast<size_t>(n))
+    out.push_back(cells[k]);
+  return out;
+}
+
+}  // namespace speclab

@@ -1,0 +1,66 @@
+// Sweep expansion: an experiment's `sweep` axes crossed into cells, one measured setting each.
+//
+// Order (stable, documented, what `--shard` and the result files rely on): nested loops over
+// the axes in schema order, the first axis outermost and the last varying fastest:
+//   drafter, gamma, temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min
+// Within an axis, values keep their order in the file. Drafter outermost means a run loads
+// each draft model once. A combination identical to an earlier one after resolution
+// (draft_temperature "same" and the same number written out) is dropped, so cell ids are
+// unique.
+//
+// cell_id: 12 hex digits of a hash of the canonical JSON (sorted keys) of
+//   { cell: the resolved parameters with the drafter's spec (not its name),
+//     target: target spec, prompts: {file spec, limit, chat_template} or null,
+//     generation: every generation setting }
+// Specs are as written in the config, not resolved paths, so ids agree across machines and
+// checkouts; anything that changes what a cell measures changes its id, which is what
+// `--resume` relies on to skip finished cells.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/sampling.h"
+#include "experiments/experiment_config.h"
+
+namespace speclab {
+
+struct Cell {
+  int index = 0;        // position in sweep_expand order (before sharding)
+  std::string cell_id;  // 12 hex digits, see above
+  std::string drafter;  // name in config.drafters
+  ModelRef drafter_ref;
+  int gamma = 1;
+  double temperature = 0;
+  double draft_temperature = 0;  // resolved: equals temperature when the config said "same"
+  bool draft_temperature_same = true;
+  int top_k = 0;
+  double top_p = 1;
+  double lenience = 1;
+  std::string gamma_policy = "fixed";
+  double p_min = 0;
+
+  SamplingParams target_sampling() const;
+  SamplingParams draft_sampling() const;  // the draft temperature, the same top-k / top-p
+  // Flat: cell_index, cell_id, drafter, drafter_spec, and every parameter above.
+  nlohmann::json to_json() const;
+};
+
+// Every cell of config.sweep in the order above. Throws InputError if the config has no sweep.
+std::vector<Cell> sweep_expand(const ExperimentConfig& config);
+
+// A `--shard I/N` selection: this run takes cells whose index % count == index.
+struct Shard {
+  int index = 0;
+  int count = 1;
+};
+
+// Parses "I/N" (0 <= I < N, N >= 1). Throws InputError naming --shard.
+Shard sweep_parse_shard(const std::string& text);
+
+// The cells of shard i of n, round-robin by position: cells[i], cells[i + n], ...
+std::vector<Cell> sweep_shard(const std::vector<Cell>& cells, int i, int n);
+
+}  // namespace speclab

@@ -1,0 +1,228 @@
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "experiments/results_store.h"
+#include "experiments_test_util.h"
+
+namespace speclab {
+namespace {
+
+using testing_util::ScratchDir;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json row(const std::string& id, int value = 0) {
+  return {{"cell_id", id}, {"value", value}};
+}
+
+TEST(ResultsStore, AppendsRowsAndListsFinishedCells) {
+  ScratchDir dir;
+  const std::string out = dir.file("results/run");
+  {
+    ResultsStore store(out, ResultsOpenMode::fresh);
+    store.append_row(row("c1", 1));
+    store.append_row(row("c2", 2));
+    EXPECT_EQ(store.finished_cell_ids(), (std::set<std::string>{"c1", "c2"}));
+  }
+  EXPECT_EQ(slurp(out + "/results.jsonl"),
+            "{\"cell_id\":\"c1\",\"value\":1}\n{\"cell_id\":\"c2\",\"value\":2}\n");
+  EXPECT_FALSE(std::filesystem::exists(out + "/.lock"));  // released on close
+  ResultsStore again(out, ResultsOpenMode::resume);
+  EXPECT_EQ(again.finished_cell_ids(), (std::set<std::string>{"c1", "c2"}));
+}
+
+TEST(ResultsStore, FreshRunRefusesADirectoryWithResults) {
+  ScratchDir dir;
+  { ResultsStore(dir.file("r"), ResultsOpenMode::fresh).append_row(row("c1")); }
+  try {
+    ResultsStore store(dir.file("r"), ResultsOpenMode::fresh);
+    FAIL() << "opened";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              dir.file("r/results.jsonl") +
+                  ": already holds results; pass --resume to continue that run, or --out DIR to "
+                  "start a new one");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r/.lock")));  // a refused open releases the lock
+}
+
+TEST(ResultsStore, SecondWriterIsRefusedNamingLockAndPid) {
+  ScratchDir dir;
+  ResultsStore first(dir.path.string(), ResultsOpenMode::fresh);
+  try {
+    ResultsStore second(dir.path.string(), ResultsOpenMode::resume);
+    FAIL() << "second writer accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              dir.file(".lock") + ": the results directory is in use by another speclab run (pid " +
+                  std::to_string(::getpid()) +
+                  "); wait for it to end, or write elsewhere with --out DIR");
+  }
+  // The first writer still works, and its lock is intact.
+  first.append_row(row("c1"));
+  EXPECT_EQ(slurp(dir.file(".lock")), std::to_string(::getpid()) + "\n");
+}
+
+TEST(ResultsStore, WriterInAnotherProcessIsRefused) {
+  ScratchDir dir;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      ResultsStore store(dir.path.string(), ResultsOpenMode::fresh);
+      (void)!write(ready[1], "x", 1);
+      pause();  // hold the lock until killed
+    } catch (...) {
+    }
+    _exit(3);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  try {
+    ResultsStore store(dir.path.string(), ResultsOpenMode::resume);
+    ADD_FAILURE() << "second writer accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(pid " + std::to_string(child) + ")"), std::string::npos)
+        << e.what();
+  }
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  // Its lock file is stale now: taken over with a warning.
+  ::testing::internal::CaptureStderr();
+  { ResultsStore store(dir.path.string(), ResultsOpenMode::resume); }
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(warning, "speclab: warning: " + dir.file(".lock") +
+                         ": taking over a stale lock of pid " + std::to_string(child) +
+                         " (no such process)\n");
+}
+
+TEST(ResultsStore, TornFinalLineIsIgnoredAndTruncatedOnResume) {
+  ScratchDir dir;
+  const std::string file =
+      dir.write("results.jsonl", "{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\",\"va");
+  EXPECT_EQ(results_read(file).size(), 1u);
+  ::testing::internal::CaptureStderr();
+  {
+    ResultsStore store(dir.path.string(), ResultsOpenMode::resume);
+    EXPECT_EQ(store.finished_cell_ids(), (std::set<std::string>{"c1"}));
+    store.append_row(row("c2"));
+  }
+  EXPECT_NE(
+      ::testing::internal::GetCapturedStderr().find("dropping an incomplete final row (19 bytes)"),
+      std::string::npos);
+  EXPECT_EQ(slurp(file), "{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\",\"value\":0}\n");
+}
+
+TEST(ResultsStore, CorruptCompleteLineIsAnError) {
+  ScratchDir dir;
+  const std::string file = dir.write("results.jsonl", "{\"cell_id\":\"c1\"}\nnot json\n");
+  try {
+    results_read(file);
+    FAIL() << "read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), file + ":2: not a valid JSON row");
+  }
+  dir.write("results.jsonl", "{\"id\":\"c1\"}\n");
+  EXPECT_THROW(ResultsStore(dir.path.string(), ResultsOpenMode::resume), InputError);
+}
+
+// A writer killed at random points, then resumed, several times: every cell ends up exactly
+// once and no row is torn. Rows are large (up to 256 KiB) so that a kill can land inside the
+// kernel's copy of a write().
+TEST(ResultsStore, SigkilledWritersResumeWithoutTornOrDuplicateRows) {
+  ScratchDir dir;
+  const int n_cells = 48;
+  auto payload = [](int i) {
+    return std::string(static_cast<size_t>(1024 + (i * 5347) % 262144),
+                       static_cast<char>('a' + i % 26));
+  };
+  auto writer = [&]() {
+    ResultsStore store(dir.path.string(), ResultsOpenMode::resume);
+    for (int i = 0; i < n_cells; ++i) {
+      const std::string id = "cell-" + std::to_string(i);
+      if (store.finished_cell_ids().count(id)) continue;
+      store.append_row({{"cell_id", id}, {"i", i}, {"payload", payload(i)}});
+    }
+  };
+  std::mt19937 rng(20240601);
+  int killed = 0;
+  for (int round = 0; round < 8; ++round) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      if (!std::freopen("/dev/null", "w", stderr)) _exit(4);  // quiet the takeover warnings
+      try {
+        writer();
+      } catch (...) {
+        _exit(3);
+      }
+      _exit(0);
+    }
+    usleep(static_cast<useconds_t>(rng() % 15000));
+    if (kill(child, SIGKILL) == 0) ++killed;
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 3)
+        << "writer failed in round " << round;
+  }
+  EXPECT_GT(killed, 0);
+  ::testing::internal::CaptureStderr();  // stale-lock and torn-row warnings
+  writer();
+  ::testing::internal::GetCapturedStderr();
+  const std::string text = slurp(dir.file("results.jsonl"));
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  const auto rows = results_read(dir.file("results.jsonl"));
+  ASSERT_EQ(rows.size(), static_cast<size_t>(n_cells));
+  std::set<std::string> ids;
+  for (const auto& r : rows) {
+    const int i = r["i"].get<int>();
+    EXPECT_TRUE(ids.insert(r["cell_id"].get<std::string>()).second) << "duplicate " << r["cell_id"];
+    EXPECT_EQ(r["payload"].get<std::string>(), payload(i)) << "row " << i << " damaged";
+  }
+}
+
+TEST(ResultsMerge, JoinsShardsDedupsAndRejectsConflicts) {
+  ScratchDir dir;
+  const std::string a =
+      dir.write("a.jsonl", "{\"cell_id\":\"c1\",\"v\":1}\n{\"cell_id\":\"c3\",\"v\":3}\n");
+  const std::string b = dir.write(
+      "b.jsonl",
+      "{\"cell_id\":\"c2\",\"v\":2}\n{\"cell_id\":\"c1\",\"v\":1}\n{\"cell_id\":\"c4\",\"v\"");
+  const std::string out = dir.file("merged/results.jsonl");
+  results_merge({a, b}, out);
+  EXPECT_EQ(
+      slurp(out),
+      "{\"cell_id\":\"c1\",\"v\":1}\n{\"cell_id\":\"c3\",\"v\":3}\n{\"cell_id\":\"c2\",\"v\":2}\n");
+  const std::string c = dir.write("c.jsonl", "{\"cell_id\":\"c3\",\"v\":30}\n");
+  try {
+    results_merge({a, b, c}, out);
+    FAIL() << "conflict accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              c + ":1: cell_id c3 conflicts with the different row at " + a + ":2");
+  }
+  EXPECT_EQ(results_read(out).size(), 3u);  // the failed merge left the output alone
+  EXPECT_THROW(results_merge({dir.file("none.jsonl")}, out), InputError);
+}
+
+}  // namespace
+}  // namespace speclab
