@@ -203,17 +203,23 @@ struct Kernels {
 
 constexpr int kRowBlock = 4;  // weight rows per work item and per register tile
 
-const Kernels& kernels() {
+const Kernels kGenericKernels{row_to_f32_generic, block_generic, "generic"};
+
+const Kernels& best_kernels() {
   static const Kernels k = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")) {
       return Kernels{row_to_f32_avx2, block_avx2, "avx2"};
     }
-    return Kernels{row_to_f32_generic, block_generic, "generic"};
+    return kGenericKernels;
   }();
   return k;
 }
+
+bool g_force_generic = false;
+
+const Kernels& kernels() { return g_force_generic ? kGenericKernels : best_kernels(); }
 
 void check_shapes(const TensorView& w) {
   SPECLAB_ASSERT(w.shape.size() == 2);
@@ -224,6 +230,8 @@ void check_shapes(const TensorView& w) {
 }  // namespace
 
 const char* matmul_isa() { return kernels().isa; }
+
+void matmul_force_generic(bool force) { g_force_generic = force; }
 
 void weights_row_to_f32(float* dst, const TensorView& w, int64_t r) {
   kernels().row_to_f32(dst, w.dtype, w.row_ptr(r), w.cols());

@@ -26,7 +26,11 @@ void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t
 // Converts row r of w to FP32 (the fast path used by matmul_weights), dst: [w.cols()].
 void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 
-// Which instruction set the fast path uses on this machine: "avx2" or "generic".
+// Which instruction set the fast path uses: "avx2" (chosen at run time when the CPU has
+// AVX2 + FMA + F16C) or "generic" (compiler-vectorized baseline code).
 const char* matmul_isa();
+// For tests and comparisons: force the generic path (true) or go back to the best one the
+// CPU supports (false). Not thread-safe: call it between kernel calls.
+void matmul_force_generic(bool force);
 
 }  // namespace speclab

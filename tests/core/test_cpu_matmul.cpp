@@ -69,7 +69,16 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref,
   EXPECT_EQ(mismatches, 0) << what;
 }
 
-TEST(CpuMatmul, MatchesReferenceForEveryDtypeAndBatch) {
+// Runs a test body once per available kernel path (the generic one, then the best one).
+class CpuMatmulPaths : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { matmul_force_generic(GetParam()); }
+  void TearDown() override { matmul_force_generic(false); }
+};
+INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "generic" : "best"; });
+
+TEST_P(CpuMatmulPaths, MatchesReferenceForEveryDtypeAndBatch) {
   const DType dtypes[] = {DType::F32,  DType::F16,  DType::BF16,
                           DType::Q8_0, DType::Q4_0, DType::Q4_1};
   const int64_t batches[] = {1, 2, 3, 4, 8, 16};
@@ -94,7 +103,7 @@ TEST(CpuMatmul, MatchesReferenceForEveryDtypeAndBatch) {
   }
 }
 
-TEST(CpuMatmul, F32RowsNotAMultipleOfTheVectorWidth) {
+TEST_P(CpuMatmulPaths, F32RowsNotAMultipleOfTheVectorWidth) {
   OwnedWeights w = random_weights(DType::F32, 9, 71, 3);
   for (int64_t n_tokens : {1, 5}) {
     std::vector<float> x = random_activations(n_tokens * 71, 5);
@@ -107,7 +116,7 @@ TEST(CpuMatmul, F32RowsNotAMultipleOfTheVectorWidth) {
 
 // The fast row conversion must give exactly the reference's values, so quantized models
 // produce the same numbers whichever path runs.
-TEST(CpuMatmul, FastRowDequantizationIsExact) {
+TEST_P(CpuMatmulPaths, FastRowDequantizationIsExact) {
   const DType dtypes[] = {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1};
   for (DType dtype : dtypes) {
     OwnedWeights w = random_weights(dtype, 3, 96, 21);
@@ -124,7 +133,7 @@ TEST(CpuMatmul, FastRowDequantizationIsExact) {
 
 // Batch invariance: a token's outputs are bit-identical whether it is multiplied alone or in a
 // batch (groups of four and a remainder take different code paths with the same sum order).
-TEST(CpuMatmul, BatchedRowsAreBitIdenticalToSingleTokens) {
+TEST_P(CpuMatmulPaths, BatchedRowsAreBitIdenticalToSingleTokens) {
   const DType dtypes[] = {DType::F32, DType::BF16, DType::Q4_1};
   for (DType dtype : dtypes) {
     for (int64_t n_in : {64, 96, 200}) {
@@ -146,7 +155,7 @@ TEST(CpuMatmul, BatchedRowsAreBitIdenticalToSingleTokens) {
 }
 
 // A hand-computed case: W = [[1, 2], [3, 4], [-1, 0.5]], x = [[1, 1], [2, -1]].
-TEST(CpuMatmul, HandComputedF32) {
+TEST_P(CpuMatmulPaths, HandComputedF32) {
   std::vector<float> wv = {1, 2, 3, 4, -1, 0.5f};
   TensorView w;
   w.dtype = DType::F32;
