@@ -10,5 +10,6 @@ namespace speclab {
 void register_generate(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_tokenize(CLI::App& app);
+void register_simulate(CLI::App& app);
 
 }  // namespace speclab

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   speclab::register_generate(app);
   speclab::register_inspect(app);
   speclab::register_tokenize(app);
+  speclab::register_simulate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

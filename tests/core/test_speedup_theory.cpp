@@ -105,8 +105,9 @@ TEST(SpeedupTheory, Corollary39) {
       }
       // The proof's monotonicity: improvement at gamma implies improvement at every gamma' < gamma.
       for (int g = 2; g <= 30; ++g)
-        if (theory_walltime_speedup(a, c, g) > 1.0)
+        if (theory_walltime_speedup(a, c, g) > 1.0) {
           EXPECT_GT(theory_walltime_speedup(a, c, g - 1), 1.0) << a << " " << c << " " << g;
+        }
     }
   }
 }

@@ -79,9 +79,10 @@ TEST(TraceSimulator, MarkovMonteCarloMatchesExactAndDiffersFromIid) {
     EXPECT_NEAR(r.tokens_per_round, exact, 3 * r.tokens_per_round_se) << g;
     // Correlation matters: Eq. (1) at the stationary alpha overpredicts (3.80 vs 3.39 exact at
     // g = 6, 4.45 vs 3.94 at g = 12), far outside the Monte Carlo noise.
-    if (g >= 6)
+    if (g >= 6) {
       EXPECT_GT(theory_expected_tokens(alpha, g) - r.tokens_per_round, 5 * r.tokens_per_round_se)
           << g;
+    }
   }
 }
 
