@@ -178,6 +178,8 @@ def train(args):
           f"lr {peak}, seed {seed}, autocast_bf16 {args.autocast}", flush=True)
     t_start = time.time() - wall0
     model.train()
+    if args.export_only:  # safety net: export the last checkpoint as it is
+        steps = step0
     for step in range(step0, steps):
         lr = lr_at(step, steps, peak, warmup)
         for g in opt.param_groups:
@@ -202,7 +204,7 @@ def train(args):
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step + 1,
                         "wall": time.time() - t_start, "log": log}, ckpt_path + ".tmp")
             os.replace(ckpt_path + ".tmp", ckpt_path)
-    wall = time.time() - t_start
+    wall = time.time() - t_start if not args.export_only else wall0
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": steps, "wall": wall,
                 "log": log}, ckpt_path + ".tmp")
     os.replace(ckpt_path + ".tmp", ckpt_path)
@@ -217,7 +219,8 @@ def train(args):
             "peak_lr": peak, "warmup": warmup, "seed": seed, "autocast_bf16": args.autocast,
             "wall_s": round(wall, 1), "tokens_per_s": round(steps * batch * SEQ / wall),
             "cpu": cpu_model(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "final_loss_log": log[-1]}
+            "torch": torch.__version__, "final_loss_log": log[-1],
+            "planned_steps": spec["steps"], "stopped_early": steps < spec["steps"]}
     with open(os.path.join(out_dir, "train_meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
         f.write("\n")
@@ -234,6 +237,8 @@ def main():
     ap.add_argument("--ckpt-every", type=int, default=100)
     ap.add_argument("--autocast", type=int, default=1, help="bf16 autocast on CPU (1) or fp32 (0)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--export-only", action="store_true",
+                    help="export the last checkpoint without training further (an interrupted run)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.bench:
