@@ -19,6 +19,10 @@ std::unique_ptr<Tokenizer> tokenizer_load_sentencepiece(const std::string& model
 // + token types) or "gpt2" (byte-level BPE with tokenizer.ggml.merges; tokenizer.ggml.pre picks
 // the pre-tokenizer regex: "llama-bpe", "smollm", "gpt2", ...).
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
+// Any of the above by path: a tokenizer.json, a tokenizer.model, a .gguf file, or an HF model
+// directory (its tokenizer.json, else its tokenizer.model). The file kind is taken from the
+// first bytes ("GGUF", "{"), else it is read as a SentencePiece model. Throws InputError.
+std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path);
 // Any of the above by path: a tokenizer.json, a tokenizer.model, a .gguf, or a model
 // directory holding tokenizer.json or tokenizer.model.
 std::unique_ptr<Tokenizer> tokenizer_load_any(const std::string& path);

@@ -1,0 +1,91 @@
+// `speclab tokenize` end to end with the Llama 3 tokenizer.json, the tiny SentencePiece
+// model, and bad paths (exit code 2, one line on stderr naming the file).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tests/experiments/experiments_test_util.h"
+
+namespace speclab {
+namespace {
+
+struct TokenizeRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs SPECLAB_BIN with `args` (already shell-quoted), capturing stdout and stderr.
+TokenizeRun run_tokenize(const std::string& args) {
+  testing_util::ScratchDir dir;
+  const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
+  const std::string cmd = std::string("'") + SPECLAB_BIN + "' tokenize " + args + " >'" + out_path +
+                          "' 2>'" + err_path + "'";
+  const int status = std::system(cmd.c_str());
+  TokenizeRun r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+const std::string kLlama3Json =
+    std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
+
+TEST(CliTokenize, Llama3TokenizerJson) {
+  if (!std::filesystem::exists(kLlama3Json)) GTEST_SKIP() << "shared data absent: " << kLlama3Json;
+  const auto r = run_tokenize("--tokenizer '" + kLlama3Json + "' --text 'Hello world'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "128000 9906 1917\n");
+
+  const auto no_bos =
+      run_tokenize("--tokenizer '" + kLlama3Json + "' --text 'Hello world' --no-bos");
+  EXPECT_EQ(no_bos.out, "9906 1917\n");
+
+  // A model directory works too (it holds tokenizer.json).
+  const auto dir = run_tokenize("--tokenizer '" + std::string(SPECLAB_SHARED_DATA) +
+                                "/llama3-tokenizer' --text 'Hello world' --json");
+  ASSERT_EQ(dir.exit_code, 0) << dir.err;
+  const auto json = nlohmann::json::parse(dir.out);
+  EXPECT_EQ(json.at("ids"), nlohmann::json::parse("[128000, 9906, 1917]"));
+  EXPECT_EQ(json.at("pieces"),
+            nlohmann::json::parse(R"(["<|begin_of_text|>", "Hello", "Ġworld"])"));
+}
+
+TEST(CliTokenize, SentencePieceModel) {
+  const std::string model = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny_spm_bpe.model";
+  const auto r = run_tokenize("--tokenizer '" + model + "' --text 'Call me Ishmael.'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "1 331 373 334 290 273 332 287 337 339 344 334 332 341 354\n");
+}
+
+TEST(CliTokenize, MissingFileIsExitTwoWithOneLine) {
+  const auto r = run_tokenize("--tokenizer /nonexistent/tokenizer.json --text hi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/nonexistent/tokenizer.json"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(CliTokenize, NotATokenizerIsExitTwo) {
+  testing_util::ScratchDir dir;
+  const std::string bad = dir.write("tokenizer.json", "{\"model\": ");
+  const auto r = run_tokenize("--tokenizer '" + bad + "' --text hi");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+}  // namespace
+}  // namespace speclab
