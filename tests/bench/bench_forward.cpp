@@ -5,7 +5,9 @@
 //               far slower than n_tokens while decoding is memory-bound.
 // Napkin limit: decode tokens/s <= memory bandwidth / weight bytes per token; compare the
 // bytes_per_second counter with the machine's bandwidth.
-//   speclab_bench --benchmark_filter='BM_(Decode|Verify)'
+//   OMP_WAIT_POLICY=passive speclab_bench --benchmark_filter='BM_(Decode|Verify)'
+// (passive: on a machine shared with other jobs, spinning OpenMP threads steal the cores
+// from the threads doing the work and a forward pass gets 10x slower.)
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -116,6 +118,22 @@ BENCHMARK(BM_Matmul)
                     static_cast<int>(DType::Q4_0), static_cast<int>(DType::Q4_1)},
                    {1, 8}})
     ->Unit(benchmark::kMicrosecond);
+
+// Building a synthetic model (counter-hash RNG + conversion to the dtype, both threads).
+void BM_SyntheticBuild(benchmark::State& state, const std::string& spec) {
+  threads_set(2);
+  double bytes = 0.0;
+  for (auto _ : state) {
+    auto m = llama_make_synthetic(spec);
+    bytes = weight_bytes_per_call(*m);
+    benchmark::DoNotOptimize(m.get());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes * state.iterations()));
+}
+BENCHMARK_CAPTURE(BM_SyntheticBuild, llama_3_2_1b_bf16, std::string("llama-3.2-1b:bf16"))
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 BENCHMARK_CAPTURE(BM_Decode, smollm2_135m_q4_1, std::string("smollm2-135m:q4_1"))
     ->Unit(benchmark::kMillisecond)
