@@ -1,0 +1,175 @@
+// tokenizer.json features on a hand-made vocabulary (both merge formats, ignore_merges,
+// byte fallback, added tokens) and the malformed-file catalogue: each error names the file
+// and the JSON path.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "models/tokenizer/byte_level.h"
+#include "models/tokenizer/tokenizer_factory.h"
+#include "tests/formats/expect_input_error.h"
+#include "tests/tokenizer/tokenizer_test_util.h"
+
+namespace speclab {
+namespace {
+
+using nlohmann::json;
+
+class HfJsonSynthetic : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // ids 0..255: the byte alphabet (id == byte), then "ab", "abc", "xyz", one special.
+    json vocab = json::object();
+    for (int b = 0; b < 256; ++b) {
+      vocab[ByteLevelAlphabet::instance().char_of(static_cast<unsigned char>(b))] = b;
+    }
+    vocab["ab"] = 256;
+    vocab["abc"] = 257;
+    vocab["xyz"] = 258;
+    doc_ = {
+        {"model",
+         {{"type", "BPE"},
+          {"vocab", vocab},
+          {"merges", json::array({"a b", json::array({"ab", "c"})})},
+          {"ignore_merges", false}}},
+        {"added_tokens", json::array({{{"id", 259}, {"content", "<|stop|>"}, {"special", true}}})},
+        {"normalizer", nullptr},
+        {"pre_tokenizer",
+         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+    };
+    path_ = testing::temp_dir() + "/tokenizer.json";
+  }
+  std::unique_ptr<Tokenizer> load() {
+    testing::write_file_bytes(path_, doc_.dump());
+    return tokenizer_load_hf_json(path_);
+  }
+  void expect_error(const std::vector<std::string>& needles) {
+    std::vector<std::string> all = {"tokenizer.json"};
+    all.insert(all.end(), needles.begin(), needles.end());
+    testing::expect_input_error([&] { load(); }, all);
+  }
+  json doc_;
+  std::string path_;
+};
+
+TEST_F(HfJsonSynthetic, BothMergeFormatsApply) {
+  auto tok = load();
+  EXPECT_EQ(tok->encode("abc", false), (std::vector<int32_t>{257}));
+  EXPECT_EQ(tok->encode("abd", false), (std::vector<int32_t>{256, 'd'}));
+  EXPECT_EQ(tok->encode("cab", false), (std::vector<int32_t>{'c', 256}));
+  EXPECT_EQ(tok->bos_id(), -1);  // no post-processor template: nothing to prepend
+  EXPECT_EQ(tok->encode("abc", true), (std::vector<int32_t>{257}));
+  EXPECT_EQ(tok->eos_id(), -1);
+  EXPECT_EQ(tok->encode("ab<|stop|>", false), (std::vector<int32_t>{256, 259}));
+  EXPECT_TRUE(tok->is_special(259));
+}
+
+TEST_F(HfJsonSynthetic, IgnoreMergesEmitsWholeVocabularyWords) {
+  EXPECT_EQ(load()->encode("xyz", false), (std::vector<int32_t>{'x', 'y', 'z'}));
+  doc_["model"]["ignore_merges"] = true;
+  EXPECT_EQ(load()->encode("xyz", false), (std::vector<int32_t>{258}));
+}
+
+TEST_F(HfJsonSynthetic, ByteFallbackForMissingByteCharacters) {
+  // Remove the character for byte 0xC3 and add "<0xC3>" instead.
+  const std::string c3 = ByteLevelAlphabet::instance().char_of(0xC3);
+  doc_["model"]["vocab"].erase(c3);
+  doc_["model"]["vocab"]["<0xC3>"] = 0xC3;
+  doc_["model"]["byte_fallback"] = true;
+  auto tok = load();
+  const auto ids = tok->encode("\xC3\xA9", false);  // é
+  EXPECT_EQ(ids, (std::vector<int32_t>{0xC3, 0xA9}));
+  EXPECT_EQ(tok->piece(0xC3), "<0xC3>");
+  EXPECT_EQ(tok->decode(ids), "\xC3\xA9");
+  // Without byte fallback (and no unk token) the vocabulary cannot spell every byte.
+  doc_["model"]["byte_fallback"] = false;
+  expect_error({"model.vocab", "byte 0xc3"});
+}
+
+TEST_F(HfJsonSynthetic, PostProcessorTemplateGivesBos) {
+  doc_["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", json::array({{{"SpecialToken", {{"id", "<|stop|>"}, {"type_id", 0}}}},
+                              {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}})}};
+  auto tok = load();
+  EXPECT_EQ(tok->bos_id(), 259);
+  EXPECT_EQ(tok->encode("ab", true), (std::vector<int32_t>{259, 256}));
+}
+
+TEST_F(HfJsonSynthetic, NotJson) {
+  testing::write_file_bytes(path_, "{\"model\": [");
+  testing::expect_input_error([&] { tokenizer_load_hf_json(path_); },
+                              {"tokenizer.json", "not valid JSON"});
+}
+
+TEST_F(HfJsonSynthetic, MissingFile) {
+  testing::expect_input_error([&] { tokenizer_load_hf_json(path_ + ".absent"); },
+                              {"tokenizer.json.absent", "cannot open"});
+}
+
+TEST_F(HfJsonSynthetic, ModelTypeNotBpe) {
+  doc_["model"]["type"] = "WordPiece";
+  expect_error({"model.type", "'WordPiece'", "expected 'BPE'"});
+}
+
+TEST_F(HfJsonSynthetic, MergeReferencingUnknownPiece) {
+  doc_["model"]["merges"].push_back("ab zz");
+  expect_error({"model.merges[2]", "'zz'"});
+}
+
+TEST_F(HfJsonSynthetic, MergeResultNotInVocabulary) {
+  doc_["model"]["merges"].push_back("x y");  // "xy" is not a piece
+  expect_error({"model.merges[2]", "'xy'"});
+}
+
+TEST_F(HfJsonSynthetic, MalformedMergeEntry) {
+  doc_["model"]["merges"].push_back(12);
+  expect_error({"model.merges[2]", "expected"});
+  doc_["model"]["merges"][2] = "abc";
+  expect_error({"model.merges[2]", "two pieces"});
+}
+
+TEST_F(HfJsonSynthetic, VocabIdOutOfRange) {
+  doc_["model"]["vocab"]["xyz"] = 99999;
+  expect_error({"model.vocab['xyz']", "99999", "expected 0 <= id <"});
+  doc_["model"]["vocab"]["xyz"] = -3;
+  expect_error({"model.vocab['xyz']", "-3"});
+}
+
+TEST_F(HfJsonSynthetic, VocabIdDuplicate) {
+  doc_["model"]["vocab"]["xyz"] = 256;
+  // Which of the two names is reported depends on the object's key order; the id is fixed.
+  expect_error({"model.vocab[", "has id 256", "already used"});
+}
+
+TEST_F(HfJsonSynthetic, VocabIdNotAnInteger) {
+  doc_["model"]["vocab"]["xyz"] = "258";
+  expect_error({"model.vocab['xyz']", "expected an integer"});
+}
+
+TEST_F(HfJsonSynthetic, AddedTokenClashesWithVocabulary) {
+  doc_["added_tokens"][0]["id"] = 257;
+  expect_error({"added_tokens[0]", "<|stop|>", "257", "'abc'"});
+}
+
+TEST_F(HfJsonSynthetic, UnsupportedPreTokenizerAndNormalizer) {
+  doc_["pre_tokenizer"] = {{"type", "Metaspace"}};
+  expect_error({"pre_tokenizer.type", "Metaspace"});
+  doc_["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers", json::array({{{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}},
+                                     {{"type", "ByteLevel"}, {"use_regex", false}}})}};
+  expect_error({"pre-tokenizer", "does not compile"});
+  doc_["pre_tokenizer"] = {{"type", "ByteLevel"}};
+  doc_["normalizer"] = {{"type", "NFC"}};
+  expect_error({"normalizer"});
+}
+
+TEST_F(HfJsonSynthetic, NoByteLevelStep) {
+  doc_["pre_tokenizer"] = {
+      {"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}};
+  expect_error({"pre_tokenizer", "no ByteLevel"});
+}
+
+}  // namespace
+}  // namespace speclab
