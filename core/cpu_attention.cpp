@@ -32,7 +32,9 @@ void attention(float* out, const float* q, const float* k_cache, const float* v_
   const int64_t kv_stride = n_kv_heads * head_dim;  // floats per cache position
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t n_work = n_tokens * n_heads;
-#pragma omp parallel
+  // As in matmul_weights: short contexts are not worth a parallel region.
+  const bool parallel = n_work * (n_past + n_tokens) * head_dim >= (int64_t{1} << 16);
+#pragma omp parallel if (parallel)
   {
     std::vector<float> scores(n_past + n_tokens);  // [n_ctx] for one (token, head)
 #pragma omp for schedule(static)

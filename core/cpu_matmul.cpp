@@ -245,7 +245,11 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
   const int64_t n_blocks = (n_out + kRowBlock - 1) / kRowBlock;
-#pragma omp parallel
+  // Small products (tiny drafts, test models) stay on one thread: a parallel region costs a
+  // few microseconds, and far more when the machine is oversubscribed and a thread waits at
+  // the barrier. Each output is computed the same way either way (no result depends on it).
+  const bool parallel = n_out * n_in * n_tokens >= (int64_t{1} << 18);
+#pragma omp parallel if (parallel)
   {
     // FP32 copies of the current block's weight rows, per thread: [kRowBlock, n_in].
     // F32 rows are used in place.

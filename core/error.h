@@ -23,6 +23,11 @@ struct CheckFailed : std::runtime_error {
   explicit CheckFailed(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// The user interrupted a run (SIGINT) after complete results were written. Exit code 130.
+struct Interrupted : std::runtime_error {
+  explicit Interrupted(const std::string& msg) : std::runtime_error(msg) {}
+};
+
 namespace detail {
 inline void format_into(std::ostringstream&) {}
 template <typename T, typename... Rest>

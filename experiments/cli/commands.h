@@ -11,5 +11,8 @@ void register_generate(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_tokenize(CLI::App& app);
 void register_simulate(CLI::App& app);
+void register_run(CLI::App& app);
+void register_table(CLI::App& app);
+void register_check(CLI::App& app);
 
 }  // namespace speclab

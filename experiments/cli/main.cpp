@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   speclab::register_inspect(app);
   speclab::register_tokenize(app);
   speclab::register_simulate(app);
+  speclab::register_run(app);
+  speclab::register_table(app);
+  speclab::register_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -28,6 +31,9 @@ int main(int argc, char** argv) {
   } catch (const speclab::InputError& e) {
     std::fprintf(stderr, "speclab: %s\n", e.what());
     return 2;
+  } catch (const speclab::Interrupted& e) {
+    std::fprintf(stderr, "speclab: %s\n", e.what());
+    return 130;
   } catch (const speclab::CheckFailed& e) {
     std::fprintf(stderr, "speclab: check failed: %s\n", e.what());
     return 1;

@@ -1,0 +1,328 @@
+#include "experiments/cell_runner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/gamma_policy.h"
+#include "core/rng.h"
+#include "core/speedup_theory.h"
+#include "core/stats.h"
+#include "experiments/model_identity.h"
+#include "models/decode/autoregressive.h"
+#include "models/decode/round_stats.h"
+#include "models/decode/speculative_decoder.h"
+
+namespace speclab {
+
+namespace {
+
+// Per prompt (and repeat) raw figures.
+struct Sample {
+  std::string prompt_id;
+  int repeat = 0;
+  double baseline_s = 0, spec_s = 0;  // decode-phase wall seconds
+  int64_t baseline_tokens = 0, spec_tokens = 0;
+  int64_t rounds = 0, drafted = 0, accepted = 0;
+  bool outputs_match = false;
+};
+
+std::unique_ptr<GammaPolicy> make_policy(const Cell& cell) {
+  if (cell.gamma_policy == "heuristic") return std::make_unique<GammaHfHeuristic>(cell.gamma);
+  if (cell.gamma_policy == "entropy")
+    return std::make_unique<GammaEntropyGuided>(1, cell.gamma, 0.5);
+  return std::make_unique<GammaFixed>(cell.gamma);
+}
+
+// Percentile bootstrap over prompts of the ratio of per-token times.
+Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double confidence,
+                           uint64_t seed) {
+  std::vector<double> stats;
+  const size_t n = s.size();
+  for (int b = 0; b < resamples; b++) {
+    double bs = 0, bt = 0, ss = 0, st = 0;
+    for (size_t i = 0; i < n; i++) {
+      RngKey key{seed, static_cast<uint64_t>(b), static_cast<uint64_t>(i),
+                 static_cast<uint32_t>(kRngBootstrap), 0};
+      const auto& x = s[std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n))];
+      bs += x.baseline_s;
+      bt += x.baseline_tokens;
+      ss += x.spec_s;
+      st += x.spec_tokens;
+    }
+    if (bt > 0 && st > 0 && ss > 0) stats.push_back((bs / bt) / (ss / st));
+  }
+  if (stats.empty()) return {0, 0};
+  std::sort(stats.begin(), stats.end());
+  const double tail = (1 - confidence) / 2;
+  auto at = [&](double q) {
+    return stats[std::min(stats.size() - 1, static_cast<size_t>(q * (stats.size() - 1) + 0.5))];
+  };
+  return {at(tail), at(1 - tail)};
+}
+
+void put_prefixed(nlohmann::json& row, const std::string& prefix, const nlohmann::json& obj) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) row[prefix + it.key()] = it.value();
+}
+
+nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d) {
+  nlohmann::json row = cell.to_json();
+  row["experiment"] = ctx.config->name;
+  row["config_file"] = ctx.config->file;
+  row["config_hash"] = ctx.config->config_hash();
+  row["git_commit"] = ctx.git_commit;
+  row["max_new_tokens"] = ctx.config->generation.max_new_tokens;
+  row["seed"] = ctx.config->generation.seed;
+  row["repeats"] = ctx.config->generation.repeats;
+  row["n_prompts"] = ctx.prompts.size();
+  put_prefixed(row, "machine_", ctx.machine);
+  put_prefixed(row, "target_", ctx.target_identity);
+  put_prefixed(row, "draft_", d.identity);
+  row["cost_context_len"] = ctx.target_curve.context_len;
+  row["target_t1_s"] = ctx.target_curve.t1();
+  row["target_tk_s"] = ctx.target_curve.seconds;
+  row["target_tk_ratio"] = ctx.target_curve.ratios();
+  return row;
+}
+
+}  // namespace
+
+PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
+  PreparedDrafter d;
+  d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx());
+  d.identity["name"] = entry.name;
+  d.identity["spec"] = entry.ref.spec;
+  d.identity["kind"] = d.drafter->deterministic() ? "deterministic" : "sampled";
+  return d;
+}
+
+nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+  const ExperimentConfig& cfg = *ctx.config;
+  Drafter& drafter = *prepared.drafter;
+  LlamaRunner& target = *ctx.target;
+
+  GenerationRequest req;
+  req.max_new_tokens = cfg.generation.max_new_tokens;
+  req.sampling = cell.target_sampling();
+  req.stop_ids = cfg.generation.ignore_eos ? std::vector<int64_t>{} : ctx.stop_ids;
+  req.seed = static_cast<uint64_t>(cfg.generation.seed);
+  SpeculativeConfig spec;
+  spec.gamma = cell.gamma;
+  spec.draft_sampling = cell.draft_sampling();
+  spec.lenience = cell.lenience;
+  spec.stop_rule.p_min = static_cast<float>(cell.p_min);
+
+  // Warmup: short untimed runs of both.
+  for (int w = 0; w < cfg.generation.warmup && !ctx.prompts.empty(); w++) {
+    GenerationRequest wreq = req;
+    wreq.prompt = ctx.prompts[static_cast<size_t>(w) % ctx.prompts.size()].ids;
+    wreq.max_new_tokens = std::min<int64_t>(req.max_new_tokens, 8);
+    generate_autoregressive(target, wreq);
+    auto policy = make_policy(cell);
+    spec.policy = policy.get();
+    generate_speculative(target, drafter, wreq, spec);
+  }
+
+  std::vector<Sample> samples;
+  AcceptanceStats acc;
+  double draft_s = 0, verify_s = 0, sample_s = 0;
+  int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
+  std::vector<int64_t> n_draft_hist;  // rounds by n_draft, for the refined prediction
+  std::vector<double> tokens_per_round;
+  for (size_t pi = 0; pi < ctx.prompts.size(); pi++) {
+    for (int rep = 0; rep < cfg.generation.repeats; rep++) {
+      if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
+      req.prompt = ctx.prompts[pi].ids;
+      req.request_id = pi;  // same seed and request id for both: same random streams
+      auto policy = make_policy(cell);
+      spec.policy = policy.get();
+      Sample s;
+      s.prompt_id = ctx.prompts[pi].id;
+      s.repeat = rep;
+      GenerationResult base, out;
+      const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
+      if (baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
+      out = generate_speculative(target, drafter, req, spec);
+      if (!baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
+      s.baseline_s = base.decode_s;
+      s.baseline_tokens = static_cast<int64_t>(base.tokens.size());
+      s.spec_s = out.decode_s;
+      s.spec_tokens = static_cast<int64_t>(out.tokens.size());
+      s.rounds = static_cast<int64_t>(out.rounds.size());
+      s.outputs_match = base.tokens == out.tokens;
+      for (const auto& r : out.rounds) {
+        s.drafted += r.n_draft;
+        s.accepted += r.n_accepted;
+        draft_s += r.draft_s;
+        verify_s += r.verify_s;
+        sample_s += r.sample_s;
+        if (n_draft_hist.size() <= static_cast<size_t>(r.n_draft))
+          n_draft_hist.resize(r.n_draft + 1, 0);
+        n_draft_hist[static_cast<size_t>(r.n_draft)]++;
+        tokens_per_round.push_back(r.n_emitted);
+      }
+      acc.add(out.rounds);
+      draft_calls += out.n_draft_calls;
+      target_calls_spec += out.n_target_calls;
+      target_calls_base += base.n_target_calls;
+      samples.push_back(s);
+    }
+  }
+
+  nlohmann::json row = row_header(ctx, cell, prepared);
+  double base_s = 0, spec_s = 0;
+  int64_t base_tok = 0, spec_tok = 0;
+  bool all_match = true;
+  nlohmann::json raw = nlohmann::json::array();
+  for (const auto& s : samples) {
+    base_s += s.baseline_s;
+    spec_s += s.spec_s;
+    base_tok += s.baseline_tokens;
+    spec_tok += s.spec_tokens;
+    all_match = all_match && s.outputs_match;
+    raw.push_back({{"prompt_id", s.prompt_id},
+                   {"repeat", s.repeat},
+                   {"baseline_s", s.baseline_s},
+                   {"baseline_tokens", s.baseline_tokens},
+                   {"spec_s", s.spec_s},
+                   {"spec_tokens", s.spec_tokens},
+                   {"rounds", s.rounds},
+                   {"drafted", s.drafted},
+                   {"accepted", s.accepted}});
+  }
+  row["samples"] = raw;
+  row["tokens_baseline"] = base_tok;
+  row["tokens_spec"] = spec_tok;
+  row["wall_baseline_s"] = base_s;
+  row["wall_spec_s"] = spec_s;
+  row["target_calls_baseline"] = target_calls_base;
+  row["target_calls_spec"] = target_calls_spec;
+  row["draft_calls"] = draft_calls;
+  row["rounds"] = acc.n_rounds;
+  row["drafted"] = acc.n_drafted;
+  row["tested"] = acc.n_tested;
+  row["accepted"] = acc.n_accepted;
+  row["drafted_by_position"] = acc.drafted_at;
+  row["tested_by_position"] = acc.tested_at;
+  row["accepted_by_position"] = acc.accepted_at;
+  row["draft_s"] = draft_s;
+  row["verify_s"] = verify_s;
+  row["sample_s"] = sample_s;
+  // Greedy runs must reproduce the baseline token for token (a built-in exactness check).
+  if (cell.temperature == 0 && cfg.measure.baseline) row["greedy_outputs_match"] = all_match;
+
+  // Acceptance.
+  const double alpha = acc.alpha_beta();
+  row["alpha_empirical"] = acc.alpha_empirical();
+  row["alpha_beta"] = alpha;
+  const double a_hat = acc.alpha_empirical();
+  row["alpha_se"] = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
+  row["acceptance_by_position"] = acc.conditional_acceptance();
+  row["survival_by_position"] = acc.survival();
+  row["tau"] = acc.tau();
+  row["tau_se"] = tokens_per_round.size() > 1
+                      ? std::sqrt(stats_variance(tokens_per_round) / tokens_per_round.size())
+                      : 0.0;
+
+  // Costs: c = draft seconds per drafted token over T(1), both measured in this run.
+  const double t1 = ctx.target_curve.t1();
+  const double t_draft = acc.n_drafted ? draft_s / acc.n_drafted : 0.0;
+  const double overhead = acc.n_rounds ? sample_s / acc.n_rounds : 0.0;
+  row["draft_s_per_token"] = t_draft;
+  row["c_measured"] = t1 > 0 ? t_draft / t1 : 0.0;
+  row["round_overhead_s"] = overhead;
+  row["mean_drafted_per_round"] = acc.n_rounds ? double(acc.n_drafted) / acc.n_rounds : 0.0;
+
+  if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
+    const double speedup = (base_s / base_tok) / (spec_s / spec_tok);
+    const Interval ci = bootstrap_speedup(samples, cfg.measure.bootstrap_resamples,
+                                          cfg.measure.confidence, req.seed ^ 0x5eedULL);
+    row["speedup"] = speedup;
+    row["speedup_ci_lo"] = ci.lo;
+    row["speedup_ci_hi"] = ci.hi;
+    row["baseline_s_per_token"] = base_s / base_tok;
+    row["spec_s_per_token"] = spec_s / spec_tok;
+
+    // Theorem 3.8 at the cell's gamma (the mean drafted per round for adaptive policies).
+    const int g =
+        std::max(1, static_cast<int>(std::lround(row["mean_drafted_per_round"].get<double>())));
+    const double c = row["c_measured"];
+    const double thm = theory_walltime_speedup(std::min(alpha, 1.0 - 1e-12), c, g);
+    row["predicted_speedup_thm38"] = thm;
+    row["error_thm38"] = thm / speedup - 1;
+
+    // Refined: per-position conditional acceptance, the measured T(k) curve, the draft's
+    // measured cost per token and the per-round host overhead, summed over the rounds'
+    // actual draft lengths (drafters may propose fewer than gamma).
+    const auto a = acc.conditional_acceptance();
+    double e_tokens = 0, seconds = 0;
+    bool covered = true;
+    for (size_t g_r = 0; g_r < n_draft_hist.size(); g_r++) {
+      if (!n_draft_hist[g_r]) continue;
+      if (g_r + 1 > ctx.target_curve.seconds.size()) {
+        covered = false;
+        break;
+      }
+      const double e = g_r == 0 ? 1.0 : theory_refined_expected_tokens(a, static_cast<int>(g_r));
+      e_tokens += n_draft_hist[g_r] * e;
+      seconds += n_draft_hist[g_r] * (g_r * t_draft + ctx.target_curve.seconds[g_r] + overhead);
+    }
+    if (covered && seconds > 0) {
+      const double refined = e_tokens * t1 / seconds;
+      row["predicted_speedup_refined"] = refined;
+      row["error_refined"] = refined / speedup - 1;
+    }
+  }
+  return row;
+}
+
+nlohmann::json cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+  // Time the draft's one-token call directly: propose 1 token from a fixed context, many times.
+  nlohmann::json row = row_header(ctx, cell, prepared);
+  const std::vector<int32_t>& base_ctx =
+      ctx.prompts.empty() ? std::vector<int32_t>{1, 2, 3} : ctx.prompts[0].ids;
+  std::vector<int32_t> context;
+  for (int64_t i = 0; i < ctx.target_curve.context_len; i++)
+    context.push_back(base_ctx[static_cast<size_t>(i) % base_ctx.size()]);
+  Drafter& d = *prepared.drafter;
+  d.reset();
+  DraftProposal prop;
+  RngKey key{1, 0, 0, 0, 0};
+  SamplingParams sp = cell.draft_sampling();
+  std::vector<double> per_token;
+  for (int rep = 0; rep < 7; rep++) {
+    // Two proposals of gamma tokens from the same context: the second has no catch-up, so
+    // its seconds / calls is the per-call cost of drafting.
+    d.propose(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
+    d.propose(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
+    if (!prop.tokens.empty()) per_token.push_back(prop.seconds / prop.tokens.size());
+  }
+  std::sort(per_token.begin(), per_token.end());
+  const double t_draft = per_token.empty() ? 0.0 : per_token[per_token.size() / 2];
+  const double t1 = ctx.target_curve.t1();
+  const double c = t1 > 0 ? t_draft / t1 : 0;
+  row["draft_s_per_token"] = t_draft;
+  row["c_measured"] = c;
+  row["weight_bytes_ratio"] = ctx.target_identity.value("weight_bytes_per_token", 0.0) > 0
+                                  ? prepared.identity.value("weight_bytes_per_token", 0.0) /
+                                        ctx.target_identity.value("weight_bytes_per_token", 1.0)
+                                  : 0.0;
+  // Predicted speedup over a grid: Theorem 3.8 (T(k) = T(1)) and refined (measured T(k)).
+  nlohmann::json grid = nlohmann::json::array();
+  for (double alpha = 0.5; alpha < 0.96; alpha += 0.05) {
+    for (int g = 1; g + 1 <= static_cast<int>(ctx.target_curve.seconds.size()); g++) {
+      RefinedCostModel m;
+      m.accept_cond.assign(static_cast<size_t>(g), alpha);
+      m.draft_seconds_per_token = t_draft;
+      m.target_seconds = ctx.target_curve.seconds;
+      grid.push_back({{"alpha", std::round(alpha * 100) / 100},
+                      {"gamma", g},
+                      {"thm38", theory_walltime_speedup(alpha, c, g)},
+                      {"refined", theory_refined_speedup(m, g)}});
+    }
+  }
+  row["predicted_grid"] = grid;
+  return row;
+}
+
+}  // namespace speclab

@@ -1,0 +1,70 @@
+// The measurement protocol for one sweep cell (README "Measurement protocol"):
+//
+//  * For each prompt (and repeat), the target alone (baseline) and the speculative decoder
+//    run on the same prompt with the same sampling parameters and seed; the order of the two
+//    alternates from prompt to prompt so slow drift of the machine cancels.
+//  * A short untimed speculative run precedes the timed ones (warmup).
+//  * Time per generated token = decode wall time / tokens generated, where the decode phase
+//    of both starts after the same prefill (all prompt tokens but the last).
+//  * speedup = (sum baseline decode s / sum baseline tokens) / (sum spec decode s / sum spec
+//    tokens), with a percentile bootstrap interval over prompts (prompts resampled with
+//    replacement, the same ratio of sums recomputed).
+//  * Beside it: Theorem 3.8 from the measured alpha (Corollary 3.6) and c; and the refined
+//    prediction from per-position acceptance, the measured T(k) curve, the draft's measured
+//    cost per call and the measured per-round host overhead; both relative errors.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "experiments/cost_measurement.h"
+#include "experiments/experiment_config.h"
+#include "experiments/sweep.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/llama_forward.h"
+#include "models/llama/llama_model.h"
+
+namespace speclab {
+
+struct PromptTokens {
+  std::string id;
+  std::vector<int32_t> ids;
+};
+
+// Everything shared by the cells of one run.
+struct RunContext {
+  const ExperimentConfig* config = nullptr;
+  const LlamaModel* target_model = nullptr;
+  LlamaRunner* target = nullptr;
+  nlohmann::json target_identity;
+  nlohmann::json machine;  // machine_info_collect().to_json()
+  std::string git_commit;
+  std::vector<PromptTokens> prompts;
+  std::vector<int64_t> stop_ids;
+  CostCurve target_curve;                    // T(1..k_max), measured once per run
+  std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: abandon the cell in flight
+};
+
+// A drafter prepared for measurement, with its identity for the result rows. Its cost is
+// measured inside each cell's speculative runs: seconds of drafting per drafted token.
+struct PreparedDrafter {
+  std::unique_ptr<Drafter> drafter;
+  nlohmann::json identity;
+};
+
+// Raised when the run was interrupted in the middle of a cell (nothing is written for it).
+struct CellInterrupted {};
+
+PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry);
+
+// Runs one cell and returns its result row (flat JSON, see DESIGN.md "Result row").
+nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
+
+// Cost-only cells (measure.cost_only): T(k), the draft's call cost, c, and predicted
+// speedup curves over a grid of alpha and gamma; no generation.
+nlohmann::json cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
+
+}  // namespace speclab

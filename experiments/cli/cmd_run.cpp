@@ -1,0 +1,110 @@
+// speclab run CONFIG.yaml [--out DIR] [--resume] [--shard I/N] [--set key=value ...]
+//
+// Runs every (not yet finished) cell of the config's sweep and appends one result row per
+// cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
+// DIR/tables.md and, when python3 with matplotlib is available, the plots (analysis/).
+// SIGINT abandons the cell in flight and exits after the rows already written (exit 130);
+// a later --resume completes the sweep.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/error.h"
+#include "experiments/cli/commands.h"
+#include "experiments/experiment_config.h"
+#include "experiments/experiment_session.h"
+#include "experiments/progress_bar.h"
+#include "experiments/result_tables.h"
+#include "experiments/results_store.h"
+#include "experiments/sweep.h"
+
+namespace speclab {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+struct RunArgs {
+  std::string config, out, shard = "0/1";
+  bool resume = false, no_plots = false;
+  std::vector<std::string> set;
+};
+
+void run_plots(const std::string& dir) {
+  const std::string script = std::string(SPECLAB_SOURCE_DIR) + "/analysis/plot_results.py";
+  if (!std::filesystem::exists(script)) return;
+  const std::string cmd = "python3 '" + script + "' '" + dir + "' 2>&1";
+  if (std::system(cmd.c_str()) != 0)
+    std::fprintf(stderr, "speclab: plots skipped (python3 with matplotlib needed: %s)\n",
+                 script.c_str());
+}
+
+void run_experiment(const RunArgs& a) {
+  const ExperimentConfig cfg = experiment_config_load(a.config, a.set);
+  SPECLAB_INPUT_CHECK(cfg.target.has_value(), a.config,
+                      ": no target (simulator-only configs run with `speclab simulate`)");
+  const Shard shard = sweep_parse_shard(a.shard);
+  const std::vector<Cell> all = sweep_expand(cfg);
+  const std::vector<Cell> cells = sweep_shard(all, shard.index, shard.count);
+  const std::string dir = a.out.empty() ? "results/" + cfg.name : a.out;
+  ResultsStore store(dir, a.resume ? ResultsOpenMode::resume : ResultsOpenMode::fresh);
+  std::vector<const Cell*> todo;
+  for (const auto& c : cells)
+    if (!store.finished_cell_ids().count(c.cell_id)) todo.push_back(&c);
+  std::fprintf(stderr, "speclab: %s: %zu cells (%zu in shard %d/%d, %zu already done)\n",
+               cfg.name.c_str(), all.size(), cells.size(), shard.index, shard.count,
+               cells.size() - todo.size());
+
+  ExperimentSession session(cfg, &g_interrupted);
+
+  std::signal(SIGINT, on_sigint);
+  ProgressBar bar(static_cast<int>(todo.size()));
+  int done = 0;
+  for (const Cell* c : todo) {
+    nlohmann::json row;
+    try {
+      row = session.run_cell(*c);
+    } catch (const CellInterrupted&) {
+      bar.finish();
+      std::signal(SIGINT, SIG_DFL);
+      throw Interrupted(str_cat("interrupted; ", done, " cells written to ", store.results_path(),
+                                " (rerun with --resume)"));
+    }
+    store.append_row(row);
+    done++;
+    char label[160];
+    std::snprintf(label, sizeof label, "%s g=%d T=%.2g", c->drafter.c_str(), c->gamma,
+                  c->temperature);
+    bar.update(done, label);
+  }
+  bar.finish();
+  std::signal(SIGINT, SIG_DFL);
+
+  // Tables and plots from everything in the results file (other shards' rows included).
+  const auto rows = results_read(store.results_path());
+  std::ofstream(dir + "/tables.md") << result_tables_render(rows, TableFormat::kMarkdown);
+  std::fprintf(stderr, "speclab: %zu rows in %s; tables in %s/tables.md\n", rows.size(),
+               store.results_path().c_str(), dir.c_str());
+  if (!a.no_plots) run_plots(dir);
+  std::printf("%s", result_tables_render(rows, TableFormat::kMarkdown).c_str());
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* c = app.add_subcommand("run", "run an experiment config (a sweep of cells)");
+  c->add_option("config", a->config, "experiment YAML")->required();
+  c->add_option("--out", a->out, "output directory (default results/<name>)");
+  c->add_flag("--resume", a->resume, "skip cells already in the results file");
+  c->add_option("--shard", a->shard, "run shard I of N (0-based), e.g. 2/8");
+  c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
+  c->add_flag("--no-plots", a->no_plots, "skip the matplotlib plots");
+  c->callback([a] { run_experiment(*a); });
+}
+
+}  // namespace speclab

@@ -1,0 +1,79 @@
+#include "experiments/experiment_session.h"
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "experiments/chat_template.h"
+#include "experiments/machine_info.h"
+#include "experiments/model_identity.h"
+#include "experiments/prompt_set.h"
+
+#ifndef SPECLAB_SOURCE_DIR
+#define SPECLAB_SOURCE_DIR "."
+#endif
+
+namespace speclab {
+
+ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bool>* interrupted,
+                                     bool measure_bandwidth)
+    : config_(cfg) {
+  SPECLAB_INPUT_CHECK(cfg.target.has_value(), cfg.file,
+                      ": no target (simulator-only configs run with `speclab simulate`)");
+  if (cfg.generation.threads > 0) threads_set(cfg.generation.threads);
+  ctx_.config = &cfg;
+  ctx_.interrupted = interrupted;
+  target_model_ = llama_load(cfg.target->path);
+  target_ = std::make_unique<LlamaRunner>(*target_model_, cfg.generation.ctx);
+  ctx_.target_model = target_model_.get();
+  ctx_.target = target_.get();
+  ctx_.target_identity = model_identity(cfg.target->spec, cfg.target->path, *target_model_);
+  ctx_.stop_ids = target_model_->config.eos_token_ids;
+  const MachineInfo machine =
+      machine_info_collect(threads_get(), SPECLAB_SOURCE_DIR, measure_bandwidth);
+  ctx_.machine = machine.to_json();
+  ctx_.git_commit = machine.git_commit;
+
+  // Prompts, tokenized once with the target's tokenizer.
+  if (cfg.prompts) {
+    SPECLAB_INPUT_CHECK(target_model_->tokenizer != nullptr, cfg.target->spec,
+                        ": the target has no tokenizer to encode the prompts with");
+    std::vector<std::string> files;
+    for (const auto& f : cfg.prompts->files) files.push_back(f.path);
+    for (const auto& p : prompt_set_load_files(files, cfg.prompts->limit)) {
+      const std::string text = cfg.prompts->chat_template
+                                   ? chat_template_apply(*target_model_->tokenizer, p.text)
+                                   : p.text;
+      PromptTokens pt{p.id, target_model_->tokenizer->encode(text, /*add_bos=*/true)};
+      SPECLAB_INPUT_CHECK(static_cast<int64_t>(pt.ids.size()) + cfg.generation.max_new_tokens +
+                                  cfg.measure.cost_curve_max_k <=
+                              target_->max_ctx(),
+                          p.file, ":", p.line, ": prompt '", p.id, "' has ", pt.ids.size(),
+                          " tokens; with generation.max_new_tokens it exceeds generation.ctx = ",
+                          target_->max_ctx());
+      ctx_.prompts.push_back(std::move(pt));
+    }
+  }
+  // The target's cost curve, once per session, from a context as long as a typical one.
+  int64_t ctx_len = 64;
+  if (!ctx_.prompts.empty()) {
+    int64_t sum = 0;
+    for (const auto& p : ctx_.prompts) sum += static_cast<int64_t>(p.ids.size());
+    ctx_len = sum / static_cast<int64_t>(ctx_.prompts.size()) + cfg.generation.max_new_tokens / 2;
+  }
+  const std::vector<int32_t> seed_ctx =
+      ctx_.prompts.empty() ? std::vector<int32_t>{1, 2, 3, 4} : ctx_.prompts[0].ids;
+  ctx_.target_curve = cost_measure_curve(*target_, seed_ctx, ctx_len, cfg.measure.cost_curve_max_k,
+                                         cfg.measure.cost_only ? 9 : 5);
+}
+
+nlohmann::json ExperimentSession::run_cell(const Cell& cell) {
+  auto it = drafters_.find(cell.drafter);
+  if (it == drafters_.end()) {
+    const DrafterEntry* entry = config_.find_drafter(cell.drafter);
+    SPECLAB_ASSERT(entry != nullptr);
+    it = drafters_.emplace(cell.drafter, cell_prepare_drafter(ctx_, *entry)).first;
+  }
+  return config_.measure.cost_only ? cell_run_cost_only(ctx_, cell, it->second)
+                                   : cell_run(ctx_, cell, it->second);
+}
+
+}  // namespace speclab

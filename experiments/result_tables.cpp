@@ -1,0 +1,202 @@
+#include "experiments/result_tables.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace speclab {
+
+namespace {
+
+std::string fmt(double v, int digits = 2) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", digits, v);
+  return b;
+}
+std::string pct(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%+.1f%%", 100 * v);
+  return b;
+}
+double num(const nlohmann::json& r, const char* key, double def = NAN) {
+  auto it = r.find(key);
+  return it != r.end() && it->is_number() ? it->get<double>() : def;
+}
+std::string str(const nlohmann::json& r, const char* key) {
+  auto it = r.find(key);
+  return it != r.end() && it->is_string() ? it->get<std::string>() : "";
+}
+std::string maybe(double v, int digits = 2) { return std::isnan(v) ? "-" : fmt(v, digits); }
+
+std::string latex_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '_' || c == '%' || c == '&' || c == '#' || c == '$') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+TableFormat table_format_parse(const std::string& name) {
+  if (name == "md" || name == "markdown") return TableFormat::kMarkdown;
+  if (name == "csv") return TableFormat::kCsv;
+  if (name == "latex" || name == "tex") return TableFormat::kLatex;
+  fail_input("--format: '", name, "' (expected md, csv or latex)");
+}
+
+std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) {
+  std::vector<Table> out;
+  std::vector<const nlohmann::json*> gen, cost;
+  for (const auto& r : rows) (r.contains("predicted_grid") ? cost : gen).push_back(&r);
+
+  if (!gen.empty()) {
+    // Table 3 analog: alpha per target x drafter x temperature, pooled over gamma.
+    struct Acc {
+      double accepted = 0, tested = 0, beta = 0;
+    };
+    std::map<std::tuple<std::string, std::string, double>, Acc> by;
+    for (const auto* r : gen) {
+      auto& a = by[{str(*r, "target_spec"), str(*r, "drafter"), num(*r, "temperature", 0)}];
+      const double tested = num(*r, "tested", 0);
+      a.accepted += num(*r, "accepted", 0);
+      a.tested += tested;
+      a.beta += num(*r, "alpha_beta", 0) * tested;
+    }
+    Table t3{
+        "Acceptance (Table 3 analog): alpha per target, draft and temperature, pooled over "
+        "gamma; alpha = accepted/tested, beta = Corollary 3.6 estimate",
+        {"target", "draft", "T", "alpha", "beta", "tested"},
+        {}};
+    for (const auto& [k, a] : by) {
+      t3.rows.push_back({std::get<0>(k), std::get<1>(k), fmt(std::get<2>(k), 1),
+                         a.tested ? fmt(a.accepted / a.tested) : "-",
+                         a.tested ? fmt(a.beta / a.tested) : "-", fmt(a.tested, 0)});
+    }
+    out.push_back(t3);
+
+    // Table 4 analog.
+    Table t4{
+        "Speedup (Table 4 analog): measured (95% bootstrap interval over prompts) vs "
+        "Theorem 3.8 and the refined model",
+        {"draft", "T", "gamma", "policy", "alpha", "c", "tau", "speedup", "interval", "thm 3.8",
+         "err", "refined", "err"},
+        {}};
+    for (const auto* r : gen) {
+      const double s = num(*r, "speedup");
+      t4.rows.push_back(
+          {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
+           std::to_string(static_cast<int>(num(*r, "gamma", 0))), str(*r, "gamma_policy"),
+           maybe(num(*r, "alpha_beta")), maybe(num(*r, "c_measured"), 3), maybe(num(*r, "tau")),
+           maybe(s),
+           std::isnan(s) ? "-"
+                         : "[" + maybe(num(*r, "speedup_ci_lo")) + ", " +
+                               maybe(num(*r, "speedup_ci_hi")) + "]",
+           maybe(num(*r, "predicted_speedup_thm38")),
+           std::isnan(num(*r, "error_thm38")) ? "-" : pct(num(*r, "error_thm38")),
+           maybe(num(*r, "predicted_speedup_refined")),
+           std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
+    }
+    out.push_back(t4);
+
+    // Speedup vs gamma.
+    std::set<int> gammas;
+    std::map<std::pair<std::string, double>, std::map<int, double>> grid;
+    for (const auto* r : gen) {
+      if (str(*r, "gamma_policy") != "fixed" && !str(*r, "gamma_policy").empty()) continue;
+      const int g = static_cast<int>(num(*r, "gamma", 0));
+      gammas.insert(g);
+      grid[{str(*r, "drafter"), num(*r, "temperature", 0)}][g] = num(*r, "speedup");
+    }
+    Table tg{"Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}};
+    for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
+    for (const auto& [k, m] : grid) {
+      std::vector<std::string> row{k.first, fmt(k.second, 1)};
+      for (int g : gammas) row.push_back(m.count(g) ? maybe(m.at(g)) : "-");
+      tg.rows.push_back(row);
+    }
+    out.push_back(tg);
+  }
+
+  if (!cost.empty()) {
+    Table tc{"Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",
+             {"draft", "c", "bytes ratio", "T(1) ms"},
+             {}};
+    size_t kmax = 0;
+    for (const auto* r : cost) kmax = std::max(kmax, (*r)["target_tk_ratio"].size());
+    for (size_t k = 2; k <= kmax; k++) tc.headers.push_back("T(" + std::to_string(k) + ")/T(1)");
+    for (const auto* r : cost) {
+      std::vector<std::string> row{str(*r, "drafter"), maybe(num(*r, "c_measured"), 3),
+                                   maybe(num(*r, "weight_bytes_ratio"), 3),
+                                   maybe(1e3 * num(*r, "target_t1_s"), 1)};
+      const auto& ratios = (*r)["target_tk_ratio"];
+      for (size_t k = 1; k < kmax; k++)
+        row.push_back(k < ratios.size() ? fmt(ratios[k].get<double>()) : "-");
+      tc.rows.push_back(row);
+    }
+    out.push_back(tc);
+  }
+  return out;
+}
+
+std::string table_render(const Table& t, TableFormat f) {
+  std::string s;
+  auto join = [](const std::vector<std::string>& v, const std::string& sep) {
+    std::string o;
+    for (size_t i = 0; i < v.size(); i++) o += (i ? sep : "") + v[i];
+    return o;
+  };
+  switch (f) {
+    case TableFormat::kMarkdown: {
+      s += "### " + t.title + "\n\n| " + join(t.headers, " | ") + " |\n|";
+      for (size_t i = 0; i < t.headers.size(); i++) s += " --- |";
+      s += "\n";
+      for (const auto& r : t.rows) s += "| " + join(r, " | ") + " |\n";
+      s += "\n";
+      break;
+    }
+    case TableFormat::kCsv: {
+      auto quote = [](std::vector<std::string> v) {
+        for (auto& x : v)
+          if (x.find_first_of(",\"") != std::string::npos) {
+            std::string q = "\"";
+            for (char c : x) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+            x = q + "\"";
+          }
+        return v;
+      };
+      s += "# " + t.title + "\n" + join(quote(t.headers), ",") + "\n";
+      for (const auto& r : t.rows) s += join(quote(r), ",") + "\n";
+      s += "\n";
+      break;
+    }
+    case TableFormat::kLatex: {
+      s += "% " + t.title + "\n\\begin{tabular}{" + std::string(t.headers.size(), 'l') +
+           "}\n\\hline\n";
+      std::vector<std::string> h;
+      for (const auto& x : t.headers) h.push_back(latex_escape(x));
+      s += join(h, " & ") + " \\\\\n\\hline\n";
+      for (const auto& r : t.rows) {
+        std::vector<std::string> e;
+        for (const auto& x : r) e.push_back(latex_escape(x));
+        s += join(e, " & ") + " \\\\\n";
+      }
+      s += "\\hline\n\\end{tabular}\n\n";
+      break;
+    }
+  }
+  return s;
+}
+
+std::string result_tables_render(const std::vector<nlohmann::json>& rows, TableFormat format) {
+  std::string s;
+  for (const auto& t : result_tables_build(rows)) s += table_render(t, format);
+  return s;
+}
+
+}  // namespace speclab
