@@ -62,7 +62,7 @@ def card(name):
              "(FP32 master weights)")
     L.append(f"- wall time: **{tm['wall_s'] / 60:.1f} min** ({tm['tokens_per_s']:,} tokens/s) on a "
              f"{tm['cores']}-core x86-64 VM (`lscpu`: {tm['cpu']}), torch {tm['torch']}, "
-             f"{tm['torch_threads']} threads, niced and shared with other jobs (compiles), so the "
+             f"{tm['torch_threads']} thread(s), niced and shared with other jobs (compiles), so the "
              "time is an upper bound for this machine")
     fl = tm["final_loss_log"]
     L.append(f"- final training loss {fl['loss']:.3f} (one batch)")
@@ -98,7 +98,7 @@ def card(name):
             L.append("(not computed yet: run `models/train/eval_alpha.py`)")
     L += ["", "## Reproduce", "", "```",
           "python models/train/prepare_data.py          # splits + tokenizer (-> models/zoo/tokenizer.model)",
-          f"nice -n 15 python models/train/train_tiny.py --name {name}",
+          f"nice -n 15 python models/train/train_tiny.py --name {name} --threads {tm['torch_threads']}",
           f"python models/train/eval_tiny.py models/zoo/{name}"]
     if role == "draft":
         L.append(f"python models/train/eval_alpha.py --target models/zoo/{TARGET} --draft models/zoo/{name}")
