@@ -1,0 +1,50 @@
+// Runs the built speclab executable (SPECLAB_BIN) and captures its exit code and output:
+// the CLI tests check exit codes and the one-line error contract through it.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/experiments/experiments_test_util.h"
+
+namespace speclab::testing_util {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+  // stderr is exactly one non-empty line (the bad-input contract).
+  bool one_line_error() const { return !err.empty() && err.find('\n') == err.size() - 1; }
+};
+
+// `args` is appended to the command line as is (quote paths yourself).
+inline CliResult run_speclab(const std::string& args) {
+  ScratchDir dir;
+  const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
+  const std::string cmd =
+      std::string("'") + SPECLAB_BIN + "' " + args + " >'" + out_path + "' 2>'" + err_path + "'";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out_path);
+  r.err = slurp(err_path);
+  return r;
+}
+
+inline std::string smollm2_gguf() {
+  const char* cache = std::getenv("SPECLAB_CACHE");
+  const char* home = std::getenv("HOME");
+  return (cache ? std::string(cache) : std::string(home ? home : "/root") + "/.cache/speclab") +
+         "/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+}  // namespace speclab::testing_util

@@ -1,0 +1,125 @@
+// speclab generate through the executable: greedy output equals the transformers reference
+// for every drafter, JSON stats are consistent, and each bad input exits 2 with one line.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/experiments/cli_runner.h"
+
+namespace speclab {
+namespace {
+
+using testing_util::CliResult;
+using testing_util::run_speclab;
+
+const std::string kTiny = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny-llama32";
+const std::string kLlama3Tok =
+    std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
+
+bool have(const std::string& p) { return std::ifstream(p).good(); }
+
+std::string ids_arg(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+// The greedy continuation of the golden "plain" SmolLM2 prompt, autoregressive and with each
+// drafter, must be transformers' token for token (tests/golden/smollm2.json).
+TEST(CliGenerate, SmolLM2GreedyMatchesTransformersForEveryDrafter) {
+  const std::string gguf = testing_util::smollm2_gguf();
+  if (!have(gguf)) GTEST_SKIP() << gguf << " absent: run `bash .ci/install`";
+  std::ifstream f(std::string(SPECLAB_SOURCE_DIR) + "/tests/golden/smollm2.json");
+  const auto golden = nlohmann::json::parse(f);
+  const auto& p = golden["prompts"][0];
+  const auto ids = p["ids"].get<std::vector<int32_t>>();
+  const auto want = p["greedy"].get<std::vector<int32_t>>();
+  for (const std::string draft : {"", "lookup:n=3", "self:skip=14-15+26-27"}) {
+    const CliResult r = run_speclab("generate --target '" + gguf + "' --prompt-ids " +
+                                    ids_arg(ids) + " --temperature 0 --ignore-eos --json " +
+                                    "--max-new-tokens " + std::to_string(want.size()) +
+                                    (draft.empty() ? "" : " --gamma 4 --draft " + draft));
+    ASSERT_EQ(r.exit_code, 0) << draft << ": " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), want) << draft;
+    if (!draft.empty()) {
+      EXPECT_EQ(j["accepted"].get<int64_t>() + j["rounds"].get<int64_t>(),
+                static_cast<int64_t>(want.size()))
+          << "every round emits accepted + 1 tokens";
+      EXPECT_GE(j["alpha_empirical"].get<double>(), 0.0);
+      EXPECT_LE(j["alpha_empirical"].get<double>(), 1.0);
+    }
+  }
+}
+
+TEST(CliGenerate, TinyLlama32WithSeparateTokenizer) {
+  if (!have(kLlama3Tok)) GTEST_SKIP() << kLlama3Tok << " absent";
+  const CliResult r = run_speclab("generate --target '" + kTiny + "' --tokenizer '" + kLlama3Tok +
+                                  "' --prompt 'Hello world' --max-new-tokens 8 --seed 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["prompt_tokens"].get<std::vector<int32_t>>(),
+            (std::vector<int32_t>{128000, 9906, 1917}));
+  EXPECT_LE(j["tokens"].size(), 8u);
+}
+
+// Sampling is reproducible from the seed and changes with it.
+TEST(CliGenerate, SeededSamplingIsReproducible) {
+  const std::string base = "generate --target '" + kTiny +
+                           "' --prompt-ids 128000,9906,1917 --max-new-tokens 12 --ignore-eos "
+                           "--temperature 1 --json --draft self:skip=1 --gamma 3 --seed ";
+  const auto a = nlohmann::json::parse(run_speclab(base + "7").out);
+  const auto b = nlohmann::json::parse(run_speclab(base + "7").out);
+  const auto c = nlohmann::json::parse(run_speclab(base + "8").out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_NE(a["tokens"], c["tokens"]);
+}
+
+struct BadCase {
+  const char* what;
+  std::string args;
+  const char* expect;  // substring of the one-line error
+};
+
+TEST(CliGenerate, BadInputExitsTwoWithOneLine) {
+  const std::string t = "generate --target '" + kTiny + "' ";
+  const std::vector<BadCase> cases = {
+      {"missing model", "generate --target /nonexistent/model --prompt-ids 1",
+       "/nonexistent/model"},
+      {"prompt and ids", t + "--prompt hi --prompt-ids 1", "exactly one of --prompt"},
+      {"bad id list", t + "--prompt-ids 1,x,3", "'x' is not a non-negative token id"},
+      {"id out of vocab", t + "--prompt-ids 999999", "outside the vocabulary"},
+      {"no tokenizer", t + "--prompt hello", "no tokenizer"},
+      {"prompt too long", t + "--prompt-ids 1,2,3,4,5,6,7,8,9,10 --ctx 8", "context"},
+      {"gamma 0", t + "--prompt-ids 1 --draft lookup --gamma 0", "--gamma"},
+      {"lenience", t + "--prompt-ids 1 --draft lookup --lenience 1.5", "--lenience"},
+      {"top-p", t + "--prompt-ids 1 --top-p 1.5", "--top-p"},
+      {"unknown policy", t + "--prompt-ids 1 --draft lookup --gamma-policy wild", "--gamma-policy"},
+      {"lookup option", t + "--prompt-ids 1 --draft lookup:q=3", "unknown option 'q'"},
+      {"self skip range", t + "--prompt-ids 1 --draft self:skip=0-9", "outside 0..1"},
+      {"skip all", t + "--prompt-ids 1 --draft self:skip=0-1", "skips every layer"},
+      {"missing ngram", t + "--prompt-ids 1 --draft ngram:/nonexistent.ngram",
+       "/nonexistent.ngram"},
+      {"unknown flag", t + "--prompt-ids 1 --frobnicate", "frobnicate"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = run_speclab(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.what << ": " << r.err;
+    EXPECT_TRUE(r.one_line_error()) << c.what << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.what << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.what;
+  }
+}
+
+TEST(CliGenerate, DraftWithAnotherVocabularyIsRefused) {
+  const std::string gguf = testing_util::smollm2_gguf();
+  if (!have(gguf)) GTEST_SKIP() << gguf << " absent";
+  const CliResult r =
+      run_speclab("generate --target '" + kTiny + "' --prompt-ids 1,2 --draft '" + gguf + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.one_line_error()) << r.err;
+  EXPECT_NE(r.err.find("vocabulary"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace speclab
