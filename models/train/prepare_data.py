@@ -136,14 +136,16 @@ def train_tokenizer(out, model_path):
                     if s:
                         f.write(s[:4000] + "\n")
     prefix = os.path.join(tmp, "tok")
-    cmd = ["spm_train", f"--input={sent_file}", f"--model_prefix={prefix}", "--model_type=bpe",
+    # relative paths, run inside tmp: the model file records its trainer's input and
+    # prefix, and a random temp dir name there would make the bytes differ run to run
+    cmd = ["spm_train", "--input=sentences.txt", "--model_prefix=tok", "--model_type=bpe",
            f"--vocab_size={VOCAB_SIZE}", "--character_coverage=1.0", "--byte_fallback=true",
            "--split_digits=true", "--normalization_rule_name=identity",
            "--remove_extra_whitespaces=false", "--add_dummy_prefix=true",
            "--allow_whitespace_only_pieces=true", "--unk_id=0", "--bos_id=1", "--eos_id=2",
            "--pad_id=3", "--num_threads=2", f"--random_seed={SPM_SEED}",
            "--input_sentence_size=0", "--max_sentence_length=4192", "--minloglevel=1"]
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, cwd=tmp)
     os.makedirs(os.path.dirname(model_path), exist_ok=True)
     shutil.copyfile(prefix + ".model", model_path)
     shutil.rmtree(tmp)

@@ -96,6 +96,18 @@ def card(name):
                          + f" | {r['tau']['gamma=2']:.2f} | {r['tau']['gamma=4']:.2f} |")
         else:
             L.append("(not computed yet: run `models/train/eval_alpha.py`)")
+    L += ["", "## Notes", "",
+          "- Undertrained for lack of time: ~0.2 epoch on a CPU shared with compile jobs (see "
+          "`models/train/train_tiny.py`). Greedy (T=0) continuations of the target fall into "
+          "repetition loops within a few tokens (e.g. \"and the LORD, and the LORD, ...\", "
+          "\"the United States, and the United States, ...\"), and T=1 samples are barely English.",
+          "- So T=0 alphas measure agreement on those loops (high on the Bible and the addresses, "
+          "low on Moby-Dick), and alpha at T=1 is higher than at T=0: these models' next-token "
+          "distributions are broad, so their overlap sum_x min(p, q) is large even where their "
+          "argmaxes differ. Expect both to move once the zoo is trained longer.",
+          "- The larger draft has the higher alpha at both temperatures, as its size suggests."
+          if role == "draft" else
+          "- The drafts' alphas against this target are in their cards and in `README.md` here."]
     L += ["", "## Reproduce", "", "```",
           "python models/train/prepare_data.py          # splits + tokenizer (-> models/zoo/tokenizer.model)",
           f"nice -n 15 python models/train/train_tiny.py --name {name} --threads {tm['torch_threads']}",
