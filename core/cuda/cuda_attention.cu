@@ -1,0 +1,80 @@
+#include "core/cuda/cuda_attention.h"
+#include "core/cuda/cuda_block_reduce.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_launch_config.h"
+#include "core/error.h"
+
+namespace speclab {
+namespace {
+
+// One block per (token, head). Phase 1: a warp per cache position computes its score
+// (lanes split head_dim). Phase 2: block softmax over the n_ctx scores. Phase 3: thread d
+// accumulates output dimension d over positions (coalesced reads of V rows).
+//   scores: [n_tokens * n_heads, n_ctx_max] scratch
+__global__ void attention_kernel(float* out, const float* q, const float* k_cache,
+                                 const float* v_cache, float* scores, int64_t n_past,
+                                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                                 int64_t n_ctx_max, float scale) {
+  __shared__ float red_f[32];
+  __shared__ double red_d[32];
+  const int64_t w = blockIdx.x;  // t * n_heads + h
+  const int64_t t = w / n_heads, h = w % n_heads;
+  const int64_t kv_h = h / (n_heads / n_kv_heads);
+  const int64_t kv_stride = n_kv_heads * head_dim;
+  const int64_t n_ctx = n_past + t + 1;
+  const float* qh = q + w * head_dim;
+  float* sc = scores + w * n_ctx_max;
+  const int lane = threadIdx.x % kCudaWarp, warp = threadIdx.x / kCudaWarp;
+  const int n_warps = blockDim.x / kCudaWarp;
+
+  for (int64_t p = warp; p < n_ctx; p += n_warps) {
+    const float* kh = k_cache + p * kv_stride + kv_h * head_dim;
+    float s = 0.0f;
+    for (int64_t d = lane; d < head_dim; d += kCudaWarp) s += qh[d] * kh[d];
+    s = cuda_warp_sum(s);
+    if (lane == 0) sc[p] = s * scale;
+  }
+  __syncthreads();
+
+  float m = -INFINITY;
+  for (int64_t p = threadIdx.x; p < n_ctx; p += blockDim.x) m = fmaxf(m, sc[p]);
+  m = cuda_block_max(m, red_f);
+  double sum = 0.0;
+  for (int64_t p = threadIdx.x; p < n_ctx; p += blockDim.x) {
+    const float e = expf(sc[p] - m);
+    sc[p] = e;
+    sum += e;
+  }
+  sum = cuda_block_sum(sum, red_d);  // ends with __syncthreads: all of sc is written
+  const float inv = static_cast<float>(1.0 / sum);
+
+  float* oh = out + w * head_dim;
+  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t p = 0; p < n_ctx; p++)
+      acc += sc[p] * inv * v_cache[p * kv_stride + kv_h * head_dim + d];
+    oh[d] = acc;
+  }
+}
+
+}  // namespace
+
+void cuda_attention(float* out, const float* q, const float* k_cache, const float* v_cache,
+                    int64_t n_tokens, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
+                    int64_t head_dim, cudaStream_t stream) {
+  SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0);
+  const CudaLaunch l = cuda_launch_attention(n_tokens, n_heads);
+  float* scores = nullptr;
+  SPECLAB_CUDA_CHECK(
+      cudaMallocAsync(reinterpret_cast<void**>(&scores),
+                      cuda_attention_scratch_bytes(n_tokens, n_heads, n_past), stream),
+      "device out of memory (attention scores): lower max_ctx");
+  const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
+  attention_kernel<<<l.grid_x, l.block, 0, stream>>>(out, q, k_cache, v_cache, scores, n_past,
+                                                     n_heads, n_kv_heads, head_dim,
+                                                     n_past + n_tokens, scale);
+  SPECLAB_CUDA_CHECK_LAUNCH("attention_kernel: bad launch configuration");
+  SPECLAB_CUDA_CHECK(cudaFreeAsync(scores, stream), "attention scratch free failed");
+}
+
+}  // namespace speclab

@@ -1,0 +1,41 @@
+#include "core/cuda/cuda_device.h"
+
+#include <cuda_runtime.h>
+
+#include "core/cuda/cuda_check.h"
+#include "core/error.h"
+
+namespace speclab {
+
+int cuda_device_count(std::string* error) {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    if (error) *error = cudaGetErrorString(err);
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    return 0;
+  }
+  if (n == 0 && error) *error = "0 devices";
+  return n;
+}
+
+std::string speclab_cuda_device_info() {
+  std::string why;
+  if (cuda_device_count(&why) == 0)
+    fail_input("no CUDA device found (cudaGetDeviceCount: ", why, ")");
+  int dev = 0;
+  SPECLAB_CUDA_CHECK(cudaGetDevice(&dev), "is CUDA_VISIBLE_DEVICES set to a valid device?");
+  cudaDeviceProp prop{};
+  SPECLAB_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev), "device properties unavailable");
+  int runtime = 0, driver = 0;
+  SPECLAB_CUDA_CHECK(cudaRuntimeGetVersion(&runtime), "CUDA runtime not usable");
+  SPECLAB_CUDA_CHECK(cudaDriverGetVersion(&driver), "is the NVIDIA driver installed?");
+  const double gib = static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0);
+  char mem[32];
+  std::snprintf(mem, sizeof(mem), "%.1f", gib);
+  return str_cat(prop.name, " (sm_", prop.major, prop.minor, ", ", mem, " GiB, ",
+                 prop.multiProcessorCount, " SMs, CUDA runtime ", runtime, ", driver ", driver,
+                 ")");
+}
+
+}  // namespace speclab

@@ -1,0 +1,18 @@
+// Which CUDA device the backend runs on, and the one-line answer when there is none.
+#pragma once
+
+#include <string>
+
+namespace speclab {
+
+// "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB, 132 SMs, CUDA runtime 13000, driver 13000)" for
+// the current device. Throws InputError("no CUDA device found (cudaGetDeviceCount: <error
+// string>)") when the runtime finds no device; a config that asks for the CUDA backend maps
+// that to exit code 2.
+std::string speclab_cuda_device_info();
+
+// Number of devices, 0 when cudaGetDeviceCount fails; *error (optional) gets the runtime's
+// error string or "0 devices". Never throws: tests use it to decide whether to skip.
+int cuda_device_count(std::string* error = nullptr);
+
+}  // namespace speclab

@@ -1,0 +1,71 @@
+// Launch configurations and workspace sizes of the CUDA kernels, as plain C++.
+//
+// Everything here is host arithmetic with no CUDA dependency, so it is unit-tested on
+// machines without a GPU (tests/cuda/test_cuda_launch_config.cpp). The kernels in
+// core/cuda/*.cu take their grid, block and scratch sizes from these functions only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace speclab {
+
+constexpr int kCudaWarp = 32;
+constexpr int64_t kCudaMaxGridX = 2147483647;  // 2^31 - 1
+constexpr int64_t kCudaMaxGridY = 65535;
+
+struct CudaLaunch {
+  int64_t grid_x = 1;
+  int64_t grid_y = 1;
+  int block = 1;            // threads per block, a multiple of 32
+  size_t shared_bytes = 0;  // dynamic shared memory per block
+};
+
+// ceil(n / d) for n >= 0, d > 0.
+int64_t cuda_ceil_div(int64_t n, int64_t d);
+
+// Elementwise kernels over n values: block 256, one value per thread.
+CudaLaunch cuda_launch_elementwise(int64_t n);
+
+// One block per row (rmsnorm, embedding rows): block = dim rounded up to a warp, at most 1024;
+// shared memory: one float per warp for the block reduction.
+CudaLaunch cuda_launch_rowwise(int64_t n_rows, int64_t dim);
+
+// How cuda_matmul_weights computes out = x · Wᵀ for a weight dtype.
+enum class CudaMatmulPath {
+  kCublasSgemm,    // F32 weights
+  kCublasGemmEx,   // F16 / BF16 weights: x converted to the same 16-bit type, FP32 compute
+  kDequantKernel,  // Q8_0 / Q4_0 / Q4_1: our kernel dequantizes each weight on the fly
+};
+CudaMatmulPath cuda_matmul_path(DType dtype);
+const char* cuda_matmul_path_name(CudaMatmulPath path);
+
+// Bytes of the 16-bit copy of x [n_tokens, n_in] that the GemmEx path needs (0 otherwise).
+size_t cuda_matmul_workspace_bytes(DType dtype, int64_t n_tokens, int64_t n_in);
+
+// The dequantizing kernel: one warp per output row and per chunk of kCudaMatmulTokensPerWarp
+// tokens (their partial sums live in registers); 4 warps per block.
+//   grid_x: output rows / 4,  grid_y: token chunks.
+constexpr int kCudaMatmulTokensPerWarp = 8;
+constexpr int kCudaMatmulWarpsPerBlock = 4;
+CudaLaunch cuda_launch_matmul_dequant(int64_t n_out, int64_t n_tokens);
+
+// Attention: one block of 128 threads per (token, head); the scores of a block live in a
+// global scratch buffer [n_tokens * n_heads, n_ctx_max] (n_ctx_max = n_past + n_tokens), so
+// the context length is bounded by device memory, not by shared memory.
+constexpr int kCudaAttentionBlock = 128;
+CudaLaunch cuda_launch_attention(int64_t n_tokens, int64_t n_heads);
+size_t cuda_attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int64_t n_past);
+
+// Logits standardization of one row of `vocab` logits on the device:
+//   sort keys float[vocab], sort ids int32[vocab] (x2 for the sorted copies),
+//   weights double[vocab], cumulative weights double[vocab].
+size_t cuda_sampling_workspace_bytes(int64_t vocab);
+
+// Verification: one block of kCudaVerifyBlock threads; scratch float[vocab] for the residual.
+constexpr int kCudaVerifyBlock = 1024;
+size_t cuda_verify_scratch_bytes(int64_t vocab);
+
+}  // namespace speclab

@@ -1,0 +1,139 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <type_traits>
+
+#include "core/cuda/cuda_block_reduce.cuh"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_launch_config.h"
+#include "core/cuda/cuda_matmul.h"
+#include "core/cuda/cuda_weight_load.cuh"
+#include "core/error.h"
+
+namespace speclab {
+namespace {
+
+// One warp per (output row, chunk of kCudaMatmulTokensPerWarp tokens). Lane l reads elements
+// l, l + 32, ... of the row (for block types: element l of every block) and keeps one partial
+// sum per token of the chunk; a warp reduction finishes each output.
+//   out: [n_tokens, n_out]   x: [n_tokens, n_in]
+__global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView w,
+                                      int64_t row_bytes, int64_t n_tokens) {
+  const int lane = threadIdx.x % kCudaWarp;
+  const int64_t r =
+      static_cast<int64_t>(blockIdx.x) * kCudaMatmulWarpsPerBlock + threadIdx.x / kCudaWarp;
+  if (r >= w.rows) return;  // whole warp leaves together
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * kCudaMatmulTokensPerWarp;
+  const int64_t left = n_tokens - t0;
+  const int n_t =
+      static_cast<int>(left < kCudaMatmulTokensPerWarp ? left : kCudaMatmulTokensPerWarp);
+  const uint8_t* row = cuda_weight_row(w, r, row_bytes);
+  float acc[kCudaMatmulTokensPerWarp] = {0};
+  for (int64_t j = lane; j < w.cols; j += kCudaWarp) {
+    const float wj = cuda_weight_at(w, row, j);
+#pragma unroll
+    for (int t = 0; t < kCudaMatmulTokensPerWarp; t++) {
+      if (t < n_t) acc[t] += wj * x[(t0 + t) * w.cols + j];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kCudaMatmulTokensPerWarp; t++) {
+    const float s = cuda_warp_sum(acc[t]);
+    if (lane == 0 && t < n_t) out[(t0 + t) * w.rows + r] = s;
+  }
+}
+
+// xh[i] = x[i] rounded to the 16-bit type T (__half or __nv_bfloat16).   x, xh: [n]
+template <typename T>
+__global__ void round_to_16bit_kernel(T* xh, const float* x, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if constexpr (sizeof(T) == 2 && std::is_same<T, __half>::value) {
+    xh[i] = __float2half_rn(x[i]);
+  } else {
+    xh[i] = __float2bfloat16_rn(x[i]);
+  }
+}
+
+int checked_int(int64_t v, const char* what) {
+  SPECLAB_INPUT_CHECK(v >= 0 && v <= INT_MAX, "cuda_matmul_weights: ", what, " = ", v,
+                      " exceeds cuBLAS's int range");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+cublasHandle_t cuda_cublas_handle(cudaStream_t stream) {
+  struct Holder {
+    cublasHandle_t h = nullptr;
+    ~Holder() {
+      if (h) cublasDestroy(h);
+    }
+  };
+  thread_local Holder holder;
+  if (!holder.h) {
+    SPECLAB_CUBLAS_CHECK(cublasCreate(&holder.h),
+                         "no CUDA device, or cuBLAS not usable with this driver");
+  }
+  SPECLAB_CUBLAS_CHECK(cublasSetStream(holder.h, stream), "invalid stream?");
+  return holder.h;
+}
+
+void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView& w,
+                                int64_t n_tokens, cudaStream_t stream) {
+  SPECLAB_ASSERT(!dtype_is_quantized(w.dtype) || w.cols % kQuantBlock == 0);
+  const CudaLaunch l = cuda_launch_matmul_dequant(w.rows, n_tokens);
+  const int64_t row_bytes = static_cast<int64_t>(dtype_row_bytes(w.dtype, w.cols));
+  matmul_dequant_kernel<<<dim3(l.grid_x, l.grid_y), l.block, 0, stream>>>(out, x, w, row_bytes,
+                                                                          n_tokens);
+  SPECLAB_CUDA_CHECK_LAUNCH("matmul_dequant_kernel: bad launch configuration");
+}
+
+void cuda_matmul_weights(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
+                         cudaStream_t stream) {
+  const CudaMatmulPath path = cuda_matmul_path(w.dtype);
+  if (path == CudaMatmulPath::kDequantKernel) {
+    cuda_matmul_weights_kernel(out, x, w, n_tokens, stream);
+    return;
+  }
+  // Row-major out [n_tokens, n_out] is column-major outᵀ [n_out, n_tokens] = W · xᵀ, where
+  // row-major W [n_out, n_in] is column-major [n_in, n_out] (so op T) and row-major x is
+  // column-major xᵀ [n_in, n_tokens] (op N).
+  const int m = checked_int(w.rows, "n_out");
+  const int n = checked_int(n_tokens, "n_tokens");
+  const int k = checked_int(w.cols, "n_in");
+  const float alpha = 1.0f, beta = 0.0f;
+  cublasHandle_t h = cuda_cublas_handle(stream);
+  if (path == CudaMatmulPath::kCublasSgemm) {
+    SPECLAB_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha,
+                                     static_cast<const float*>(w.data), k, x, k, &beta, out, m),
+                         "F32 matmul: check out/x/w shapes and that they are device pointers");
+    return;
+  }
+  // GemmEx wants A and B in the same type: round x [n_tokens, n_in] to it in a stream-ordered
+  // workspace.
+  const size_t ws_bytes = cuda_matmul_workspace_bytes(w.dtype, n_tokens, w.cols);
+  void* xh = nullptr;
+  SPECLAB_CUDA_CHECK(cudaMallocAsync(&xh, ws_bytes, stream),
+                     "device out of memory (matmul workspace)");
+  const int64_t numel = n_tokens * w.cols;
+  const CudaLaunch l = cuda_launch_elementwise(numel);
+  const bool is_f16 = w.dtype == DType::F16;
+  if (is_f16) {
+    round_to_16bit_kernel<__half>
+        <<<l.grid_x, l.block, 0, stream>>>(static_cast<__half*>(xh), x, numel);
+  } else {
+    round_to_16bit_kernel<__nv_bfloat16>
+        <<<l.grid_x, l.block, 0, stream>>>(static_cast<__nv_bfloat16*>(xh), x, numel);
+  }
+  SPECLAB_CUDA_CHECK_LAUNCH("round_to_16bit_kernel: bad launch configuration");
+  const cudaDataType_t t16 = is_f16 ? CUDA_R_16F : CUDA_R_16BF;
+  SPECLAB_CUBLAS_CHECK(
+      cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, w.data, t16, k, xh, t16, k, &beta,
+                   out, CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+      "16-bit matmul: needs sm_53+ for F16, sm_80+ for BF16");
+  SPECLAB_CUDA_CHECK(cudaFreeAsync(xh, stream), "matmul workspace free failed");
+}
+
+}  // namespace speclab

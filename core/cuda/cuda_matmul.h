@@ -1,0 +1,30 @@
+// The CUDA twin of core/cpu_matmul.h: out = x · Wᵀ against a weight stored on the device.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "core/cuda/cuda_weights.h"
+
+namespace speclab {
+
+// out[t, r] = sum_i x[t, i] * W[r, i]   (FP32 accumulation), all device pointers.
+//   out: [n_tokens, n_out]   x: [n_tokens, n_in]   w: [n_out, n_in] in any DType
+// Path by dtype (cuda_matmul_path, core/cuda/cuda_launch_config.h):
+//   F32: cublasSgemm; F16/BF16: x rounded to the weight's 16-bit type, cublasGemmEx with FP32
+//   compute; Q8_0/Q4_0/Q4_1: our kernel, which dequantizes each weight as it reads it.
+// Asynchronous on `stream`.
+void cuda_matmul_weights(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
+                         cudaStream_t stream);
+
+// Always our dequantizing kernel, for any dtype (tests and comparisons; F32 accumulation
+// in a fixed order per output, like the CPU).
+void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView& w,
+                                int64_t n_tokens, cudaStream_t stream);
+
+// The calling thread's cuBLAS handle (created on first use, bound to `stream` on each call).
+cublasHandle_t cuda_cublas_handle(cudaStream_t stream);
+
+}  // namespace speclab

@@ -1,0 +1,178 @@
+#include "models/llama/cuda/cuda_llama_runner.h"
+
+#include <algorithm>
+
+#include "core/cuda/cuda_attention.h"
+#include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_matmul.h"
+#include "core/cuda/cuda_ops.h"
+#include "core/cuda/cuda_rope.h"
+#include "core/error.h"
+#include "models/llama/llama_rope.h"
+
+namespace speclab {
+namespace {
+
+CudaWeight upload_matrix(const TensorView& w, int64_t rows, int64_t cols, const char* what) {
+  SPECLAB_INPUT_CHECK(
+      w.data != nullptr && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols,
+      "tensor '", w.name, "' (", what, "): expected shape [", rows, ", ", cols, "]");
+  return cuda_weight_upload(w);
+}
+
+CudaBuffer<float> upload_norm(const TensorView& w, int64_t dim, const char* what) {
+  SPECLAB_INPUT_CHECK(w.data != nullptr && w.numel() == dim, "tensor '", w.name, "' (", what,
+                      "): expected ", dim, " values");
+  std::vector<float> host(dim);
+  dtype_to_f32(w.dtype, w.data, host.data(), dim);
+  CudaBuffer<float> out;
+  out.upload(host.data(), dim);
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(nullptr), "norm upload failed");
+  return out;
+}
+
+}  // namespace
+
+CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
+                                 std::vector<bool> skip_layers)
+    : config_(model.config), skip_layers_(std::move(skip_layers)) {
+  const LlamaConfig& c = config_;
+  const LlamaWeights& w = model.weights;
+  SPECLAB_INPUT_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, model.path, ": n_heads ",
+                      c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
+  SPECLAB_INPUT_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, model.path, ": head_dim ", c.head_dim,
+                      " must be even");
+  SPECLAB_INPUT_CHECK(static_cast<int64_t>(w.layers.size()) == c.n_layers, model.path, ": ",
+                      w.layers.size(), " layers of weights for n_layers ", c.n_layers);
+  if (skip_layers_.empty()) skip_layers_.assign(c.n_layers, false);
+  SPECLAB_INPUT_CHECK(static_cast<int64_t>(skip_layers_.size()) == c.n_layers, "skip_layers has ",
+                      skip_layers_.size(), " entries, the model has ", c.n_layers, " layers");
+  const int64_t ctx = max_ctx > 0 ? max_ctx : std::min<int64_t>(c.max_seq_len, 4096);
+  SPECLAB_INPUT_CHECK(ctx > 0, model.path, ": no context length (max_seq_len ", c.max_seq_len, ")");
+  kv_ = cuda_kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
+
+  SPECLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                     "no CUDA device? see speclab_cuda_device_info()");
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  const int64_t kv_dim = kv_.kv_dim();
+  tok_embeddings_ = upload_matrix(w.tok_embeddings, c.vocab_size, c.dim, "token embeddings");
+  output_is_embeddings_ =
+      w.output.data == w.tok_embeddings.data && w.output.dtype == w.tok_embeddings.dtype;
+  if (!output_is_embeddings_) output_ = upload_matrix(w.output, c.vocab_size, c.dim, "output");
+  final_norm_ = upload_norm(w.final_norm, c.dim, "final norm");
+  layers_.resize(c.n_layers);
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    if (skip_layers_[l]) continue;
+    const LlamaLayerWeights& lw = w.layers[l];
+    Layer& d = layers_[l];
+    d.wq = upload_matrix(lw.wq, q_dim, c.dim, "wq");
+    d.wk = upload_matrix(lw.wk, kv_dim, c.dim, "wk");
+    d.wv = upload_matrix(lw.wv, kv_dim, c.dim, "wv");
+    d.wo = upload_matrix(lw.wo, c.dim, q_dim, "wo");
+    d.w_gate = upload_matrix(lw.w_gate, c.hidden_dim, c.dim, "w_gate");
+    d.w_up = upload_matrix(lw.w_up, c.hidden_dim, c.dim, "w_up");
+    d.w_down = upload_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
+    d.attn_norm = upload_norm(lw.attn_norm, c.dim, "attention norm");
+    d.ffn_norm = upload_norm(lw.ffn_norm, c.dim, "ffn norm");
+    d.key_cache.resize(kv_.layer_bytes() / sizeof(float));  // left uninitialized, like the CPU
+    d.value_cache.resize(kv_.layer_bytes() / sizeof(float));
+  }
+  const std::vector<float> inv_freq = llama_rope_inv_freq(c);
+  inv_freq_.upload(inv_freq.data(), inv_freq.size());
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(nullptr), "rope frequency upload failed");
+  rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
+}
+
+CudaLlamaRunner::~CudaLlamaRunner() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaLlamaRunner::ensure_batch_capacity(int64_t n) {
+  if (n <= batch_capacity_) return;
+  const LlamaConfig& c = config_;
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_), "a previous forward failed");
+  tokens_.resize(n);
+  x_.resize(n * c.dim);
+  xb_.resize(n * c.dim);
+  xb2_.resize(n * c.dim);
+  q_.resize(n * q_dim);
+  att_.resize(n * q_dim);
+  hb_.resize(n * c.hidden_dim);
+  hb2_.resize(n * c.hidden_dim);
+  logits_.resize(n * c.vocab_size);
+  batch_capacity_ = n;
+}
+
+const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_tokens,
+                                             bool last_only) {
+  const LlamaConfig& c = config_;
+  kv_.check_append(n_tokens);
+  for (int64_t t = 0; t < n_tokens; t++) {
+    SPECLAB_INPUT_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token id ", tokens[t],
+                        " at index ", t, " is outside the vocabulary [0, ", c.vocab_size, ")");
+  }
+  ensure_batch_capacity(n_tokens);
+  cudaStream_t s = stream_;
+  const int64_t dim = c.dim;
+  const int64_t n_past = kv_.n_past;
+  float* x = x_.data();
+  tokens_.upload(tokens, n_tokens, s);
+
+  cuda_embedding_lookup(x, tokens_.data(), tok_embeddings_.view(), n_tokens, s);
+
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    if (skip_layers_[l]) continue;
+    Layer& lw = layers_[l];
+    float* key_cache = lw.key_cache.data();
+    float* value_cache = lw.value_cache.data();
+    // The new tokens' K/V rows go straight into the cache: [n_tokens, n_kv_heads, head_dim].
+    float* k_new = key_cache + kv_.row_offset(n_past);
+    float* v_new = value_cache + kv_.row_offset(n_past);
+
+    // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb).
+    cuda_rmsnorm(xb_.data(), x, lw.attn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
+    cuda_matmul_weights(q_.data(), xb_.data(), lw.wq.view(), n_tokens, s);
+    cuda_matmul_weights(k_new, xb_.data(), lw.wk.view(), n_tokens, s);
+    cuda_matmul_weights(v_new, xb_.data(), lw.wv.view(), n_tokens, s);
+    cuda_rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past, inv_freq_.data(),
+                    rope_interleaved_, s);
+    cuda_rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past, inv_freq_.data(),
+                    rope_interleaved_, s);
+    cuda_attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past, c.n_heads,
+                   c.n_kv_heads, c.head_dim, s);
+    cuda_matmul_weights(xb2_.data(), att_.data(), lw.wo.view(), n_tokens, s);
+    cuda_add_inplace(x, xb2_.data(), n_tokens * dim, s);
+
+    // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)).
+    cuda_rmsnorm(xb_.data(), x, lw.ffn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
+    cuda_matmul_weights(hb_.data(), xb_.data(), lw.w_gate.view(), n_tokens, s);
+    cuda_matmul_weights(hb2_.data(), xb_.data(), lw.w_up.view(), n_tokens, s);
+    cuda_swiglu(hb_.data(), hb_.data(), hb2_.data(), n_tokens * c.hidden_dim, s);
+    cuda_matmul_weights(xb2_.data(), hb_.data(), lw.w_down.view(), n_tokens, s);
+    cuda_add_inplace(x, xb2_.data(), n_tokens * dim, s);
+  }
+
+  // Final norm and the output head, over all tokens or only the last one.
+  const int64_t n_rows = last_only ? 1 : n_tokens;
+  const float* head_in = x + (n_tokens - n_rows) * dim;
+  cuda_rmsnorm(xb_.data(), head_in, final_norm_.data(), n_rows, dim, c.rms_norm_eps, s);
+  const CudaWeightView head = output_is_embeddings_ ? tok_embeddings_.view() : output_.view();
+  cuda_matmul_weights(logits_.data(), xb_.data(), head, n_rows, s);
+
+  kv_.commit(n_tokens);
+  return logits_.data();
+}
+
+const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {
+  const float* d_logits = forward_device(tokens, n_tokens, last_only);
+  const size_t n = static_cast<size_t>(last_only ? 1 : n_tokens) * config_.vocab_size;
+  if (logits_host_.size() < n) logits_host_.resize(n);
+  SPECLAB_CUDA_CHECK(cudaMemcpyAsync(logits_host_.data(), d_logits, n * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_),
+                     "logits copy failed");
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_), "a kernel of the forward pass failed");
+  return logits_host_.data();
+}
+
+}  // namespace speclab

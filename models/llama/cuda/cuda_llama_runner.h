@@ -1,0 +1,81 @@
+// The Llama forward pass on a CUDA device: the twin of LlamaRunner
+// (models/llama/llama_forward.h) with the same API and the same order of operations, the
+// weights uploaded once from a LlamaModel and the KV cache in device memory.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cuda/cuda_buffer.h"
+#include "core/cuda/cuda_kv_cache_book.h"
+#include "core/cuda/cuda_weights.h"
+#include "models/llama/llama_model.h"
+
+namespace speclab {
+
+class CudaLlamaRunner {
+ public:
+  // As LlamaRunner: max_ctx = 0 -> min(config.max_seq_len, 4096); skip_layers marks layers
+  // skipped entirely (neither uploaded nor cached). Uploads every used matrix as stored
+  // (any DType) and the norms as F32; throws InputError for bad shapes, CudaError when the
+  // device is missing or out of memory. The model may be freed after construction.
+  CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx = 0, std::vector<bool> skip_layers = {});
+  ~CudaLlamaRunner();
+  CudaLlamaRunner(const CudaLlamaRunner&) = delete;
+  CudaLlamaRunner& operator=(const CudaLlamaRunner&) = delete;
+
+  // LlamaRunner::forward: returns host logits [n_tokens, vocab] (or [vocab] if last_only),
+  // valid until the next call. Synchronizes the stream.
+  const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
+
+  // The same pass leaving the logits on the device (for cuda_sampling_standardize and
+  // cuda_speculative_verify, so only accepted ids cross to the host). Asynchronous; the
+  // device pointer is valid until the next call.
+  const float* forward_device(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
+
+  // O(1): forgets cache positions >= n (n <= n_past).
+  void truncate(int64_t n) { kv_.truncate(n); }
+
+  int64_t n_past() const { return kv_.n_past; }
+  int64_t max_ctx() const { return kv_.max_ctx; }
+  int64_t vocab() const { return config_.vocab_size; }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  struct Layer {
+    CudaWeight wq, wk, wv, wo, w_gate, w_up, w_down;
+    CudaBuffer<float> attn_norm, ffn_norm;     // [dim] each
+    CudaBuffer<float> key_cache, value_cache;  // [max_ctx, n_kv_heads, head_dim] each
+  };
+  void ensure_batch_capacity(int64_t n_tokens);
+
+  LlamaConfig config_;
+  std::vector<bool> skip_layers_;  // [n_layers]
+  bool rope_interleaved_ = false;
+  cudaStream_t stream_ = nullptr;
+  CudaKvCacheBook kv_;
+
+  CudaWeight tok_embeddings_;  // [vocab, dim]
+  CudaWeight output_;          // [vocab, dim]; empty when it shares tok_embeddings_
+  bool output_is_embeddings_ = false;
+  CudaBuffer<float> final_norm_;  // [dim]
+  CudaBuffer<float> inv_freq_;    // [head_dim/2]
+  std::vector<Layer> layers_;
+
+  // Activations for up to batch_capacity_ tokens (device).
+  int64_t batch_capacity_ = 0;
+  CudaBuffer<int32_t> tokens_;      // [n_tokens]
+  CudaBuffer<float> x_;             // [n_tokens, dim]
+  CudaBuffer<float> xb_;            // [n_tokens, dim]
+  CudaBuffer<float> xb2_;           // [n_tokens, dim]
+  CudaBuffer<float> q_;             // [n_tokens, n_heads * head_dim]
+  CudaBuffer<float> att_;           // [n_tokens, n_heads * head_dim]
+  CudaBuffer<float> hb_;            // [n_tokens, hidden_dim]
+  CudaBuffer<float> hb2_;           // [n_tokens, hidden_dim]
+  CudaBuffer<float> logits_;        // [n_tokens or 1, vocab]
+  std::vector<float> logits_host_;  // [n_tokens or 1, vocab]
+};
+
+}  // namespace speclab

@@ -1,0 +1,241 @@
+// Every CUDA kernel against its CPU specification, as a table of cases per op, with the
+// tolerance of each dtype stated where it is used. Skips without a device.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/cpu_attention.h"
+#include "core/cpu_matmul.h"
+#include "core/cpu_ops.h"
+#include "core/cpu_rope.h"
+#include "core/cuda/cuda_attention.h"
+#include "core/cuda/cuda_matmul.h"
+#include "core/cuda/cuda_ops.h"
+#include "core/cuda/cuda_rope.h"
+#include "core/cuda/cuda_sampling.h"
+#include "core/cuda/cuda_verify.h"
+#include "core/sampling.h"
+#include "core/speculative_verify.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace speclab {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float scale = 1.0f) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// A weight matrix [rows, cols] in dtype, with its host bytes.
+struct HostWeight {
+  std::vector<uint8_t> bytes;
+  TensorView view;
+};
+HostWeight make_weight(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
+  const std::vector<float> f = random_floats(rows * cols, seed, 1.0f / std::sqrt(float(cols)));
+  HostWeight w;
+  w.bytes.resize(rows * dtype_row_bytes(dtype, cols));
+  dtype_from_f32(dtype, f.data(), w.bytes.data(), rows * cols);
+  w.view.name = "w";
+  w.view.dtype = dtype;
+  w.view.shape = {rows, cols};
+  w.view.data = w.bytes.data();
+  w.view.nbytes = w.bytes.size();
+  return w;
+}
+
+TEST(CudaKernels, MatmulWeightsAllDtypes) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  // Tolerances: F32 and the dequant kernel differ from the CPU only in summation order;
+  // F16/BF16 go through cuBLAS with x rounded to 16 bits (BF16: 8 mantissa bits).
+  struct Case {
+    DType dtype;
+    int64_t n_out, n_in, n_tokens;
+    double atol, rtol;
+  };
+  const Case cases[] = {
+      {DType::F32, 96, 64, 1, 1e-5, 1e-4},   {DType::F32, 1000, 256, 9, 1e-5, 1e-4},
+      {DType::F16, 96, 64, 3, 2e-3, 2e-3},   {DType::F16, 513, 512, 9, 2e-3, 2e-3},
+      {DType::BF16, 96, 64, 1, 1e-2, 1e-2},  {DType::BF16, 513, 512, 17, 1e-2, 1e-2},
+      {DType::Q8_0, 96, 64, 1, 1e-5, 1e-4},  {DType::Q8_0, 1000, 512, 9, 1e-5, 1e-4},
+      {DType::Q4_0, 33, 128, 5, 1e-5, 1e-4}, {DType::Q4_1, 1000, 256, 9, 1e-5, 1e-4},
+  };
+  for (const Case& c : cases) {
+    const HostWeight w = make_weight(c.dtype, c.n_out, c.n_in, 7);
+    const std::vector<float> x = random_floats(c.n_tokens * c.n_in, 11);
+    std::vector<float> ref(c.n_tokens * c.n_out);
+    matmul_weights(ref.data(), x.data(), w.view, c.n_tokens);
+    const CudaWeight dw = cuda_weight_upload(w.view);
+    CudaBuffer<float> dx = to_device(x);
+    CudaBuffer<float> dout(ref.size());
+    cuda_matmul_weights(dout.data(), dx.data(), dw.view(), c.n_tokens, nullptr);
+    expect_close(to_host(dout, ref.size()), ref, c.atol, c.rtol,
+                 std::string("matmul ") + dtype_name(c.dtype));
+    cuda_matmul_weights_kernel(dout.data(), dx.data(), dw.view(), c.n_tokens, nullptr);
+    expect_close(to_host(dout, ref.size()), ref, 1e-5, 1e-4,
+                 std::string("matmul kernel ") + dtype_name(c.dtype));
+  }
+}
+
+TEST(CudaKernels, EmbeddingRmsnormSwigluAdd) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t vocab = 50, dim = 96, n = 4;
+  for (DType dt : {DType::F32, DType::BF16, DType::Q8_0}) {
+    const HostWeight emb = make_weight(dt, vocab, dim, 3);
+    const std::vector<int32_t> tokens = {0, 49, 7, 7};
+    std::vector<float> ref(n * dim);
+    for (int64_t t = 0; t < n; t++) weights_row_to_f32(ref.data() + t * dim, emb.view, tokens[t]);
+    const CudaWeight d = cuda_weight_upload(emb.view);
+    CudaBuffer<int32_t> dt_ids = to_device(tokens);
+    CudaBuffer<float> dout(n * dim);
+    cuda_embedding_lookup(dout.data(), dt_ids.data(), d.view(), n, nullptr);
+    expect_close(to_host(dout, n * dim), ref, 0, 0, std::string("embedding ") + dtype_name(dt));
+  }
+  const std::vector<float> x = random_floats(n * dim, 5, 3.0f), wn = random_floats(dim, 6);
+  std::vector<float> ref(n * dim);
+  rmsnorm(ref.data(), x.data(), wn.data(), n, dim, 1e-5f);
+  CudaBuffer<float> dx = to_device(x), dw = to_device(wn), dout(n * dim);
+  cuda_rmsnorm(dout.data(), dx.data(), dw.data(), n, dim, 1e-5f, nullptr);
+  expect_close(to_host(dout, n * dim), ref, 1e-6, 1e-5, "rmsnorm");
+  cuda_rmsnorm(dx.data(), dx.data(), dw.data(), n, dim, 1e-5f, nullptr);  // aliasing
+  expect_close(to_host(dx, n * dim), ref, 1e-6, 1e-5, "rmsnorm in place");
+
+  const std::vector<float> g = random_floats(1000, 8, 4.0f), u = random_floats(1000, 9);
+  std::vector<float> sw(1000);
+  swiglu(sw.data(), g.data(), u.data(), 1000);
+  CudaBuffer<float> dg = to_device(g), du = to_device(u);
+  cuda_swiglu(dg.data(), dg.data(), du.data(), 1000, nullptr);
+  expect_close(to_host(dg, 1000), sw, 1e-6, 1e-5, "swiglu");
+  std::vector<float> sum = g;
+  add_inplace(sum.data(), u.data(), 1000);
+  CudaBuffer<float> dg2 = to_device(g);
+  cuda_add_inplace(dg2.data(), du.data(), 1000, nullptr);
+  expect_close(to_host(dg2, 1000), sum, 0, 0, "add_inplace");
+}
+
+TEST(CudaKernels, RopeBothPairingsWithLlama3Scaling) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t n = 5, heads = 3, hd = 64;
+  std::vector<float> inv_freq(hd / 2);
+  rope_inv_freq(inv_freq.data(), hd, 500000.0f);
+  rope_scale_llama3(inv_freq.data(), hd / 2, 32.0f, 1.0f, 4.0f, 8192);
+  CudaBuffer<float> dfreq = to_device(inv_freq);
+  for (bool interleaved : {false, true}) {
+    for (int64_t pos0 : {int64_t{0}, int64_t{100000}}) {
+      std::vector<float> x = random_floats(n * heads * hd, 21);
+      CudaBuffer<float> dx = to_device(x);
+      rope_apply(x.data(), n, heads, hd, pos0, inv_freq.data(), interleaved);
+      cuda_rope_apply(dx.data(), n, heads, hd, pos0, dfreq.data(), interleaved, nullptr);
+      expect_close(to_host(dx, x.size()), x, 1e-5, 1e-5,
+                   interleaved ? "rope interleaved" : "rope half");
+    }
+  }
+}
+
+TEST(CudaKernels, AttentionGqaOverCache) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  struct Case {
+    int64_t n_tokens, n_past, heads, kv_heads, hd;
+  };
+  for (const Case c : {Case{1, 0, 4, 4, 16}, Case{1, 37, 8, 2, 64}, Case{9, 100, 32, 8, 64},
+                       Case{4, 3000, 6, 3, 128}}) {
+    const int64_t ctx = c.n_past + c.n_tokens;
+    const std::vector<float> q = random_floats(c.n_tokens * c.heads * c.hd, 1);
+    const std::vector<float> k = random_floats(ctx * c.kv_heads * c.hd, 2);
+    const std::vector<float> v = random_floats(ctx * c.kv_heads * c.hd, 3);
+    std::vector<float> ref(q.size());
+    attention(ref.data(), q.data(), k.data(), v.data(), c.n_tokens, c.n_past, c.heads, c.kv_heads,
+              c.hd);
+    CudaBuffer<float> dq = to_device(q), dk = to_device(k), dv = to_device(v), dout(q.size());
+    cuda_attention(dout.data(), dq.data(), dk.data(), dv.data(), c.n_tokens, c.n_past, c.heads,
+                   c.kv_heads, c.hd, nullptr);
+    expect_close(to_host(dout, q.size()), ref, 1e-5, 1e-4,
+                 "attention n_past=" + std::to_string(c.n_past));
+  }
+}
+
+TEST(CudaKernels, SamplingStandardizeTable) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t vocab = 3000, rows = 3;
+  std::vector<float> logits = random_floats(rows * vocab, 4, 3.0f);
+  logits[5] = logits[6] = 20.0f;  // a tie at the top: lower id first
+  logits[vocab + 9] = -INFINITY;  // masked id
+  struct Case {
+    float t;
+    int k;
+    float p;
+  };
+  for (const Case c : {Case{0, 0, 1}, Case{1, 0, 1}, Case{0.7f, 0, 1}, Case{1, 1, 1},
+                       Case{1, 40, 1}, Case{1, 0, 0.9f}, Case{0.8f, 50, 0.5f}, Case{2, 0, 0.05f}}) {
+    SamplingParams sp;
+    sp.temperature = c.t;
+    sp.top_k = c.k;
+    sp.top_p = c.p;
+    std::vector<float> ref(rows * vocab);
+    for (int64_t r = 0; r < rows; r++)
+      sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+    CudaBuffer<float> dl = to_device(logits), dp(rows * vocab);
+    cuda_sampling_standardize(dp.data(), dl.data(), rows, vocab, sp, nullptr);
+    expect_close(to_host(dp, ref.size()), ref, 1e-7, 1e-5,
+                 "standardize T=" + std::to_string(c.t) + " k=" + std::to_string(c.k) +
+                     " p=" + std::to_string(c.p));
+  }
+}
+
+TEST(CudaKernels, VerifyMatchesCpuWithTheSameKeys) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t vocab = 500;
+  const int gamma = 4;
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  std::vector<float> p((gamma + 1) * vocab), q(gamma * vocab);
+  const std::vector<float> lp = random_floats(p.size(), 31, 2.0f),
+                           lq = random_floats(q.size(), 32, 2.0f);
+  for (int i = 0; i <= gamma; i++)
+    sampling_standardize(p.data() + i * vocab, lp.data() + i * vocab, vocab, sp);
+  for (int i = 0; i < gamma; i++)
+    sampling_standardize(q.data() + i * vocab, lq.data() + i * vocab, vocab, sp);
+  CudaBuffer<float> dp = to_device(p), dq = to_device(q);
+  int n_checked = 0;
+  for (uint64_t seed = 0; seed < 40; seed++) {
+    std::vector<int32_t> draft(gamma);
+    for (int i = 0; i < gamma; i++) {
+      draft[i] = sampling_draw(q.data() + i * vocab, vocab,
+                               rng_uniform(RngKey{seed, 0, uint64_t(i), kRngDraftSample, 0}));
+    }
+    CudaBuffer<int32_t> dd = to_device(draft);
+    for (bool greedy : {false, true}) {
+      for (bool one_hot : {false, true}) {
+        for (double l : {1.0, 0.5}) {
+          VerifyConfig cfg;
+          cfg.greedy = greedy;
+          cfg.lenience = l;
+          const RngKey base{seed, 2, 100, 0, 0};
+          const VerifyOutcome ref = speculative_verify(
+              VerifyRound{gamma, draft.data(), one_hot ? nullptr : q.data(), p.data(), vocab}, cfg,
+              base);
+          const VerifyOutcome got = cuda_speculative_verify(
+              CudaVerifyRound{gamma, dd.data(), one_hot ? nullptr : dq.data(), dp.data(), vocab,
+                              draft.data()},
+              cfg, base, nullptr);
+          EXPECT_EQ(got.n_accepted, ref.n_accepted) << seed;
+          EXPECT_EQ(got.next_token, ref.next_token) << seed;
+          EXPECT_EQ(got.bonus, ref.bonus) << seed;
+          expect_close(got.p_draft, ref.p_draft, 0, 0, "p_draft");
+          expect_close(got.q_draft, ref.q_draft, 0, 0, "q_draft");
+          expect_close(got.beta, ref.beta, 1e-6, 1e-5, "beta");
+          n_checked++;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(n_checked, 320);
+}
+
+}  // namespace
+}  // namespace speclab
