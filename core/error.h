@@ -15,8 +15,32 @@
 
 namespace speclab {
 
+namespace detail {
+// Messages quote names taken from the bad input (GGUF keys, tensor names, protobuf errors),
+// which may hold newlines or other control bytes: escape them (\n, \xNN) so the message
+// stays the one line on stderr that the CLI contract promises. Found by fuzzing (issue 8).
+inline std::string one_line(const std::string& msg) {
+  std::string out;
+  out.reserve(msg.size());
+  for (const char ch : msg) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+}  // namespace detail
+
 struct InputError : std::runtime_error {
-  explicit InputError(const std::string& msg) : std::runtime_error(msg) {}
+  explicit InputError(const std::string& msg) : std::runtime_error(detail::one_line(msg)) {}
 };
 
 struct CheckFailed : std::runtime_error {

@@ -10,10 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 
 #include "core/error.h"
+#include "models/tokenizer/utf8.h"
 
 namespace fs = std::filesystem;
 
@@ -386,6 +389,22 @@ nlohmann::json ExperimentConfig::to_json() const {
 
 std::string ExperimentConfig::config_hash() const { return experiment_hash_hex(to_json().dump()); }
 
+namespace {
+// InputError "<what>:<line>: invalid UTF-8 byte 0xNN" at the first byte that does not start a
+// valid UTF-8 sequence.
+void config_check_utf8(const std::string& text, const std::string& what) {
+  int line = 1;
+  for (size_t pos = 0; pos < text.size();) {
+    if (text[pos] == '\n') line++;
+    if (!utf8_is_valid_at(text, pos))
+      fail_input(what, ":", line, ": invalid UTF-8 byte 0x", std::hex,
+                 static_cast<int>(static_cast<unsigned char>(text[pos])),
+                 " (the config must be UTF-8 text)");
+    pos += utf8_sequence_length(text, pos);
+  }
+}
+}  // namespace
+
 ExperimentConfig experiment_config_load(const std::string& path,
                                         const std::vector<std::string>& overrides) {
   ExperimentConfig c;
@@ -396,6 +415,14 @@ ExperimentConfig experiment_config_load(const std::string& path,
     SPECLAB_INPUT_CHECK(fs::is_regular_file(path, ec), path,
                         ": cannot open config file (no such file)");
   }
+  // Every string of the config ends up in JSON (config hash, result rows), which needs
+  // valid UTF-8: refuse other bytes here, naming the line (found by fuzzing, issue 8).
+  {
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    config_check_utf8(text, path);
+  }
+  for (const auto& o : overrides) config_check_utf8(o, "--set " + o.substr(0, o.find('=')));
   try {
     root = YAML::LoadFile(path);
   } catch (const YAML::ParserException& e) {

@@ -22,6 +22,13 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
   ctx_.config = &cfg;
   ctx_.interrupted = interrupted;
   target_model_ = llama_load(cfg.target->path);
+  // Positions past the model's trained context are garbage (RoPE never saw them): refuse
+  // before any work rather than measure nonsense.
+  const int64_t model_ctx = target_model_->config.max_seq_len;
+  SPECLAB_INPUT_CHECK(model_ctx <= 0 || cfg.generation.ctx <= model_ctx, cfg.file,
+                      ": generation.ctx = ", cfg.generation.ctx,
+                      " exceeds the target's context length ", model_ctx, " (", cfg.target->spec,
+                      ")");
   target_ = std::make_unique<LlamaRunner>(*target_model_, cfg.generation.ctx);
   ctx_.target_model = target_model_.get();
   ctx_.target = target_.get();

@@ -103,6 +103,10 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
     return ngram_drafter_load(spec.substr(6), vocab);
   }
   auto model = llama_load(spec);
+  SPECLAB_INPUT_CHECK(model->config.max_seq_len <= 0 || max_ctx <= model->config.max_seq_len,
+                      "drafter '", spec, "': a context of ", max_ctx,
+                      " tokens (generation.ctx) exceeds the draft model's context length ",
+                      model->config.max_seq_len);
   return std::make_unique<OwningModelDrafter>(std::move(model), spec, max_ctx);
 }
 

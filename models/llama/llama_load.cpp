@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -420,12 +421,58 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
   return model;
 }
 
+// Bytes of memory available for new weights: MemAvailable from /proc/meminfo, capped by
+// SPECLAB_MEMORY_LIMIT (bytes) when set (a user's own cap; tests use it). -1 if unknown.
+int64_t memory_available_bytes() {
+  int64_t avail = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit) {
+    if (key == "MemAvailable:") {
+      avail = kb * 1024;
+      break;
+    }
+  }
+  if (const char* cap = std::getenv("SPECLAB_MEMORY_LIMIT")) {
+    const int64_t c = std::strtoll(cap, nullptr, 10);
+    if (c > 0 && (avail < 0 || c < avail)) avail = c;
+  }
+  return avail;
+}
+
+// Synthetic weights are allocated and written (mapped files are paged in on demand and
+// need no such check): refuse a shape that does not fit before allocating anything.
+void synthetic_check_memory(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const LlamaConfig c = llama_synthetic_config(spec.substr(0, colon));
+  DType dtype = DType::BF16;
+  if (colon != std::string::npos && !dtype_from_name(spec.substr(colon + 1), &dtype))
+    return;  // llama_make_synthetic names the bad dtype
+  auto matrix = [&](int64_t rows, int64_t cols) {
+    return static_cast<double>(rows) * static_cast<double>(dtype_row_bytes(dtype, cols));
+  };
+  const int64_t q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
+  double bytes = matrix(c.vocab_size, c.dim) * (c.tie_embeddings ? 1 : 2) + 4.0 * c.dim;
+  bytes += static_cast<double>(c.n_layers) *
+           (matrix(q_dim, c.dim) + 2 * matrix(kv_dim, c.dim) + matrix(c.dim, q_dim) +
+            2 * matrix(c.hidden_dim, c.dim) + matrix(c.dim, c.hidden_dim) + 8.0 * c.dim);
+  const int64_t avail = memory_available_bytes();
+  SPECLAB_INPUT_CHECK(avail < 0 || bytes <= static_cast<double>(avail), "synthetic:", spec,
+                      ": the weights need ", static_cast<int64_t>(bytes),
+                      " bytes but only ", avail, " bytes of memory are available (MemAvailable",
+                      std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "", ")");
+}
+
 }  // namespace
 
 std::unique_ptr<LlamaModel> llama_load(const std::string& path) {
   const std::string synthetic_prefix = "synthetic:";
-  if (path.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0)
+  if (path.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0) {
+    synthetic_check_memory(path.substr(synthetic_prefix.size()));
     return llama_make_synthetic(path.substr(synthetic_prefix.size()));
+  }
   if (path_is_dir(path)) return llama_load_hf_dir(path);
   SPECLAB_INPUT_CHECK(path_is_file(path), path,
                       ": no such file or directory (expected an HF model directory, a .gguf "

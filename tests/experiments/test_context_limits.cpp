@@ -1,0 +1,65 @@
+// Refusals before work starts (issue 8): generation.ctx longer than the target's context
+// (through `speclab run`, exit 2, naming the key), and longer than a draft model's.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "models/drafters/drafter.h"
+#include "models/llama/llama_model.h"
+#include "tests/experiments/experiments_test_util.h"
+#include "tests/formats/expect_input_error.h"
+
+namespace speclab {
+namespace {
+
+using testing_util::ScratchDir;
+
+
+TEST(ContextLimits, RunRefusesCtxLongerThanTheTargetsBeforeWork) {
+  ScratchDir d;
+  // synthetic:tiny has max_seq_len 2048.
+  const std::string config = d.write("ctx.yaml",
+                                     "name: ctx-test\n"
+                                     "question: \"too long a context\"\n"
+                                     "target: synthetic:tiny\n"
+                                     "drafters:\n"
+                                     "  lookup: lookup\n"
+                                     "generation:\n"
+                                     "  max_new_tokens: 8\n"
+                                     "  ctx: 4096\n"
+                                     "sweep:\n"
+                                     "  drafter: [lookup]\n"
+                                     "  gamma: [2]\n"
+                                     "  temperature: [0]\n");
+  const std::string err = d.file("err");
+  const std::string cmd = std::string("'") + SPECLAB_BIN + "' run '" + config + "' --out '" +
+                          d.file("out") + "' --no-plots >/dev/null 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::stringstream ss;
+  ss << std::ifstream(err).rdbuf();
+  const std::string msg = ss.str();
+  EXPECT_NE(msg.find("generation.ctx = 4096 exceeds the target's context length 2048"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find('\n'), msg.size() - 1) << msg;
+  std::ifstream rows(d.file("out") + "/results.jsonl");
+  std::string line;
+  EXPECT_FALSE(std::getline(rows, line)) << "rows were written before the refusal";
+}
+
+TEST(ContextLimits, DraftModelWithAShorterContextIsRefused) {
+  auto target = llama_load("synthetic:tiny");
+  testing::expect_input_error(
+      [&] { drafter_create("synthetic:tiny", *target, 4096); },
+      {"drafter 'synthetic:tiny'", "4096", "generation.ctx", "context length 2048"});
+  EXPECT_NO_THROW(drafter_create("synthetic:tiny", *target, 2048));
+}
+
+}  // namespace
+}  // namespace speclab

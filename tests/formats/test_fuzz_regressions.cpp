@@ -1,0 +1,58 @@
+// Inputs that crashed tests/fuzz/fuzz_gguf, kept as regression tests (issue 8): each must be
+// refused with an InputError whose message is one line (fuzzing found GGUF key and tensor
+// names holding newlines echoed verbatim into messages; core/error.h now escapes them).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "models/formats/gguf.h"
+#include "models/tokenizer/tokenizer_factory.h"
+#include "tests/formats/file_writers.h"
+
+namespace speclab {
+namespace {
+
+std::vector<std::string> regression_inputs(const std::string& target) {
+  std::vector<std::string> out;
+  const std::string dir = std::string(SPECLAB_SOURCE_DIR) + "/tests/fuzz/regressions/" + target;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().string());
+  return out;
+}
+
+TEST(FuzzRegressions, GgufCrashInputsAreOneLineInputErrors) {
+  const auto inputs = regression_inputs("fuzz_gguf");
+  ASSERT_FALSE(inputs.empty());
+  for (const std::string& path : inputs) {
+    SCOPED_TRACE(path);
+    try {
+      auto gguf = GgufFile::open(path);
+      tokenizer_from_gguf(*gguf);
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(FuzzRegressions, InputErrorMessagesEscapeControlBytes) {
+  const InputError e(std::string("key 'a\nb\tc\x7f' bad"));
+  EXPECT_STREQ(e.what(), "key 'a\\nb\\x09c\\x7f' bad");
+  // A GGUF whose metadata key holds a newline: named in the message, escaped.
+  testing::GgufWriter w;
+  w.kvs.push_back({"bad\nkey", 99, {}});
+  testing::TempDir dir;
+  testing::write_bytes(dir.file("k.gguf"), w.build());
+  try {
+    GgufFile::open(dir.file("k.gguf"));
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("'bad\\nkey'"), std::string::npos) << err.what();
+  }
+}
+
+}  // namespace
+}  // namespace speclab

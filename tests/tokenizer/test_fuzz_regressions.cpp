@@ -1,0 +1,33 @@
+// Inputs that crashed tests/fuzz/fuzz_tokenizer_model, kept as regression tests (issue 8):
+// libsentencepiece's error text quoted a byte piece holding a newline, so the InputError was
+// two lines; each must now be a one-line InputError.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.h"
+#include "models/tokenizer/tokenizer_factory.h"
+
+namespace speclab {
+namespace {
+
+TEST(FuzzRegressions, TokenizerModelCrashInputsAreOneLineInputErrors) {
+  const std::string dir =
+      std::string(SPECLAB_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_tokenizer_model";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    SCOPED_TRACE(e.path().string());
+    n++;
+    try {
+      tokenizer_load_sentencepiece(e.path().string());
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& err) {
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_GT(n, 0);
+}
+
+}  // namespace
+}  // namespace speclab
