@@ -151,6 +151,9 @@ def readme(names):
     L += ["", f"alpha: draft vs `{TARGET}`, Corollary 3.6, PyTorch reference "
           "(`models/train/eval_alpha.py`) on `configs/prompts/tiny-in-domain.jsonl` + "
           "`tiny-out-of-domain.jsonl`; the C++ engine recomputes it.", "",
+          "Also here: [smollm2-draft-7m](smollm2-draft-7m/MODEL_CARD.md), a small draft for "
+          "SmolLM2-135M(-Instruct) that uses SmolLM2's tokenizer (Apache-2.0), trained by "
+          "`models/train/train_smollm2_draft.py` (hard labels, 307k tokens: a placeholder).", "",
           "Rebuild everything: `sh models/train/train_zoo.sh` (see `models/train/`); "
           "`PARALLEL=1` trains the three at once, as was done here.", ""]
     with open(os.path.join(ZOO, "README.md"), "w") as fh:
@@ -160,7 +163,7 @@ def readme(names):
 def main():
     names = []
     for name in sorted(os.listdir(ZOO)):
-        if os.path.exists(os.path.join(ZOO, name, "train_meta.json")):
+        if os.path.exists(os.path.join(ZOO, name, "train_meta.json")) and not name.startswith("smollm2"):
             card(name)
             names.append(name)
             print("wrote", os.path.join("models/zoo", name, "MODEL_CARD.md"))

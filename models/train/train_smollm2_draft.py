@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""A small draft for SmolLM2-135M(-Instruct): same corpora, SmolLM2's tokenizer, hard labels.
+
+Tokenizer: SmolLM2's 49,152-token GPT-2-style BPE, read from the GGUF metadata of
+SmolLM2-135M-Instruct.Q4_1.gguf by transformers (AutoTokenizer ..., gguf_file=...),
+saved into the export as tokenizer.json (+ tokenizer_config.json,
+special_tokens_map.json). Apache-2.0 (SmolLM2, HuggingFaceTB).
+
+Data: the train / held-out text of prepare_data.py; to keep tokenization cheap on
+the shared CPU only the first --chars characters of each corpus's training text
+are tokenized (documents = lines' groups as written there, no BOS/EOS: SmolLM2
+uses none for plain text). Windows of 257 tokens, corpus mixture 0.4/0.2/0.4 as
+for the tiny zoo. Training on hard labels (next-token cross-entropy), no
+distillation from SmolLM2's logits.
+
+Reproduce:  python models/train/prepare_data.py --skip-tokenizer &&
+            nice -n 15 python models/train/train_smollm2_draft.py
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_llama import TinyConfig, TinyLlama, export_hf  # noqa: E402
+from train_tiny import lr_at, make_optimizer, cpu_model, CORPORA, MIX, SEQ  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.expanduser("~/.cache/speclab/zoo-data")
+GGUF_DIR = os.path.expanduser("~/.cache/speclab")
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+NAME = "smollm2-draft-7m"
+
+
+def tokenize(tok, part, chars):
+    out = {}
+    for c in CORPORA:
+        text = open(os.path.join(DATA, part, c + ".txt"), encoding="utf-8").read()[:chars]
+        docs = text.split("\n\n")
+        ids = []
+        for enc in tok(docs, add_special_tokens=False)["input_ids"]:
+            ids.extend(enc)
+            ids.extend(tok("\n\n", add_special_tokens=False)["input_ids"])
+        out[c] = np.asarray(ids, dtype=np.int64)
+    return out
+
+
+def write_card(out_dir):
+    tm = json.load(open(os.path.join(out_dir, "train_meta.json")))
+    cfg = json.load(open(os.path.join(out_dir, "config.json")))
+    size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
+    L = [f"# {NAME}", "",
+         "A small Llama-architecture draft for **SmolLM2-135M / SmolLM2-135M-Instruct**: it shares SmolLM2's "
+         "tokenizer, so speclab can pair it with that target. Trained from scratch by speclab on the tiny "
+         "zoo's corpora (KJV Bible, Moby-Dick, State of the Union addresses; public domain). A very "
+         "undertrained laboratory specimen: it mostly knows token frequencies and short collocations.",
+         "", "## Model", "",
+         f"- parameters: **{tm['params']:,}**, of which {cfg['vocab_size'] * cfg['hidden_size']:,} are the "
+         "tied embedding (49,152 x 128)",
+         f"- Llama: hidden {cfg['hidden_size']}, {cfg['num_hidden_layers']} layers, "
+         f"{cfg['num_attention_heads']} query / {cfg['num_key_value_heads']} KV heads, head_dim "
+         f"{cfg['head_dim']}, intermediate {cfg['intermediate_size']}, RoPE theta 10000 (HF rotate_half), "
+         "tied embeddings, context 256 (SmolLM2 itself uses theta 100000 and context 8192; this draft "
+         "only needs its own positions to be consistent)",
+         f"- files: `config.json`, `model.safetensors` (BF16, HF names, {size / 1e6:.1f} MB), "
+         "`tokenizer.json` + `tokenizer_config.json` + `chat_template.jinja` (SmolLM2's tokenizer, "
+         f"saved by transformers from the GGUF metadata of `{GGUF_NAME}`); bos "
+         f"{cfg['bos_token_id']}, eos {cfg['eos_token_id']}",
+         "", "## Training", "",
+         "- hard labels (next-token cross-entropy on the corpus text); **no distillation** from SmolLM2's logits",
+         f"- data: the first {sum(tm['train_tokens_available'].values()):,} SmolLM2 tokens of the tiny zoo's "
+         "training split (first 1.5M characters of each corpus; held-out tails untouched), windows of 257 "
+         "tokens, corpus mixture bible 0.4 / moby 0.2 / sotu 0.4",
+         f"- tokens seen: **{tm['tokens_seen']:,}** ({tm['steps']} steps x batch {tm['batch']} x 256), AdamW, "
+         f"peak LR {tm['lr']:g}, cosine, seed {tm['seed']}, bf16 autocast",
+         f"- wall time: {tm['wall_s'] / 60:.1f} min on a 2-core x86-64 VM (`lscpu`: {tm['cpu']}), "
+         f"{tm['threads']} thread, niced, shared with compile jobs",
+         "", "## Held-out perplexity", "",
+         "First 8,192 SmolLM2 tokens of each held-out tail, from the exported BF16 weights "
+         "(`eval_tiny.perplexity`, 256-token windows): "
+         + ", ".join(f"{c} {v:.1f}" for c, v in tm["heldout_ppl_first_8192_tokens"].items()) + ".",
+         "", "Acceptance against SmolLM2-135M has not been measured here; the C++ engine (`speclab`) "
+         "measures it from this directory and the SmolLM2 GGUF.",
+         "", "## Reproduce", "", "```",
+         "python models/train/prepare_data.py --skip-tokenizer",
+         "nice -n 15 python models/train/train_smollm2_draft.py      # trains, exports, writes this card",
+         "```", "", "## Licence", "",
+         "The tokenizer files are SmolLM2's (HuggingFaceTB), **Apache-2.0**. Training text public domain. "
+         "Weights and card: released with speclab under the project's licence.", ""]
+    with open(os.path.join(out_dir, "MODEL_CARD.md"), "w") as f:
+        f.write("\n".join(L))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--seed", type=int, default=4)
+    ap.add_argument("--chars", type=int, default=1_500_000)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--card-only", action="store_true", help="re-render MODEL_CARD.md only")
+    args = ap.parse_args()
+    if args.card_only:
+        return write_card(os.path.join(REPO, "models", "zoo", NAME))
+    torch.set_num_threads(args.threads)
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(GGUF_DIR, gguf_file=GGUF_NAME)
+    t0 = time.time()
+    train, held = tokenize(tok, "train", args.chars), tokenize(tok, "heldout", 200_000)
+    print("tokenized", {c: len(v) for c, v in train.items()}, f"{time.time() - t0:.0f}s", flush=True)
+    cfg = TinyConfig(vocab_size=len(tok), hidden_size=128, intermediate_size=384, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2)
+    torch.manual_seed(args.seed)
+    model = TinyLlama(cfg)
+    opt = make_optimizer(model, args.lr)
+    warmup = max(10, args.steps // 20)
+    t0 = time.time()
+    for step in range(args.steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, args.steps, args.lr, warmup)
+        rng = np.random.default_rng([args.seed, step])
+        rows = []
+        for w in rng.choice(len(CORPORA), size=args.batch, p=MIX):
+            s = train[CORPORA[w]]
+            off = int(rng.integers(0, len(s) - SEQ - 1))
+            rows.append(s[off:off + SEQ + 1])
+        t = torch.from_numpy(np.stack(rows))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            logits = model(t[:, :-1])
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 25 == 0 or step == args.steps - 1:
+            print(json.dumps({"step": step, "loss": round(loss.item(), 4), "wall_s": round(time.time() - t0, 1)}),
+                  flush=True)
+    wall = time.time() - t0
+    out_dir = os.path.join(REPO, "models", "zoo", NAME)
+    export_hf(model, out_dir, None, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id)
+    tok.save_pretrained(out_dir)
+    # held-out perplexity from the shipped BF16 weights, as eval_tiny.py does
+    from eval_tiny import load_hf, perplexity
+    m = load_hf(out_dir)
+    ppl = {c: round(perplexity(m, held[c][:8192])[0], 1)
+           for c in CORPORA}
+    meta = {"name": NAME, "params": model.num_params(), "steps": args.steps, "batch": args.batch,
+            "tokens_seen": args.steps * args.batch * SEQ, "train_tokens_available": {c: int(len(v)) for c, v in train.items()},
+            "lr": args.lr, "seed": args.seed, "wall_s": round(wall, 1), "cpu": cpu_model(),
+            "threads": args.threads, "heldout_ppl_first_8192_tokens": ppl}
+    with open(os.path.join(out_dir, "train_meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    print(json.dumps(meta), flush=True)
+    write_card(out_dir)
+
+
+if __name__ == "__main__":
+    main()
