@@ -129,6 +129,8 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
   std::vector<int64_t> n_draft_hist;  // rounds by n_draft, for the refined prediction
   std::vector<double> tokens_per_round;
+  std::vector<double> verify_s_by_k;   // [k] summed verify seconds of rounds with k = n_draft+1
+  std::vector<int64_t> verify_n_by_k;  // [k] number of such rounds
   for (size_t pi = 0; pi < ctx.prompts.size(); pi++) {
     for (int rep = 0; rep < cfg.generation.repeats; rep++) {
       if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
@@ -160,6 +162,13 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
           n_draft_hist.resize(r.n_draft + 1, 0);
         n_draft_hist[static_cast<size_t>(r.n_draft)]++;
         tokens_per_round.push_back(r.n_emitted);
+        const size_t k = static_cast<size_t>(r.n_draft + 1);
+        if (verify_s_by_k.size() <= k) {
+          verify_s_by_k.resize(k + 1, 0.0);
+          verify_n_by_k.resize(k + 1, 0);
+        }
+        verify_s_by_k[k] += r.verify_s;
+        verify_n_by_k[k]++;
       }
       acc.add(out.rounds);
       draft_calls += out.n_draft_calls;
@@ -224,10 +233,20 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
                       ? std::sqrt(stats_variance(tokens_per_round) / tokens_per_round.size())
                       : 0.0;
 
-  // Costs: c = draft seconds per drafted token over T(1), both measured in this run.
-  const double t1 = ctx.target_curve.t1();
+  // Costs, measured inside this cell's runs (the isolated T(k) curve above is reported too,
+  // but calls timed alone run faster than the same calls inside a generation loop, where
+  // caches are shared with sampling and the draft):
+  //   T1      baseline decode seconds per generated token (one target call + sampling)
+  //   T(k)    mean verify seconds of the rounds that verified k = n_draft + 1 tokens
+  //   t_draft draft seconds per drafted token;  c = t_draft / T1
+  const double t1 = base_tok > 0 ? base_s / base_tok : ctx.target_curve.t1();
   const double t_draft = acc.n_drafted ? draft_s / acc.n_drafted : 0.0;
   const double overhead = acc.n_rounds ? sample_s / acc.n_rounds : 0.0;
+  std::vector<double> t_k_inrun;  // [k-1] T(k) for k = 1.., 0 where no round verified k tokens
+  for (size_t k = 1; k < verify_s_by_k.size(); k++)
+    t_k_inrun.push_back(verify_n_by_k[k] ? verify_s_by_k[k] / verify_n_by_k[k] : 0.0);
+  row["t1_s"] = t1;
+  row["tk_inrun_s"] = t_k_inrun;
   row["draft_s_per_token"] = t_draft;
   row["c_measured"] = t1 > 0 ? t_draft / t1 : 0.0;
   row["round_overhead_s"] = overhead;
@@ -243,31 +262,27 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     row["baseline_s_per_token"] = base_s / base_tok;
     row["spec_s_per_token"] = spec_s / spec_tok;
 
-    // Theorem 3.8 at the cell's gamma (the mean drafted per round for adaptive policies).
-    const int g =
-        std::max(1, static_cast<int>(std::lround(row["mean_drafted_per_round"].get<double>())));
+    // Theorem 3.8 at the cell's gamma (the mean drafted per round for adaptive policies and
+    // drafters that propose fewer), from alpha (Corollary 3.6) and the measured c.
+    const double mean_g = row["mean_drafted_per_round"].get<double>();
+    const int g = std::max(1, static_cast<int>(std::lround(mean_g)));
     const double c = row["c_measured"];
     const double thm = theory_walltime_speedup(std::min(alpha, 1.0 - 1e-12), c, g);
     row["predicted_speedup_thm38"] = thm;
     row["error_thm38"] = thm / speedup - 1;
 
-    // Refined: per-position conditional acceptance, the measured T(k) curve, the draft's
-    // measured cost per token and the per-round host overhead, summed over the rounds'
-    // actual draft lengths (drafters may propose fewer than gamma).
+    // Refined: tokens per round predicted from per-position conditional acceptance
+    // (E = 1 + sum_i prod_{j<=i} a_j) for each round's actual draft length, and the round's
+    // cost from the measured pieces: g * t_draft + T(g+1) + host overhead.
     const auto a = acc.conditional_acceptance();
     double e_tokens = 0, seconds = 0;
-    bool covered = true;
     for (size_t g_r = 0; g_r < n_draft_hist.size(); g_r++) {
       if (!n_draft_hist[g_r]) continue;
-      if (g_r + 1 > ctx.target_curve.seconds.size()) {
-        covered = false;
-        break;
-      }
       const double e = g_r == 0 ? 1.0 : theory_refined_expected_tokens(a, static_cast<int>(g_r));
       e_tokens += n_draft_hist[g_r] * e;
-      seconds += n_draft_hist[g_r] * (g_r * t_draft + ctx.target_curve.seconds[g_r] + overhead);
+      seconds += n_draft_hist[g_r] * (g_r * t_draft + t_k_inrun[g_r] + overhead);
     }
-    if (covered && seconds > 0) {
+    if (seconds > 0) {
       const double refined = e_tokens * t1 / seconds;
       row["predicted_speedup_refined"] = refined;
       row["error_refined"] = refined / speedup - 1;

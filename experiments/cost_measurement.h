@@ -3,8 +3,9 @@
 //         (k = 1..k_max); T(1) is the cost of one autoregressive decode step.
 //   t_d   seconds for one draft forward call of one token (model drafters), and
 //   c     = t_d / T(1), the paper's cost coefficient.
-// Each figure is the median of `reps` timed calls after one untimed call, each call starting
-// from the same cache length (the cache is truncated back in between, O(1)).
+// Each figure is the minimum of `reps` timed calls after one untimed call (interference on a
+// shared machine only adds time), each call starting from the same cache length (the cache
+// is truncated back in between, O(1)).
 #pragma once
 
 #include <cstdint>

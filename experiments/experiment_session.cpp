@@ -69,7 +69,7 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
   const std::vector<int32_t> seed_ctx =
       ctx_.prompts.empty() ? std::vector<int32_t>{1, 2, 3, 4} : ctx_.prompts[0].ids;
   ctx_.target_curve = cost_measure_curve(*target_, seed_ctx, ctx_len, cfg.measure.cost_curve_max_k,
-                                         cfg.measure.cost_only ? 9 : 5);
+                                         cfg.measure.cost_only ? 15 : 9);
 }
 
 nlohmann::json ExperimentSession::run_cell(const Cell& cell) {
