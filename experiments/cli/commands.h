@@ -14,5 +14,6 @@ void register_simulate(CLI::App& app);
 void register_run(CLI::App& app);
 void register_table(CLI::App& app);
 void register_check(CLI::App& app);
+void register_ngram(CLI::App& app);
 
 }  // namespace speclab

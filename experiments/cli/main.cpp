@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   speclab::register_run(app);
   speclab::register_table(app);
   speclab::register_check(app);
+  speclab::register_ngram(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,61 @@
+// speclab ngram --tokenizer PATH --corpus FILE [--corpus FILE ...] [--order 1|2] --out FILE
+// Counts a unigram or bigram table from text files with a target's tokenizer, for the
+// `ngram:FILE` drafter (the paper's negligible-cost drafts, Table 3).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "experiments/cli/commands.h"
+#include "models/drafters/ngram_drafter.h"
+#include "models/tokenizer/tokenizer_factory.h"
+
+namespace speclab {
+
+void register_ngram(CLI::App& app) {
+  struct Args {
+    std::string tokenizer, out;
+    std::vector<std::string> corpus;
+    int order = 2;
+  };
+  auto a = std::make_shared<Args>();
+  auto* c = app.add_subcommand("ngram", "count a unigram/bigram drafter table from text files");
+  c->add_option("--tokenizer", a->tokenizer, "the target's tokenizer (file or model directory)")
+      ->required();
+  c->add_option("--corpus", a->corpus, "text files (a directory: every *.txt in it)")->required();
+  c->add_option("--order", a->order, "1 = unigram, 2 = bigram")->check(CLI::Range(1, 2));
+  c->add_option("--out", a->out, "output table")->required();
+  c->callback([a] {
+    auto tok = tokenizer_load_any(a->tokenizer);
+    std::vector<std::string> files;
+    for (const auto& p : a->corpus) {
+      if (std::filesystem::is_directory(p)) {
+        for (const auto& e : std::filesystem::directory_iterator(p))
+          if (e.path().extension() == ".txt") files.push_back(e.path().string());
+      } else {
+        SPECLAB_INPUT_CHECK(std::filesystem::is_regular_file(p), p, ": no such corpus file");
+        files.push_back(p);
+      }
+    }
+    std::sort(files.begin(), files.end());
+    SPECLAB_INPUT_CHECK(!files.empty(), "--corpus: no text files found");
+    std::vector<std::vector<int32_t>> docs;
+    int64_t n_tokens = 0;
+    for (const auto& f : files) {
+      std::ifstream in(f);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      docs.push_back(tok->encode(ss.str(), /*add_bos=*/false, /*parse_special=*/false));
+      n_tokens += static_cast<int64_t>(docs.back().size());
+    }
+    const NgramTable t = NgramTable::count(docs, tok->vocab_size(), a->order);
+    ngram_table_save(t, a->out);
+    std::printf("%s: order %d, vocab %lld, %lld tokens from %zu files, %zu distinct bigrams\n",
+                a->out.c_str(), a->order, static_cast<long long>(t.vocab),
+                static_cast<long long>(n_tokens), files.size(), t.bigrams.size());
+  });
+}
+
+}  // namespace speclab
