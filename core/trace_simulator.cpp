@@ -392,7 +392,7 @@ std::vector<RoundTrace> trace_parse(const std::string& text, const std::string& 
     json j;
     try {
       j = json::parse(line);
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {  // parse_error; out_of_range for 1e999
       fail_input(where, "not valid JSON; expected {\"n_draft\": g, \"n_accepted\": n, ...}");
     }
     SPECLAB_INPUT_CHECK(j.is_object(), where, "expected a JSON object per line");

@@ -42,7 +42,7 @@ std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
     nlohmann::json obj;
     try {
       obj = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
       // e.what() names the byte; keep only its last clause.
       std::string why = e.what();
       const size_t colon = why.rfind(": ");

@@ -70,7 +70,7 @@ std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
     nlohmann::json row;
     try {
       row = nlohmann::json::parse(s);
-    } catch (const nlohmann::json::parse_error&) {
+    } catch (const nlohmann::json::exception&) {  // parse_error; out_of_range for 1e999
       fail_input(path, ":", line, ": not a valid JSON row");
     }
     SPECLAB_INPUT_CHECK(row.is_object() && row.contains("cell_id") && row["cell_id"].is_string(),

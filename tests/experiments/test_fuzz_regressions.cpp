@@ -8,7 +8,10 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/trace_simulator.h"
 #include "experiments/experiment_config.h"
+#include "experiments/prompt_set.h"
+#include "experiments/results_store.h"
 #include "tests/experiments/experiments_test_util.h"
 
 namespace speclab {
@@ -41,6 +44,36 @@ TEST(FuzzRegressions, InvalidUtf8InConfigNamesTheLine) {
     ADD_FAILURE() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ":2: invalid UTF-8 byte 0xe9"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The JSON readers caught json::parse_error only; a number that overflows a double (1e999)
+// throws json::out_of_range (found by fuzz_tokenizer_json; the same code shape was here).
+TEST(FuzzRegressions, JsonNumberOverflowIsABadLineNotACrash) {
+  testing_util::ScratchDir d;
+  const std::string prompts = d.write("p.jsonl", "{\"id\": \"a\", \"text\": \"x\"}\n"
+                                                 "{\"id\": \"b\", \"text\": \"y\", \"w\": 1e999}\n");
+  try {
+    prompt_set_load(prompts);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(prompts + ":2: not valid JSON"), std::string::npos)
+        << e.what();
+  }
+  const std::string rows = d.write("r.jsonl", "{\"cell_id\": \"c\", \"x\": 2e400}\n");
+  try {
+    results_read(rows);
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(rows + ":1: not a valid JSON row"), std::string::npos)
+        << e.what();
+  }
+  try {
+    trace_parse("{\"n_draft\": 4, \"n_accepted\": 1e999}\n", "t.jsonl");
+    ADD_FAILURE() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.jsonl:1: not valid JSON"), std::string::npos)
         << e.what();
   }
 }

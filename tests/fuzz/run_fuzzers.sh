@@ -53,8 +53,11 @@ for t in "${TARGETS[@]}"; do
     execs=$((execs + ${n:-0}))
     if [ "$rc" -ne 0 ]; then
       crashes=$((crashes + 1))
-      echo "  $t: crash (exit $rc), log $log:" >&2
-      grep -E 'ERROR: |runtime error|SUMMARY|Test unit written|uncaught|terminate' "$log" | head -5 | sed 's/^/    /' >&2
+      if [ "$crashes" -le 3 ]; then  # details of the first few; the rest are in the logs
+        echo "  $t: crash (exit $rc), log $log:" >&2
+        grep -E 'what\(\)|ERROR: AddressSanitizer|runtime error|not one line|Test unit written' "$log" \
+          | head -4 | cut -c1-200 | sed 's/^/    /' >&2
+      fi
     fi
   done
   total_crashes=$((total_crashes + crashes))

@@ -1,4 +1,4 @@
-// Inputs that crashed tests/fuzz/fuzz_tokenizer_model, kept as regression tests (issue 8):
+// Inputs that crashed tests/fuzz/fuzz_tokenizer_model and fuzz_tokenizer_json, kept as regression tests (issue 8):
 // libsentencepiece's error text quoted a byte piece holding a newline, so the InputError was
 // two lines; each must now be a one-line InputError.
 #include <gtest/gtest.h>
@@ -21,6 +21,25 @@ TEST(FuzzRegressions, TokenizerModelCrashInputsAreOneLineInputErrors) {
     n++;
     try {
       tokenizer_load_sentencepiece(e.path().string());
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& err) {
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_GT(n, 0);
+}
+
+// tests/fuzz/fuzz_tokenizer_json found numbers that overflow a double (1e999): nlohmann
+// throws json::out_of_range, not parse_error, and it escaped the loader.
+TEST(FuzzRegressions, TokenizerJsonCrashInputsAreOneLineInputErrors) {
+  const std::string dir =
+      std::string(SPECLAB_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_tokenizer_json";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    SCOPED_TRACE(e.path().string());
+    n++;
+    try {
+      tokenizer_load_hf_json(e.path().string());
       ADD_FAILURE() << "expected an InputError";
     } catch (const InputError& err) {
       EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();

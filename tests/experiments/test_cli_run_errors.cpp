@@ -1,0 +1,88 @@
+// `speclab run` bad input through the real binary (issue 8's catalogue): each is exit code 2
+// with one line on stderr naming the file, key or argument, and no work done.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/experiments/experiments_test_util.h"
+
+namespace speclab {
+namespace {
+
+using testing_util::ScratchDir;
+
+struct Ran {
+  int exit_code = -1;
+  std::string err;
+};
+
+Ran run(const ScratchDir& d, const std::string& args) {
+  const std::string cmd = std::string("'") + SPECLAB_BIN + "' run " + args +
+                          " --no-plots >/dev/null 2>'" + d.file("err") + "'";
+  const int status = std::system(cmd.c_str());
+  Ran r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::stringstream ss;
+  ss << std::ifstream(d.file("err")).rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+void expect_refused(const Ran& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+}
+
+const char* kConfig =
+    "name: errs\n"
+    "question: \"bad input\"\n"
+    "target: synthetic:tiny\n"
+    "drafters:\n"
+    "  lookup: lookup\n"
+    "generation:\n"
+    "  max_new_tokens: 8\n"
+    "  ctx: 64\n"
+    "sweep:\n"
+    "  drafter: [lookup]\n"
+    "  gamma: [2]\n"
+    "  temperature: [0]\n";
+
+TEST(CliRunErrors, MissingConfigFile) {
+  ScratchDir d;
+  expect_refused(run(d, "'" + d.file("nope.yaml") + "'"), "nope.yaml: cannot open config file");
+}
+
+TEST(CliRunErrors, SimulatorOnlyConfigHasNoTarget) {
+  ScratchDir d;
+  const std::string cfg =
+      d.write("sim.yaml", "name: s\nquestion: \"q\"\nsimulate:\n  table: paper-table1\n");
+  expect_refused(run(d, "'" + cfg + "' --out '" + d.file("out") + "'"),
+                 "no target (simulator-only configs run with `speclab simulate`)");
+}
+
+TEST(CliRunErrors, FreshRunIntoADirectoryWithResultsNeedsResume) {
+  ScratchDir d;
+  const std::string cfg = d.write("c.yaml", kConfig);
+  std::filesystem::create_directories(d.file("out"));
+  d.write("out/results.jsonl", "{\"cell_id\": \"x\"}\n");
+  expect_refused(run(d, "'" + cfg + "' --out '" + d.file("out") + "'"),
+                 "already holds results; pass --resume");
+}
+
+TEST(CliRunErrors, BadShardSetAndUnknownOption) {
+  ScratchDir d;
+  const std::string cfg = d.write("c.yaml", kConfig);
+  const std::string out = " --out '" + d.file("out") + "'";
+  expect_refused(run(d, "'" + cfg + "'" + out + " --shard 3/2"), "--shard '3/2'");
+  expect_refused(run(d, "'" + cfg + "'" + out + " --set sweep.gamma=[0]"), "sweep.gamma");
+  expect_refused(run(d, "'" + cfg + "'" + out + " --set sweep.gama=[2]"), "sweep.gama");
+  expect_refused(run(d, "'" + cfg + "'" + out + " --frobnicate"), "speclab: arguments:");
+}
+
+}  // namespace
+}  // namespace speclab
