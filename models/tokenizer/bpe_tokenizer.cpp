@@ -69,12 +69,9 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
   for (int b = 0; b < 256; ++b) {
     byte_fallback_ids_[b] = id_of_piece(byte_token_text(static_cast<unsigned char>(b)));
     if (byte_fallback_ids_[b] >= 0) byte_of_fallback_id_[byte_fallback_ids_[b]] = b;
-    const bool representable = id_of_piece(alphabet.char_of(static_cast<unsigned char>(b))) >= 0 ||
-                               (vocab_.byte_fallback && byte_fallback_ids_[b] >= 0) ||
-                               vocab_.unk_id >= 0;
-    SPECLAB_INPUT_CHECK(representable, vocab_.source, ": ", vocab_.vocab_key, ": byte 0x", std::hex,
-                        b, std::dec, " (piece '", alphabet.char_of(b),
-                        "') has no token and there is no byte fallback or unknown token");
+    // Some real vocabularies (SmolLM2's) lack a few control bytes and have neither byte
+    // fallback nor an unknown token: that is only an error for text that contains them
+    // (checked in encode), as in HF tokenizers.
   }
 
   pretokenizer_ = std::make_unique<RegexPretokenizer>(vocab_.pretokenizer_patterns, vocab_.source,
@@ -131,7 +128,10 @@ void BpeTokenizer::encode_piece(const std::string& piece_bytes, std::vector<int3
     for (unsigned char b : piece_bytes) {
       int32_t id = id_of_piece(alphabet.char_of(b));
       if (id < 0 && vocab_.byte_fallback) id = byte_fallback_ids_[b];
-      if (id < 0) id = vocab_.unk_id;  // the constructor guarantees one of the three exists
+      if (id < 0) id = vocab_.unk_id;
+      SPECLAB_INPUT_CHECK(id >= 0, vocab_.source, ": text contains byte 0x", std::hex,
+                          static_cast<int>(b), std::dec,
+                          " which the vocabulary cannot represent (no piece, byte fallback or unknown token)");
       symbols.push_back(id);
     }
     merge_symbols(symbols);
