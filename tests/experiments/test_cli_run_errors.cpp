@@ -47,6 +47,8 @@ const char* kConfig =
     "generation:\n"
     "  max_new_tokens: 8\n"
     "  ctx: 64\n"
+    "measure:\n"
+    "  cost_only: true\n"
     "sweep:\n"
     "  drafter: [lookup]\n"
     "  gamma: [2]\n"

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -86,7 +87,7 @@ void write_tiny_model(const std::string& dir) {
                 dir + "/tokenizer.model", fs::copy_options::overwrite_existing);
 }
 
-// 2 drafters x 3 gammas x 2 temperatures = 12 cells, 3 prompts x 24 new tokens.
+// 2 drafters x 3 gammas x 2 temperatures = 12 cells, 3 prompts x 48 new tokens.
 std::string write_config(const ScratchDir& d) {
   write_tiny_model(d.file("model"));
   d.write("prompts.jsonl",
@@ -103,7 +104,7 @@ std::string write_config(const ScratchDir& d) {
                  "prompts:\n"
                  "  file: prompts.jsonl\n"
                  "generation:\n"
-                 "  max_new_tokens: 24\n"
+                 "  max_new_tokens: 48\n"
                  "  seed: 0\n"
                  "  repeats: 1\n"
                  "  warmup: 0\n"
@@ -192,43 +193,48 @@ TEST(CliRunResume, SigkillAtRandomPointsThenResumeEqualsUninterrupted) {
   const std::vector<std::string> ref_ids = cell_ids_of(d.file("ref/results.jsonl"), false);
   ASSERT_EQ(ref_ids.size(), 12u);
 
-  // Killed runs: SIGKILL after a random delay in [0, full_s), then --resume, four times;
-  // then one run to completion.
+  // Killed runs, four times: wait until the run has appended r more rows (r random in 0..2;
+  // r = 0 kills during start-up), then SIGKILL it after a random fraction of one cell's time,
+  // so kills land before, inside and between cells and while a row is written. Then
+  // --resume. Finally one run to completion.
   std::mt19937 gen(std::random_device{}());
-  std::uniform_real_distribution<double> delay(0.0, full_s);
-  const std::string out = d.file("killed");
+  const double cell_s = full_s / 12;
+  std::uniform_real_distribution<double> delay(0.0, cell_s);
+  std::uniform_int_distribution<int> more_rows(0, 2);
+  const std::string out = d.file("killed"), results = out + "/results.jsonl";
+  auto rows_now = [&] { return fs::exists(results) ? complete_rows(results) : size_t{0}; };
   int n_killed = 0;
   std::vector<size_t> rows_at_kill;
   for (int round = 0; round < 4; round++) {
+    const size_t target_rows = rows_now() + static_cast<size_t>(more_rows(gen));
     const pid_t pid = spawn_run(config, out, d.file("kill.log"),
                                 round == 0 ? std::vector<std::string>{}
                                            : std::vector<std::string>{"--resume"});
-    const double wait_s = delay(gen);
-    const auto until = Clock::now() + std::chrono::duration<double>(wait_s);
     int status = 0;
     bool exited = false;
-    while (Clock::now() < until) {
-      if (waitpid(pid, &status, WNOHANG) == pid) {
-        exited = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (rows_now() < target_rows && !exited) {
+      exited = waitpid(pid, &status, WNOHANG) == pid;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (exited) {  // finished before the kill: a complete run (rare; the next round resumes it)
+    const auto until = Clock::now() + std::chrono::duration<double>(delay(gen));
+    while (!exited && Clock::now() < until) {
+      exited = waitpid(pid, &status, WNOHANG) == pid;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (exited) {  // finished before the kill: a complete run; later rounds resume a done sweep
       ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(d.file("kill.log"));
       continue;
     }
     kill(pid, SIGKILL);
     EXPECT_EQ(wait_exit(pid), 128 + SIGKILL);
     n_killed++;
-    const std::string results = out + "/results.jsonl";
-    rows_at_kill.push_back(fs::exists(results) ? complete_rows(results) : 0);
+    rows_at_kill.push_back(rows_now());
     if (fs::exists(results)) cell_ids_of(results, /*allow_torn_tail=*/true);  // no bad lines
   }
   const pid_t last = spawn_run(config, out, d.file("last.log"), {"--resume"});
   ASSERT_EQ(wait_exit(last), 0) << slurp(d.file("last.log"));
 
-  std::vector<std::string> ids = cell_ids_of(out + "/results.jsonl", false);
+  std::vector<std::string> ids = cell_ids_of(results, false);
   std::set<std::string> unique(ids.begin(), ids.end());
   EXPECT_EQ(unique.size(), ids.size()) << "duplicated rows";
   EXPECT_EQ(unique, std::set<std::string>(ref_ids.begin(), ref_ids.end()));
@@ -238,6 +244,9 @@ TEST(CliRunResume, SigkillAtRandomPointsThenResumeEqualsUninterrupted) {
   std::printf("[ resume ] uninterrupted %.1f s; %d kills, complete rows at each kill: %s\n", full_s,
               n_killed, where.str().c_str());
   EXPECT_GE(n_killed, 1);
+  // At least one kill came after some rows and before the last (the sweep really resumed).
+  EXPECT_TRUE(std::any_of(rows_at_kill.begin(), rows_at_kill.end(),
+                          [](size_t r) { return r > 0 && r < 12; }));
 }
 
 TEST(CliRunResume, SigintStopsWithCompleteRowsAndExit130) {
