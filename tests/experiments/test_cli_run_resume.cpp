@@ -308,5 +308,24 @@ TEST(CliRunResume, SecondRunOnTheSameOutIsRefusedNamingTheLock) {
   if (fs::exists(out + "/results.jsonl")) cell_ids_of(out + "/results.jsonl", true);
 }
 
+// A prompt that with max_new_tokens does not fit in generation.ctx: refused when the
+// session starts, naming the prompt file, line and id, before any row is written.
+TEST(CliRunRefusals, PromptLongerThanTheContextIsRefusedBeforeWork) {
+  ScratchDir d;
+  std::string config = slurp(write_config(d));
+  config.replace(config.find("  ctx: 128"), 10, "  ctx: 64");
+  d.write("tiny.yaml", config);
+  std::string long_text;
+  for (int i = 0; i < 30; i++) long_text += "the quick brown fox jumps over the lazy dog ";
+  d.write("prompts.jsonl", "{\"id\": \"short\", \"text\": \"hi\"}\n{\"id\": \"long\", \"text\": \"" +
+                               long_text + "\"}\n");
+  const pid_t pid = spawn_run(d.file("tiny.yaml"), d.file("out"), d.file("run.log"));
+  EXPECT_EQ(wait_exit(pid), 2);
+  const std::string log = slurp(d.file("run.log"));
+  EXPECT_NE(log.find(d.file("prompts.jsonl") + ":2: prompt 'long' has"), std::string::npos) << log;
+  EXPECT_NE(log.find("exceeds generation.ctx = 64"), std::string::npos) << log;
+  EXPECT_EQ(complete_rows(d.file("out/results.jsonl")), 0u);
+}
+
 }  // namespace
 }  // namespace speclab
