@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "models/drafters/draft_sampling.h"
 
 namespace speclab {
 
@@ -42,22 +43,9 @@ void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const Sam
   fed_.insert(fed_.end(), context.begin() + static_cast<int64_t>(common), context.end());
 
   out->q.reserve(static_cast<size_t>(k * vocab));
-  std::vector<float> q(static_cast<size_t>(vocab));  // [vocab] standardized draft distribution
   for (int i = 0; i < k; i++) {
-    sampling_standardize(q.data(), logits, vocab, params);
-    const float top = *std::max_element(q.begin(), q.end());
-    if (stop.p_min > 0 && top < stop.p_min) break;  // the draft is unsure: stop drafting here
-    RngKey draw_key = key;
-    draw_key.position = key.position + static_cast<uint64_t>(i);
-    draw_key.stream = static_cast<uint32_t>(RngStream::kRngDraftSample);
-    const int32_t tok = sampling_draw(q.data(), vocab, rng_uniform(draw_key));
-    double entropy = 0;
-    for (float x : q)
-      if (x > 0) entropy -= static_cast<double>(x) * std::log(static_cast<double>(x));
-    out->tokens.push_back(tok);
-    out->q.insert(out->q.end(), q.begin(), q.end());
-    out->top_prob.push_back(top);
-    out->entropy_norm.push_back(static_cast<float>(entropy / std::log(static_cast<double>(vocab))));
+    const int32_t tok = draft_sample_step(logits, vocab, i, params, stop, key, out);
+    if (tok < 0) break;
     if (i + 1 < k) {
       logits = runner_.forward(&tok, 1, /*last_only=*/true);
       out->n_forward_calls++;

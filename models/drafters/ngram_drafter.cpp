@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "models/drafters/draft_sampling.h"
 
 namespace speclab {
 
@@ -148,25 +149,12 @@ void NgramDrafter::propose(const std::vector<int32_t>& context, int k, const Sam
   const auto t0 = std::chrono::steady_clock::now();
   *out = DraftProposal();
   const int64_t vocab = table_.vocab;
-  std::vector<float> logp(static_cast<size_t>(vocab)), q(static_cast<size_t>(vocab));
+  std::vector<float> logp(static_cast<size_t>(vocab));  // [vocab] log P(x | prev): the logits
   int32_t prev = context.empty() ? -1 : context.back();
   for (int i = 0; i < k; i++) {
     table_.log_probs(table_.order >= 2 ? prev : -1, logp.data());
-    sampling_standardize(q.data(), logp.data(), vocab, params);  // log-probs act as logits
-    const float top = *std::max_element(q.begin(), q.end());
-    if (stop.p_min > 0 && top < stop.p_min) break;
-    RngKey draw = key;
-    draw.position = key.position + static_cast<uint64_t>(i);
-    draw.stream = static_cast<uint32_t>(RngStream::kRngDraftSample);
-    const int32_t tok = sampling_draw(q.data(), vocab, rng_uniform(draw));
-    double entropy = 0;
-    for (float x : q)
-      if (x > 0) entropy -= static_cast<double>(x) * std::log(static_cast<double>(x));
-    out->tokens.push_back(tok);
-    out->q.insert(out->q.end(), q.begin(), q.end());
-    out->top_prob.push_back(top);
-    out->entropy_norm.push_back(static_cast<float>(entropy / std::log(static_cast<double>(vocab))));
-    prev = tok;
+    prev = draft_sample_step(logp.data(), vocab, i, params, stop, key, out);
+    if (prev < 0) break;
   }
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

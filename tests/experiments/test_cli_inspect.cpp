@@ -10,35 +10,14 @@
 #include <sstream>
 #include <string>
 
+#include "tests/experiments/cli_runner.h"
 #include "tests/formats/file_writers.h"
 
 namespace speclab {
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-// Runs SPECLAB_BIN with `args` (already shell-quoted), capturing stdout and stderr.
-CliResult run_speclab(const std::string& args) {
-  testing::TempDir dir;
-  const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
-  const std::string cmd =
-      std::string("'") + SPECLAB_BIN + "' " + args + " >'" + out_path + "' 2>'" + err_path + "'";
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
-}
+using testing_util::CliResult;
+using testing_util::run_speclab;
 
 const char* kSmolLM2 = "/root/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf";
 

@@ -12,14 +12,10 @@
 #include <vector>
 
 #include "core/speedup_theory.h"
+#include "tests/experiments/cli_runner.h"
 
 namespace speclab {
 namespace {
-
-struct CliRun {
-  int rc = -1;
-  std::string out, err;
-};
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path);
@@ -32,17 +28,15 @@ std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "speclab_sim_" + std::to_string(::getpid()) + "_" + name;
 }
 
+// The simulate verb's result, with `rc` naming the exit code as these tests always did.
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
 CliRun speclab_simulate(const std::string& args) {
-  const std::string out = temp_path("stdout"), err = temp_path("stderr");
-  const std::string cmd = std::string(SPECLAB_BIN) + " simulate " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_all(out);
-  r.err = read_all(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return r;
+  const auto r = testing_util::run_speclab("simulate " + args);
+  return CliRun{r.exit_code, r.out, r.err};
 }
 
 std::string write_file(const std::string& name, const std::string& text) {

@@ -10,34 +10,15 @@
 #include <sstream>
 #include <string>
 
-#include "tests/experiments/experiments_test_util.h"
+#include "tests/experiments/cli_runner.h"
 
 namespace speclab {
 namespace {
 
-struct TokenizeRun {
-  int exit_code = -1;
-  std::string out, err;
-};
+using TokenizeRun = testing_util::CliResult;
 
-// Runs SPECLAB_BIN with `args` (already shell-quoted), capturing stdout and stderr.
 TokenizeRun run_tokenize(const std::string& args) {
-  testing_util::ScratchDir dir;
-  const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
-  const std::string cmd = std::string("'") + SPECLAB_BIN + "' tokenize " + args + " >'" + out_path +
-                          "' 2>'" + err_path + "'";
-  const int status = std::system(cmd.c_str());
-  TokenizeRun r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
-  return r;
+  return testing_util::run_speclab("tokenize " + args);
 }
 
 const std::string kLlama3Json =
