@@ -1,5 +1,6 @@
 #include "models/tokenizer/spm_vocab_tokenizer.h"
 
+#include <cctype>
 #include <cstdio>
 #include <queue>
 
@@ -67,7 +68,11 @@ SpmVocabTokenizer::SpmVocabTokenizer(SpmVocabulary vocab) : vocab_(std::move(voc
       unsigned int byte = 0;
       char tail = 0;
       SPECLAB_INPUT_CHECK(
-          p.size() == 6 && std::sscanf(p.c_str(), "<0x%2X%c", &byte, &tail) == 2 && tail == '>',
+          // %2X also takes a sign ("<0x-1>" reads 0xffffffff): hex digits only, found by
+          // fuzzing (an out-of-bounds write into byte_ids_, issue 8).
+          p.size() == 6 && std::isxdigit(static_cast<unsigned char>(p[3])) &&
+              std::isxdigit(static_cast<unsigned char>(p[4])) &&
+              std::sscanf(p.c_str(), "<0x%2X%c", &byte, &tail) == 2 && tail == '>' && byte < 256,
           vocab_.source, ": token ", id, " '", p,
           "' has type BYTE, expected a piece of the form <0xXX>");
       byte_ids_[byte] = id;

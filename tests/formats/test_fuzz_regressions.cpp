@@ -1,6 +1,7 @@
-// Inputs that crashed tests/fuzz/fuzz_gguf, kept as regression tests (issue 8): each must be
-// refused with an InputError whose message is one line (fuzzing found GGUF key and tensor
-// names holding newlines echoed verbatim into messages; core/error.h now escapes them).
+// Inputs that crashed tests/fuzz/fuzz_gguf, kept as regression tests (issue 8): the reader
+// refuses each with a one-line InputError or reads it (those then fail in the tokenizer:
+// tests/tokenizer/test_fuzz_regressions.cpp). Fuzzing found GGUF key and tensor names
+// holding newlines echoed verbatim into messages; core/error.h now escapes them.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,7 +10,6 @@
 
 #include "core/error.h"
 #include "models/formats/gguf.h"
-#include "models/tokenizer/tokenizer_factory.h"
 #include "tests/formats/file_writers.h"
 
 namespace speclab {
@@ -28,9 +28,7 @@ TEST(FuzzRegressions, GgufCrashInputsAreOneLineInputErrors) {
   for (const std::string& path : inputs) {
     SCOPED_TRACE(path);
     try {
-      auto gguf = GgufFile::open(path);
-      tokenizer_from_gguf(*gguf);
-      ADD_FAILURE() << "expected an InputError";
+      GgufFile::open(path);
     } catch (const InputError& e) {
       const std::string msg = e.what();
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;

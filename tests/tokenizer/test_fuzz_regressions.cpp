@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "models/formats/gguf.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
@@ -40,6 +41,26 @@ TEST(FuzzRegressions, TokenizerJsonCrashInputsAreOneLineInputErrors) {
     n++;
     try {
       tokenizer_load_hf_json(e.path().string());
+      ADD_FAILURE() << "expected an InputError";
+    } catch (const InputError& err) {
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_GT(n, 0);
+}
+
+// tests/fuzz/fuzz_gguf inputs: the GGUF is refused, or its vocabulary is (one of them had a
+// BYTE token "<0x-1>" that sscanf read as 0xffffffff, an out-of-bounds write in
+// SpmVocabTokenizer).
+TEST(FuzzRegressions, GgufCrashInputsAreOneLineInputErrors) {
+  const std::string dir = std::string(SPECLAB_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_gguf";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    SCOPED_TRACE(e.path().string());
+    n++;
+    try {
+      auto gguf = GgufFile::open(e.path().string());
+      tokenizer_from_gguf(*gguf);
       ADD_FAILURE() << "expected an InputError";
     } catch (const InputError& err) {
       EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
