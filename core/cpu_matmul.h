@@ -26,11 +26,28 @@ void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t
 // Converts row r of w to FP32 (the fast path used by matmul_weights), dst: [w.cols()].
 void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 
-// Which instruction set the fast path uses: "avx2" (chosen at run time when the CPU has
-// AVX2 + FMA + F16C) or "generic" (compiler-vectorized baseline code).
+// The kernel paths, chosen at run time from the CPU's features:
+//   generic     compiler-vectorized baseline code (any x86-64)
+//   avx2        AVX2 + FMA + F16C: rows converted to FP32 in a per-thread buffer, then dotted
+//   avx512      AVX-512 F/BW/VL/DQ: weights dequantized in registers, 4 rows x up to 4
+//               tokens per register tile, FP32 activations
+//   avx512bf16  as avx512, and BF16 weights dotted with vdpbf16ps against activations
+//               rounded to BF16 (the other dtypes as avx512). Twice the arithmetic rate, but
+//               not exact enough for the golden tests: only when asked for
+//               (matmul_force_isa, or SPECLAB_MATMUL_ISA=avx512bf16 in the environment).
+// Default: the best of avx512, avx2, generic the CPU supports.
+enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16 };
+
+// The path in use: "generic", "avx2", "avx512" or "avx512bf16".
 const char* matmul_isa();
-// For tests and comparisons: force the generic path (true) or go back to the best one the
-// CPU supports (false). Not thread-safe: call it between kernel calls.
+// For tests and comparisons: force a path (kBest: back to the best one the CPU supports).
+// Returns false, changing nothing, if this CPU lacks the path's instructions. Not
+// thread-safe: call it between kernel calls.
+bool matmul_force_isa(MatmulIsa isa);
+// matmul_force_isa(force ? kGeneric : kBest).
 void matmul_force_generic(bool force);
+// Whether matmul_weights on weights of `dtype` rounds the activations to BF16 on the path in
+// use (avx512bf16 and BF16 weights): tests compare against a reference fed the same rounding.
+bool matmul_rounds_activations_to_bf16(DType dtype);
 
 }  // namespace speclab

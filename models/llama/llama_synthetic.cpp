@@ -1,7 +1,10 @@
 #include "models/llama/llama_synthetic.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -18,13 +21,33 @@ inline uint64_t mix64(uint64_t z) {  // splitmix64's finalizer
 }
 
 // Approximately N(0, 1): the sum of four 16-bit uniforms (Irwin-Hall, variance 4/12) scaled
-// to unit variance. Bounded at ±sqrt(12); plenty for timing and for tests.
+// to unit variance. Bounded at ±sqrt(12); plenty for timing and for tests. (Norm weights.)
 inline float normal_at(uint64_t key, uint64_t i) {
   const uint64_t h = mix64(key + i * 0x9e3779b97f4a7c15ULL);
   const float u =
       static_cast<float>((h & 0xffff) + ((h >> 16) & 0xffff) + ((h >> 32) & 0xffff) + (h >> 48)) *
       (1.0f / 65536.0f);
   return (u - 2.0f) * 1.7320508f;  // sqrt(3)
+}
+
+// Matrices, billions of values, use a cheaper bell: four values per hash, each the sum of two
+// uniform bytes minus their mean (triangular on [-255, 255], variance 2 * (256^2 - 1) / 12).
+// values[0..4) of group g (elements 4g .. 4g + 3), scaled by `scale`.
+constexpr float kTriangleStddev = 104.5108f;  // sqrt(2 * 65535 / 12)
+inline void four_at(uint64_t key, uint64_t g, float scale, float* values) {
+  const uint64_t h = mix64(key + g * 0x9e3779b97f4a7c15ULL);
+  for (int j = 0; j < 4; j++) {
+    const int a = static_cast<int>((h >> (16 * j)) & 0xff);
+    const int b = static_cast<int>((h >> (16 * j + 8)) & 0xff);
+    values[j] = static_cast<float>(a + b - 255) * scale;
+  }
+}
+
+// f32_to_bf16 for finite values (round to nearest even), inline for the generator's loop.
+inline uint16_t bf16_round(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
 class SyntheticBuilder {
@@ -41,14 +64,45 @@ class SyntheticBuilder {
     TensorView v = allocate(name, dtype_, {rows, cols}, row_bytes * rows);
     uint8_t* base = static_cast<uint8_t*>(const_cast<void*>(v.data));
     const uint64_t key = mix64(seed_ ^ mix64(++stream_));
-    const float stddev = 1.0f / std::sqrt(static_cast<float>(cols));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(cols)) / kTriangleStddev;
+    // Rows are pure functions of (seed, tensor, row): filled in parallel, first touched by the
+    // filling threads. BF16 (the real models' dtype, and the big ones) is written directly;
+    // other dtypes go through an FP32 row and the reference conversion.
+    const int64_t groups = (cols + 3) / 4;
+    // bf16_of[p] = BF16 of four_at's value for the 16-bit piece p (128 KB, stays in L2).
+    std::vector<uint16_t> bf16_of;
+    if (dtype_ == DType::BF16) {
+      bf16_of.resize(65536);
+      for (int p = 0; p < 65536; p++)
+        bf16_of[p] = bf16_round(static_cast<float>((p & 0xff) + (p >> 8) - 255) * scale);
+    }
 #pragma omp parallel
     {
-      std::vector<float> row(cols);  // [cols] FP32 values of one row before conversion
+      std::vector<float> row(groups * 4);  // [cols] FP32 values of one row (+ pad)
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; r++) {
-        for (int64_t i = 0; i < cols; i++) row[i] = stddev * normal_at(key, r * cols + i);
-        dtype_from_f32(dtype_, row.data(), base + r * row_bytes, cols);
+        uint8_t* dst = base + r * row_bytes;
+        const uint64_t g0 = static_cast<uint64_t>(r) * groups;
+        if (dtype_ == DType::BF16) {
+          // Each 16-bit piece of the hash indexes the BF16 value of its triangular draw.
+          uint16_t* out = reinterpret_cast<uint16_t*>(dst);
+          const int64_t full = cols / 4;
+          for (int64_t g = 0; g < full; g++) {
+            const uint64_t h = mix64(key + (g0 + g) * 0x9e3779b97f4a7c15ULL);
+            out[4 * g + 0] = bf16_of[h & 0xffff];
+            out[4 * g + 1] = bf16_of[(h >> 16) & 0xffff];
+            out[4 * g + 2] = bf16_of[(h >> 32) & 0xffff];
+            out[4 * g + 3] = bf16_of[h >> 48];
+          }
+          float four[4];
+          if (full < groups) {
+            four_at(key, g0 + full, scale, four);
+            for (int64_t i = 4 * full; i < cols; i++) out[i] = bf16_round(four[i - 4 * full]);
+          }
+        } else {
+          for (int64_t g = 0; g < groups; g++) four_at(key, g0 + g, scale, row.data() + 4 * g);
+          dtype_from_f32(dtype_, row.data(), dst, cols);
+        }
       }
     }
     return v;
@@ -66,10 +120,17 @@ class SyntheticBuilder {
  private:
   TensorView allocate(const std::string& name, DType dtype, std::vector<int64_t> shape,
                       size_t nbytes) {
-    // 64-byte aligned for vector loads; pages are first touched by the filling threads.
-    const size_t rounded = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded);
+    // 64-byte aligned for vector loads; big tensors on 2 MB boundaries and transparent huge
+    // pages where the kernel allows them (fewer page faults while filling, fewer TLB misses
+    // while streaming). Pages are first touched by the filling threads.
+    const size_t align = nbytes >= (size_t{2} << 20) ? (size_t{2} << 20) : 64;
+    const size_t rounded = (nbytes + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, rounded);
     if (p == nullptr) fail_input("synthetic model: cannot allocate ", nbytes, " bytes for ", name);
+#ifdef MADV_HUGEPAGE
+    // SPECLAB_NO_THP=1: 4 KB pages (THP compaction can cost more than it saves on a VM).
+    if (align > 64 && !std::getenv("SPECLAB_NO_THP")) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
     model_->storage.emplace_back(p, std::free);
     TensorView v;
     v.name = name;

@@ -69,14 +69,43 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref,
   EXPECT_EQ(mismatches, 0) << what;
 }
 
-// Runs a test body once per available kernel path (the generic one, then the best one).
-class CpuMatmulPaths : public ::testing::TestWithParam<bool> {
+// Runs a test body once per kernel path; paths this CPU lacks are skipped (and say so).
+class CpuMatmulPaths : public ::testing::TestWithParam<MatmulIsa> {
  protected:
-  void SetUp() override { matmul_force_generic(GetParam()); }
-  void TearDown() override { matmul_force_generic(false); }
+  void SetUp() override {
+    if (!matmul_force_isa(GetParam())) GTEST_SKIP() << "this CPU lacks the instructions";
+  }
+  void TearDown() override { matmul_force_isa(MatmulIsa::kBest); }
 };
-INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "generic" : "best"; });
+INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths,
+                         ::testing::Values(MatmulIsa::kGeneric, MatmulIsa::kAvx2,
+                                           MatmulIsa::kAvx512, MatmulIsa::kAvx512Bf16,
+                                           MatmulIsa::kBest),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case MatmulIsa::kGeneric:
+                               return "generic";
+                             case MatmulIsa::kAvx2:
+                               return "avx2";
+                             case MatmulIsa::kAvx512:
+                               return "avx512";
+                             case MatmulIsa::kAvx512Bf16:
+                               return "avx512bf16";
+                             default:
+                               return "best";
+                           }
+                         });
+
+// The reference fed the activations the path uses: rounded to BF16 where the path dots BF16
+// weights with vdpbf16ps (then only the summation order differs, and the same tolerance holds).
+void reference_as_path(float* out, const std::vector<float>& x, const TensorView& w,
+                       int64_t n_tokens) {
+  std::vector<float> xr = x;
+  if (matmul_rounds_activations_to_bf16(w.dtype)) {
+    for (float& v : xr) v = bf16_to_f32(f32_to_bf16(v));
+  }
+  matmul_weights_ref(out, xr.data(), w, n_tokens);
+}
 
 TEST_P(CpuMatmulPaths, MatchesReferenceForEveryDtypeAndBatch) {
   const DType dtypes[] = {DType::F32,  DType::F16,  DType::BF16,
@@ -85,7 +114,8 @@ TEST_P(CpuMatmulPaths, MatchesReferenceForEveryDtypeAndBatch) {
   struct Shape {
     int64_t n_out, n_in;
   };
-  const Shape shapes[] = {{37, 64}, {129, 256}, {5, 1024}};
+  // Odd row counts leave partial row blocks; 2080 = 65 * 32 leaves no 16-float remainder.
+  const Shape shapes[] = {{37, 64}, {129, 256}, {5, 1024}, {6, 2080}};
   std::printf("matmul isa: %s, threads %d\n", matmul_isa(), threads_get());
   for (DType dtype : dtypes) {
     for (const Shape& s : shapes) {
@@ -94,7 +124,7 @@ TEST_P(CpuMatmulPaths, MatchesReferenceForEveryDtypeAndBatch) {
         std::vector<float> x = random_activations(n_tokens * s.n_in, 11 + n_tokens);
         std::vector<float> got(n_tokens * s.n_out, NAN), ref(n_tokens * s.n_out, NAN);
         matmul_weights(got.data(), x.data(), w.view, n_tokens);
-        matmul_weights_ref(ref.data(), x.data(), w.view, n_tokens);
+        reference_as_path(ref.data(), x, w.view, n_tokens);
         expect_close(got, ref,
                      std::string(dtype_name(dtype)) + " " + std::to_string(s.n_out) + "x" +
                          std::to_string(s.n_in) + " n_tokens=" + std::to_string(n_tokens));
@@ -103,14 +133,44 @@ TEST_P(CpuMatmulPaths, MatchesReferenceForEveryDtypeAndBatch) {
   }
 }
 
-TEST_P(CpuMatmulPaths, F32RowsNotAMultipleOfTheVectorWidth) {
-  OwnedWeights w = random_weights(DType::F32, 9, 71, 3);
-  for (int64_t n_tokens : {1, 5}) {
-    std::vector<float> x = random_activations(n_tokens * 71, 5);
-    std::vector<float> got(n_tokens * 9), ref(n_tokens * 9);
-    matmul_weights(got.data(), x.data(), w.view, n_tokens);
-    matmul_weights_ref(ref.data(), x.data(), w.view, n_tokens);
-    expect_close(got, ref, "F32 9x71 n_tokens=" + std::to_string(n_tokens));
+TEST_P(CpuMatmulPaths, FloatRowsNotAMultipleOfTheVectorWidth) {
+  // 71 = 2 * 32 + 7 and 87 = 2 * 32 + 16 + 7: the 32-wide loop, the 16-wide step, the tail.
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    for (int64_t n_in : {71, 87}) {
+      OwnedWeights w = random_weights(dtype, 9, n_in, 3);
+      for (int64_t n_tokens : {1, 5, 9}) {
+        std::vector<float> x = random_activations(n_tokens * n_in, 5);
+        std::vector<float> got(n_tokens * 9), ref(n_tokens * 9);
+        matmul_weights(got.data(), x.data(), w.view, n_tokens);
+        reference_as_path(ref.data(), x, w.view, n_tokens);
+        expect_close(got, ref,
+                     std::string(dtype_name(dtype)) + " 9x" + std::to_string(n_in) +
+                         " n_tokens=" + std::to_string(n_tokens));
+      }
+    }
+  }
+}
+
+// The BF16 dot path's rounding of the activations stays within what BF16 weights already
+// cost: |error| <= 2^-8 * sqrt(sum_i (w_i x_i)^2) * 4 (a loose bound on the random walk of
+// per-product relative errors of 2^-9), checked against the exact FP32-activation reference.
+TEST_P(CpuMatmulPaths, Bf16ActivationRoundingIsBounded) {
+  const int64_t n_out = 64, n_in = 2048, n_tokens = 3;
+  OwnedWeights w = random_weights(DType::BF16, n_out, n_in, 41);
+  std::vector<float> x = random_activations(n_tokens * n_in, 42);
+  std::vector<float> got(n_tokens * n_out), ref(n_tokens * n_out);
+  matmul_weights(got.data(), x.data(), w.view, n_tokens);
+  matmul_weights_ref(ref.data(), x.data(), w.view, n_tokens);
+  std::vector<float> row(n_in);
+  for (int64_t r = 0; r < n_out; r++) {
+    dtype_to_f32(DType::BF16, w.view.row_ptr(r), row.data(), n_in);
+    for (int64_t t = 0; t < n_tokens; t++) {
+      double ss = 0.0;
+      for (int64_t i = 0; i < n_in; i++) ss += std::pow(double(row[i]) * x[t * n_in + i], 2);
+      const double bound = 4.0 * std::sqrt(ss) / 256.0 + 1e-4;
+      EXPECT_LE(std::fabs(got[t * n_out + r] - ref[t * n_out + r]), bound)
+          << "row " << r << " token " << t;
+    }
   }
 }
 
@@ -134,11 +194,11 @@ TEST_P(CpuMatmulPaths, FastRowDequantizationIsExact) {
 // Batch invariance: a token's outputs are bit-identical whether it is multiplied alone or in a
 // batch (groups of four and a remainder take different code paths with the same sum order).
 TEST_P(CpuMatmulPaths, BatchedRowsAreBitIdenticalToSingleTokens) {
-  const DType dtypes[] = {DType::F32, DType::BF16, DType::Q4_1};
+  const DType dtypes[] = {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_1};
   for (DType dtype : dtypes) {
-    for (int64_t n_in : {64, 96, 200}) {
+    for (int64_t n_in : {64, 96, 200, 1024}) {
       if (n_in % dtype_block_size(dtype) != 0) continue;
-      const int64_t n_out = 13, n_tokens = 7;
+      const int64_t n_out = 13, n_tokens = 16;
       OwnedWeights w = random_weights(dtype, n_out, n_in, 31);
       std::vector<float> x = random_activations(n_tokens * n_in, 32);
       std::vector<float> batched(n_tokens * n_out), single(n_out);
@@ -151,6 +211,28 @@ TEST_P(CpuMatmulPaths, BatchedRowsAreBitIdenticalToSingleTokens) {
         }
       }
     }
+  }
+}
+
+// Outputs do not depend on the thread count either (a static partition by rows; each output
+// is reduced by one thread in the same order), on products big enough to run in parallel.
+TEST_P(CpuMatmulPaths, ParallelAndBatchedEqualSingleThreadedSingleToken) {
+  for (DType dtype : {DType::BF16, DType::Q8_0, DType::Q4_1}) {
+    const int64_t n_out = 203, n_in = 1024, n_tokens = 9;
+    OwnedWeights w = random_weights(dtype, n_out, n_in, 51);
+    std::vector<float> x = random_activations(n_tokens * n_in, 52);
+    std::vector<float> batched(n_tokens * n_out), single(n_out);
+    threads_set(2);
+    matmul_weights(batched.data(), x.data(), w.view, n_tokens);
+    threads_set(1);
+    for (int64_t t = 0; t < n_tokens; t++) {
+      matmul_weights(single.data(), x.data() + t * n_in, w.view, 1);
+      for (int64_t r = 0; r < n_out; r++) {
+        ASSERT_EQ(batched[t * n_out + r], single[r])
+            << dtype_name(dtype) << " token " << t << " row " << r;
+      }
+    }
+    threads_set(0);
   }
 }
 

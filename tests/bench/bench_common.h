@@ -1,0 +1,31 @@
+// Shared pieces of the speclab_bench benchmarks: the machine's read bandwidth (measured once
+// per process, the napkin limit of every memory-bound figure), synthetic models built once and
+// kept one at a time (a 3B BF16 model is 6.4 GB), and the weight bytes one forward call reads.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include "models/llama/llama_model.h"
+
+namespace speclab {
+
+// Streaming read bandwidth of both cores in bytes/s (machine_measure_read_bandwidth, 2
+// threads, best of ~1 s), measured on first use.
+double bench_read_bandwidth();
+
+// The synthetic model `spec` ("llama-3.2-3b:bf16"); building another frees the previous one.
+const LlamaModel& bench_model(const std::string& spec);
+
+// Bytes of weights one forward call reads: every layer matrix and the output head (the norms
+// are negligible, the embedding lookup reads one row per token).
+double bench_weight_bytes(const LlamaModel& m);
+// Multiply-add FLOPs of the weight matrices for one token: 2 * weight parameters.
+double bench_weight_flops_per_token(const LlamaModel& m);
+
+// Counters: bw_frac = (bytes / time) / measured read bandwidth (a rate counter).
+void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration);
+
+}  // namespace speclab

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Turns speclab_bench's JSON (--benchmark_out) into the table of figures with their limits.
+
+    python3 tests/bench/figures.py RUN.json
+
+Every limit comes from the same run: the read bandwidth speclab_bench measured at start
+(context.read_bandwidth_GBps) and BM_Sgemm's FP32 rate. Repeated benchmarks use their median.
+"""
+import json
+import re
+import sys
+
+
+def main(path):
+    with open(path) as f:
+        run = json.load(f)
+    bw = float(run["context"]["read_bandwidth_GBps"])
+    rows = {}  # (family, model, arg) -> benchmark entry (median if repeated)
+    for b in run["benchmarks"]:
+        if b.get("error_occurred"):
+            continue
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b.get("run_name", b["name"])
+        m = re.match(r"(BM_\w+)/([^/]+)(?:/(?:k|n|m|dtype):(\d+))?(?:/k:(\d+))?", name)
+        if not m:
+            continue
+        family, model, arg, arg2 = m.groups()
+        key = (family, model, (arg, arg2) if arg2 else arg)
+        if b.get("run_type") == "aggregate" or key not in rows:
+            rows[key] = b
+
+    def ms(b):
+        scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]]
+        return b["real_time"] * scale
+
+    out = []
+    out.append(f"machine read bandwidth (2 threads, measured in this run): {bw:.1f} GB/s")
+    out.append(f"matmul path: {run['context'].get('matmul_isa', '?')}")
+    out.append("")
+    out.append("| decode (k = 1) | weights MB | ms/token | tokens/s | GB/s | % of bandwidth |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    decode = {}
+    for (family, model, arg), b in rows.items():
+        if family != "BM_Decode":
+            continue
+        t = ms(b)
+        decode[model] = (t, b["weight_MB"])
+        gbps = b["weight_MB"] / 1e3 / (t / 1e3)
+        out.append(f"| {model} | {b['weight_MB']:.0f} | {t:.1f} | {1e3 / t:.2f} | {gbps:.1f} | "
+                   f"{100 * gbps / bw:.0f}% |")
+    out.append("")
+    verify = {}
+    for (family, model, arg), b in rows.items():
+        if family == "BM_Verify":
+            verify.setdefault(model, {})[int(arg)] = ms(b)
+    if verify:
+        ks = sorted({k for v in verify.values() for k in v})
+        out.append("| verify T(k)/T(1) | " + " | ".join(f"k={k}" for k in ks) + " |")
+        out.append("| --- |" + " ---: |" * len(ks))
+        for model, v in verify.items():
+            base = v.get(1)
+            cells = [f"{v[k] / base:.2f} ({v[k]:.0f} ms)" if k in v and base else "-" for k in ks]
+            out.append(f"| {model} | " + " | ".join(cells) + " |")
+        out.append("targets (3B BF16): T(4)/T(1) <= 1.15, T(8)/T(1) <= 1.3")
+        out.append("")
+    for dt in ("bf16", "q8_0", "q4_1"):
+        small, big = decode.get(f"llama-3.2-1b:{dt}"), decode.get(f"llama-3.2-3b:{dt}")
+        if small and big:
+            out.append(f"c (1B/3B {dt}) = T_1B / T_3B = {small[0] / big[0]:.3f}; "
+                       f"bytes ratio {small[1] / big[1]:.3f} "
+                       f"(off by {100 * (small[0] / big[0] / (small[1] / big[1]) - 1):+.0f}%)")
+    sgemm = [b["FLOP/s"] for (f, m, a), b in rows.items() if f == "BM_Sgemm"]
+    for (family, model, arg), b in rows.items():
+        if family == "BM_Prefill":
+            line = f"prefill {arg} tokens {model}: {b['FLOP/s'] / 1e9:.1f} GFLOP/s"
+            if sgemm:
+                line += (f", Eigen sgemm {sgemm[0] / 1e9:.1f} GFLOP/s: "
+                         f"{100 * b['FLOP/s'] / sgemm[0]:.0f}% (target >= 50%)")
+            out.append(line)
+    for (family, model, arg), b in rows.items():
+        if family == "BM_SyntheticBuild":
+            out.append(f"synthetic build {model}: {ms(b) / 1e3:.1f} s")
+    out.append("")
+    mm = [(model, arg, b) for (f, model, arg), b in rows.items() if f == "BM_Matmul"]
+    if mm:
+        out.append("| matmul [8192, 3072], 2 threads | k | GB/s | % of bandwidth | GFLOP/s |")
+        out.append("| --- | ---: | ---: | ---: | ---: |")
+        for model, arg, b in mm:
+            out.append(f"| {b.get('label', model)} | {arg[1] if isinstance(arg, tuple) else arg} | "
+                       f"{b['bytes_per_second'] / 1e9:.1f} | {100 * b['bw_frac']:.0f}% | "
+                       f"{b['FLOP/s'] / 1e9:.1f} |")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
