@@ -19,7 +19,14 @@ class SentencePieceTokenizer : public Tokenizer {
   explicit SentencePieceTokenizer(const std::string& path) : path_(path) {
     SPECLAB_INPUT_CHECK(std::filesystem::is_regular_file(path), path,
                         ": cannot open file, expected a SentencePiece tokenizer.model");
-    const auto status = processor_.Load(path);
+    sentencepiece::util::Status status;
+    try {
+      status = processor_.Load(path);
+    } catch (const std::exception& e) {
+      // libsentencepiece's trie builder throws on some malformed models (an empty piece:
+      // "darts.h: failed to insert key: zero-length key"), found by fuzzing (issue 8).
+      fail_input(path, ": not a usable SentencePiece model (", e.what(), ")");
+    }
     SPECLAB_INPUT_CHECK(status.ok(), path, ": not a SentencePiece model protobuf (",
                         status.ToString(), ")");
     std::vector<SpecialTokenSplitter::Entry> entries;
