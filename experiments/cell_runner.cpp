@@ -99,7 +99,7 @@ PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry)
 nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
   const ExperimentConfig& cfg = *ctx.config;
   Drafter& drafter = *prepared.drafter;
-  LlamaRunner& target = *ctx.target;
+  TokenRunner& target = *ctx.target;
 
   GenerationRequest req;
   req.max_new_tokens = cfg.generation.max_new_tokens;

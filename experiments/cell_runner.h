@@ -38,7 +38,7 @@ struct PromptTokens {
 struct RunContext {
   const ExperimentConfig* config = nullptr;
   const LlamaModel* target_model = nullptr;
-  LlamaRunner* target = nullptr;
+  TokenRunner* target = nullptr;  // CPU or CUDA (generation.backend)
   nlohmann::json target_identity;
   nlohmann::json machine;  // machine_info_collect().to_json()
   std::string git_commit;

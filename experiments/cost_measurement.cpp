@@ -13,7 +13,7 @@ std::vector<double> CostCurve::ratios() const {
   return r;
 }
 
-CostCurve cost_measure_curve(LlamaRunner& runner, const std::vector<int32_t>& context,
+CostCurve cost_measure_curve(TokenRunner& runner, const std::vector<int32_t>& context,
                              int64_t context_len, int k_max, int reps) {
   SPECLAB_ASSERT(!context.empty() && k_max >= 1 && reps >= 1);
   context_len = std::min<int64_t>(context_len, runner.max_ctx() - k_max);

@@ -25,7 +25,7 @@ struct CostCurve {
 
 // Measures T(1..k_max) on `runner` (its cache is reset). The context is `context` repeated or
 // cut to context_len tokens.
-CostCurve cost_measure_curve(LlamaRunner& runner, const std::vector<int32_t>& context,
+CostCurve cost_measure_curve(TokenRunner& runner, const std::vector<int32_t>& context,
                              int64_t context_len, int k_max, int reps);
 
 }  // namespace speclab

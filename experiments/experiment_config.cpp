@@ -362,7 +362,8 @@ nlohmann::json ExperimentConfig::to_json() const {
                      {"warmup", generation.warmup},
                      {"threads", generation.threads},
                      {"ctx", generation.ctx},
-                     {"ignore_eos", generation.ignore_eos}};
+                     {"ignore_eos", generation.ignore_eos},
+                     {"backend", generation.backend}};
   j["measure"] = {{"baseline", measure.baseline},
                   {"cost_curve_max_k", measure.cost_curve_max_k},
                   {"bootstrap_resamples", measure.bootstrap_resamples},
@@ -475,8 +476,9 @@ ExperimentConfig experiment_config_load(const std::string& path,
     c.prompts = p;
   }
   if (top.has("generation")) {
-    MapReader m(r, top.get("generation"), "generation",
-                {"max_new_tokens", "seed", "repeats", "warmup", "threads", "ctx", "ignore_eos"});
+    MapReader m(
+        r, top.get("generation"), "generation",
+        {"max_new_tokens", "seed", "repeats", "warmup", "threads", "ctx", "ignore_eos", "backend"});
     GenerationConfig& g = c.generation;
     auto int_key = [&](const char* key, int* out) {
       if (m.has(key)) *out = r.scalar_int32(m.get(key), m.child_path(key));
@@ -489,6 +491,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     int_key("ctx", &g.ctx);
     if (m.has("ignore_eos"))
       g.ignore_eos = r.scalar_bool(m.get("ignore_eos"), "generation.ignore_eos");
+    if (m.has("backend")) g.backend = r.scalar_string(m.get("backend"), "generation.backend");
   }
   bool cost_curve_given = false;
   if (top.has("measure")) {
@@ -606,6 +609,8 @@ void experiment_config_validate(const ExperimentConfig& c) {
   check(g.seed >= 0, "generation.seed", str_cat("expected an integer >= 0, got ", g.seed));
   check(g.repeats >= 1, "generation.repeats", str_cat("expected an integer >= 1, got ", g.repeats));
   check(g.warmup >= 0, "generation.warmup", str_cat("expected an integer >= 0, got ", g.warmup));
+  check(g.backend == "cpu" || g.backend == "cuda", "generation.backend",
+        str_cat("expected cpu or cuda, got '", g.backend, "'"));
   check(g.threads >= 0, "generation.threads",
         str_cat("expected an integer >= 0 (0 = all cores), got ", g.threads));
   check(g.ctx > g.max_new_tokens, "generation.ctx",

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "experiments/backend.h"
 #include "experiments/chat_template.h"
 #include "experiments/machine_info.h"
 #include "experiments/model_identity.h"
@@ -29,7 +30,8 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
                       ": generation.ctx = ", cfg.generation.ctx,
                       " exceeds the target's context length ", model_ctx, " (", cfg.target->spec,
                       ")");
-  target_ = std::make_unique<LlamaRunner>(*target_model_, cfg.generation.ctx);
+  target_ = backend_create_runner(cfg.generation.backend, *target_model_, cfg.generation.ctx,
+                                  cfg.where("generation.backend"));
   ctx_.target_model = target_model_.get();
   ctx_.target = target_.get();
   ctx_.target_identity = model_identity(cfg.target->spec, cfg.target->path, *target_model_);

@@ -26,7 +26,7 @@ class ExperimentSession {
  private:
   const ExperimentConfig& config_;
   std::unique_ptr<LlamaModel> target_model_;
-  std::unique_ptr<LlamaRunner> target_;
+  std::unique_ptr<TokenRunner> target_;
   RunContext ctx_;
   std::map<std::string, PreparedDrafter> drafters_;
 };

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/gamma_policy.h"
 #include "core/threads.h"
+#include "experiments/backend.h"
 #include "experiments/cli/commands.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
@@ -24,7 +25,7 @@ namespace speclab {
 namespace {
 
 struct GenerateArgs {
-  std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed";
+  std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed", backend = "cpu";
   int gamma = 4, gamma_min = 1, gamma_max = 8, top_k = 0, threads = 0;
   float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
   double lenience = 1.0;
@@ -113,7 +114,8 @@ void run_generate(const GenerateArgs& a) {
   req.seed = a.seed;
   if (!a.ignore_eos) req.stop_ids = target->config.eos_token_ids;
 
-  LlamaRunner runner(*target, a.ctx);
+  auto runner_ptr = backend_create_runner(a.backend, *target, a.ctx, "--backend");
+  TokenRunner& runner = *runner_ptr;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
                       "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
                       runner.max_ctx(), " tokens (see --ctx)");
@@ -231,6 +233,7 @@ void register_generate(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   c->add_option("--ctx", args->ctx, "context limit (default min(model's, 4096))")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--backend", args->backend, "where the target runs: cpu | cuda");
   c->add_option("--threads", args->threads, "CPU threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   c->add_flag("--ignore-eos", args->ignore_eos, "do not stop at EOS");

@@ -16,7 +16,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-GenerationResult generate_autoregressive(LlamaRunner& target, const GenerationRequest& request) {
+GenerationResult generate_autoregressive(TokenRunner& target, const GenerationRequest& request) {
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   SPECLAB_INPUT_CHECK(n_prompt >= 1, "prompt: empty (need at least one token)");
   SPECLAB_INPUT_CHECK(n_prompt < target.max_ctx(), "prompt: ", n_prompt,

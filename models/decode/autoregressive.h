@@ -9,6 +9,6 @@ namespace speclab {
 // Generates with the target alone. The runner's cache is reset first. Token t of the
 // output (absolute position pos) is drawn with key (seed, request, pos, kTargetSample),
 // so the output does not depend on threads or timing.
-GenerationResult generate_autoregressive(LlamaRunner& target, const GenerationRequest& request);
+GenerationResult generate_autoregressive(TokenRunner& target, const GenerationRequest& request);
 
 }  // namespace speclab

@@ -21,7 +21,7 @@ bool is_stop(const GenerationRequest& r, int32_t tok) {
 }
 }  // namespace
 
-GenerationResult generate_speculative(LlamaRunner& target, Drafter& drafter,
+GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
                                       const GenerationRequest& request,
                                       const SpeculativeConfig& config) {
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());

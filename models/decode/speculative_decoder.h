@@ -32,7 +32,7 @@ struct SpeculativeConfig {
 
 // Generates one request speculatively. The target's cache is reset first; the drafter is
 // reset too. With target temperature 0 the output equals generate_autoregressive's exactly.
-GenerationResult generate_speculative(LlamaRunner& target, Drafter& drafter,
+GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
                                       const GenerationRequest& request,
                                       const SpeculativeConfig& config);
 

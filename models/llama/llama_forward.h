@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "models/llama/llama_model.h"
+#include "models/llama/token_runner.h"
 
 namespace speclab {
 
-class LlamaRunner {
+class LlamaRunner : public TokenRunner {
  public:
   // max_ctx = 0 -> min(config.max_seq_len, 4096). skip_layers (size n_layers, may be empty)
   // marks layers whose blocks are skipped entirely (self-speculation drafts; their cache is
@@ -26,14 +27,14 @@ class LlamaRunner {
   // advances n_past. Returns logits [n_tokens, vocab] row-major, or only the last token's
   // row [vocab] if last_only; valid until the next call. Bad token ids, n_tokens < 1 or
   // n_past + n_tokens > max_ctx throw InputError and leave the runner unchanged.
-  const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
+  const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false) override;
 
   // O(1): forgets cache positions >= n (n <= n_past). The next forward starts at position n.
-  void truncate(int64_t n);
+  void truncate(int64_t n) override;
 
-  int64_t n_past() const { return n_past_; }
-  int64_t max_ctx() const { return max_ctx_; }
-  int64_t vocab() const { return model_.config.vocab_size; }
+  int64_t n_past() const override { return n_past_; }
+  int64_t max_ctx() const override { return max_ctx_; }
+  int64_t vocab() const override { return model_.config.vocab_size; }
   const LlamaModel& model() const { return model_; }
 
  private:

@@ -12,10 +12,11 @@
 #include "core/cuda/cuda_kv_cache_book.h"
 #include "core/cuda/cuda_weights.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/token_runner.h"
 
 namespace speclab {
 
-class CudaLlamaRunner {
+class CudaLlamaRunner : public TokenRunner {
  public:
   // As LlamaRunner: max_ctx = 0 -> min(config.max_seq_len, 4096); skip_layers marks layers
   // skipped entirely (neither uploaded nor cached). Uploads every used matrix as stored
@@ -28,7 +29,7 @@ class CudaLlamaRunner {
 
   // LlamaRunner::forward: returns host logits [n_tokens, vocab] (or [vocab] if last_only),
   // valid until the next call. Synchronizes the stream.
-  const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
+  const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false) override;
 
   // The same pass leaving the logits on the device (for cuda_sampling_standardize and
   // cuda_speculative_verify, so only accepted ids cross to the host). Asynchronous; the
@@ -36,11 +37,11 @@ class CudaLlamaRunner {
   const float* forward_device(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
 
   // O(1): forgets cache positions >= n (n <= n_past).
-  void truncate(int64_t n) { kv_.truncate(n); }
+  void truncate(int64_t n) override { kv_.truncate(n); }
 
-  int64_t n_past() const { return kv_.n_past; }
-  int64_t max_ctx() const { return kv_.max_ctx; }
-  int64_t vocab() const { return config_.vocab_size; }
+  int64_t n_past() const override { return kv_.n_past; }
+  int64_t max_ctx() const override { return kv_.max_ctx; }
+  int64_t vocab() const override { return config_.vocab_size; }
   cudaStream_t stream() const { return stream_; }
 
  private:

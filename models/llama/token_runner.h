@@ -1,0 +1,24 @@
+// What the decoders need from a model instance: a forward pass over k tokens with a KV
+// cache that can be truncated. LlamaRunner (CPU) and CudaLlamaRunner (GPU) implement it, so
+// the autoregressive baseline, the speculative decoder and the measurement protocol run on
+// either backend unchanged.
+#pragma once
+
+#include <cstdint>
+
+namespace speclab {
+
+class TokenRunner {
+ public:
+  virtual ~TokenRunner() = default;
+  // Runs tokens at positions [n_past, n_past + n_tokens), appends their K/V; returns host
+  // logits [n_tokens, vocab] (or the last row only), valid until the next call.
+  virtual const float* forward(const int32_t* tokens, int64_t n_tokens, bool last_only = false) = 0;
+  // O(1): forgets cache positions >= n (n <= n_past).
+  virtual void truncate(int64_t n) = 0;
+  virtual int64_t n_past() const = 0;
+  virtual int64_t max_ctx() const = 0;
+  virtual int64_t vocab() const = 0;
+};
+
+}  // namespace speclab
