@@ -3,13 +3,15 @@
 //                              bytes/s, bw_frac = weight bytes/s over the measured read
 //                              bandwidth (the napkin limit: tokens/s <= bandwidth / bytes).
 //   BM_Verify/<model>/<k>      k tokens per call (verifying k - 1 drafts plus one), all k rows
-//                              of logits; T(k)/T(1) = its time over BM_Verify/<model>/1.
+//                              of logits; counter T_k/T_1 against 1-token calls interleaved
+//                              with them.
 //   BM_Prefill/<model>/<n>     an n-token prompt in one call; FLOP/s of the weight matrices
 //                              (2 * params * n) against BM_Sgemm's FP32 rate.
 //   BM_SyntheticBuild/<model>  building the synthetic model (hash RNG, both threads).
 // tests/bench/figures.sh runs them all and prints the table of figures with their limits.
 // OMP_WAIT_POLICY=passive: on a machine shared with other jobs, spinning OpenMP threads steal
 // the cores from the threads doing the work.
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -58,14 +60,26 @@ void BM_Verify(benchmark::State& state, const std::string& spec) {
   const std::vector<int32_t> prompt = prompt_tokens(kPrompt, runner.vocab());
   runner.forward(prompt.data(), kPrompt, true);
   const std::vector<int32_t> drafts = prompt_tokens(k, runner.vocab());
+  // Each iteration times a 1-token call and then the k-token call back to back: on a machine
+  // shared with other jobs the load drifts within seconds, and a ratio of times measured
+  // minutes apart would mostly measure the drift. The iteration time is the k-token call's.
+  double t_one = 0.0, t_k = 0.0;
   for (auto _ : state) {
-    // All k rows of logits, as verification needs them; then roll the cache back.
-    const float* logits = runner.forward(drafts.data(), k);
-    benchmark::DoNotOptimize(logits);
+    const auto a = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(runner.forward(drafts.data(), 1));
     runner.truncate(kPrompt);
+    const auto b = std::chrono::steady_clock::now();
+    // All k rows of logits, as verification needs them; then roll the cache back.
+    benchmark::DoNotOptimize(runner.forward(drafts.data(), k));
+    runner.truncate(kPrompt);
+    const auto c = std::chrono::steady_clock::now();
+    t_one += std::chrono::duration<double>(b - a).count();
+    t_k += std::chrono::duration<double>(c - b).count();
+    state.SetIterationTime(std::chrono::duration<double>(c - b).count());
   }
   state.SetItemsProcessed(state.iterations() * k);
   bench_set_bandwidth_counters(state, bench_weight_bytes(model));
+  state.counters["T_k/T_1"] = t_k / t_one;  // interleaved, see above
   state.SetLabel(matmul_isa());
 }
 
@@ -100,6 +114,43 @@ void BM_SyntheticBuild(benchmark::State& state, const std::string& spec) {
   state.SetBytesProcessed(static_cast<int64_t>(bytes * state.iterations()));
 }
 
+// c = T_draft / T_target for one decode step, the two models' steps interleaved (as
+// BM_Verify's ratio: robust to load drift). Both models are held at once (1B + 3B BF16:
+// 8.9 GB). Counters: c, and bytes_ratio = draft weight bytes / target weight bytes.
+void BM_CostRatio(benchmark::State& state, const std::string& draft_spec,
+                  const std::string& target_spec) {
+  threads_set(2);
+  static std::unique_ptr<LlamaModel> draft_model;
+  draft_model.reset();
+  bench_model("tiny");  // frees bench_model's cached model first
+  draft_model = llama_make_synthetic(draft_spec);
+  const LlamaModel& target_model = bench_model(target_spec);
+  LlamaRunner draft(*draft_model, kContext), target(target_model, kContext);
+  const std::vector<int32_t> prompt = prompt_tokens(kPrompt, draft.vocab());
+  draft.forward(prompt.data(), kPrompt, true);
+  target.forward(prompt.data(), kPrompt, true);
+  double t_draft = 0.0, t_target = 0.0;
+  int32_t token = 1;
+  for (auto _ : state) {
+    const auto a = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(draft.forward(&token, 1, true));
+    const auto b = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(target.forward(&token, 1, true));
+    const auto c = std::chrono::steady_clock::now();
+    draft.truncate(kPrompt);
+    target.truncate(kPrompt);
+    t_draft += std::chrono::duration<double>(b - a).count();
+    t_target += std::chrono::duration<double>(c - b).count();
+    token = (token + 101) % static_cast<int32_t>(draft.vocab());
+  }
+  state.counters["c"] = t_draft / t_target;
+  state.counters["bytes_ratio"] = bench_weight_bytes(*draft_model) / bench_weight_bytes(target_model);
+  state.counters["T_draft_ms"] = 1e3 * t_draft / state.iterations();
+  state.counters["T_target_ms"] = 1e3 * t_target / state.iterations();
+  state.SetLabel(matmul_isa());
+  draft_model.reset();
+}
+
 // Registration order = run order; bench_model keeps one model at a time, so each model's
 // benchmarks are grouped.
 void register_model(const char* tag, const std::string& spec, bool verify, bool prefill,
@@ -119,7 +170,7 @@ void register_model(const char* tag, const std::string& spec, bool verify, bool 
         ->Arg(8)
         ->Arg(16)
         ->Unit(benchmark::kMillisecond)
-        ->UseRealTime()
+        ->UseManualTime()
         ->Iterations(decode_iters)
         ->Repetitions(3);
   }
@@ -145,6 +196,12 @@ const int kRegistered = [] {
   register_model("llama-3.2-1b:q8_0", "llama-3.2-1b:q8_0", false, false, 10);
   register_model("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", false, false, 10);
   register_model("llama-3.2-3b:bf16", "llama-3.2-3b:bf16", true, false, 6);
+  benchmark::RegisterBenchmark("BM_CostRatio/llama-3.2-1b:bf16/llama-3.2-3b:bf16", BM_CostRatio,
+                               std::string("llama-3.2-1b:bf16"), std::string("llama-3.2-3b:bf16"))
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(8)
+      ->Repetitions(2);
   register_model("llama-3.2-3b:q8_0", "llama-3.2-3b:q8_0", false, false, 6);
   register_model("llama-3.2-3b:q4_1", "llama-3.2-3b:q4_1", true, false, 6);
   return 0;
