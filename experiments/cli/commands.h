@@ -15,5 +15,6 @@ void register_run(CLI::App& app);
 void register_table(CLI::App& app);
 void register_check(CLI::App& app);
 void register_ngram(CLI::App& app);
+void register_merge(CLI::App& app);
 
 }  // namespace speclab

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   speclab::register_table(app);
   speclab::register_check(app);
   speclab::register_ngram(app);
+  speclab::register_merge(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,27 @@
+// speclab merge OUT IN... : joins the results files of sweep shards (--shard I/N runs) into
+// one, keeping each cell once (identical duplicates dropped, conflicting ones refused).
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "experiments/cli/commands.h"
+#include "experiments/results_store.h"
+
+namespace speclab {
+
+void register_merge(CLI::App& app) {
+  auto out = std::make_shared<std::string>();
+  auto inputs = std::make_shared<std::vector<std::string>>();
+  auto* c = app.add_subcommand("merge", "join shard results (results.jsonl files or their dirs)");
+  c->add_option("out", *out, "merged results.jsonl to write")->required();
+  c->add_option("inputs", *inputs, "shard results.jsonl files or directories")->required();
+  c->callback([out, inputs] {
+    std::vector<std::string> files;
+    for (const auto& p : *inputs)
+      files.push_back(std::filesystem::is_directory(p) ? p + "/results.jsonl" : p);
+    results_merge(files, *out);
+    std::printf("%zu rows in %s\n", results_read(*out).size(), out->c_str());
+  });
+}
+
+}  // namespace speclab
