@@ -65,7 +65,8 @@ void write_tiny_model(const std::string& dir) {
     return testing::SafetensorsTensor{name, "F32", {rows, cols}, testing::as_bytes(v)};
   };
   auto ones = [](const std::string& name, int n) {
-    return testing::SafetensorsTensor{name, "F32", {n}, testing::as_bytes(std::vector<float>(n, 1.0f))};
+    return testing::SafetensorsTensor{
+        name, "F32", {n}, testing::as_bytes(std::vector<float>(n, 1.0f))};
   };
   std::vector<testing::SafetensorsTensor> t;
   t.push_back(matrix("model.embed_tokens.weight", vocab, dim));
@@ -170,7 +171,8 @@ std::vector<std::string> cell_ids_of(const std::string& results_path, bool allow
     }
     const auto row = nlohmann::json::parse(text.substr(at, nl - at), nullptr, false);
     EXPECT_TRUE(row.is_object() && row.contains("cell_id")) << "bad row: " << text.substr(at, 80);
-    if (row.is_object() && row.contains("cell_id")) ids.push_back(row["cell_id"].get<std::string>());
+    if (row.is_object() && row.contains("cell_id"))
+      ids.push_back(row["cell_id"].get<std::string>());
     at = nl + 1;
   }
   return ids;
@@ -207,9 +209,9 @@ TEST(CliRunResume, SigkillAtRandomPointsThenResumeEqualsUninterrupted) {
   std::vector<size_t> rows_at_kill;
   for (int round = 0; round < 4; round++) {
     const size_t target_rows = rows_now() + static_cast<size_t>(more_rows(gen));
-    const pid_t pid = spawn_run(config, out, d.file("kill.log"),
-                                round == 0 ? std::vector<std::string>{}
-                                           : std::vector<std::string>{"--resume"});
+    const pid_t pid =
+        spawn_run(config, out, d.file("kill.log"),
+                  round == 0 ? std::vector<std::string>{} : std::vector<std::string>{"--resume"});
     int status = 0;
     bool exited = false;
     while (rows_now() < target_rows && !exited) {
@@ -265,7 +267,8 @@ TEST(CliRunResume, SigintStopsWithCompleteRowsAndExit130) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_FALSE(exited) << "the run ended before it could be interrupted: " << slurp(d.file("run.log"));
+  ASSERT_FALSE(exited) << "the run ended before it could be interrupted: "
+                       << slurp(d.file("run.log"));
   kill(pid, SIGINT);
   EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("run.log"));
   const std::string log = slurp(d.file("run.log"));
@@ -317,8 +320,9 @@ TEST(CliRunRefusals, PromptLongerThanTheContextIsRefusedBeforeWork) {
   d.write("tiny.yaml", config);
   std::string long_text;
   for (int i = 0; i < 30; i++) long_text += "the quick brown fox jumps over the lazy dog ";
-  d.write("prompts.jsonl", "{\"id\": \"short\", \"text\": \"hi\"}\n{\"id\": \"long\", \"text\": \"" +
-                               long_text + "\"}\n");
+  d.write("prompts.jsonl",
+          "{\"id\": \"short\", \"text\": \"hi\"}\n{\"id\": \"long\", \"text\": \"" + long_text +
+              "\"}\n");
   const pid_t pid = spawn_run(d.file("tiny.yaml"), d.file("out"), d.file("run.log"));
   EXPECT_EQ(wait_exit(pid), 2);
   const std::string log = slurp(d.file("run.log"));
