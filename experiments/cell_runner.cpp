@@ -92,6 +92,10 @@ PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry)
   d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx());
   d.identity["name"] = entry.name;
   d.identity["spec"] = entry.ref.spec;
+  if (const LlamaModel* m = d.drafter->model())
+    d.identity = model_identity(entry.ref.spec, entry.ref.path, *m);
+  d.identity["name"] = entry.name;
+  d.identity["spec"] = entry.ref.spec;
   d.identity["kind"] = d.drafter->deterministic() ? "deterministic" : "sampled";
   return d;
 }

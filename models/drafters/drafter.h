@@ -17,6 +17,8 @@
 
 namespace speclab {
 
+struct LlamaModel;
+
 struct DraftProposal {
   std::vector<int32_t> tokens;  // [n] proposed ids, n <= k (a drafter may propose fewer, even 0)
   // [n, vocab] the standardized distributions the tokens were drawn from; empty for a
@@ -46,6 +48,8 @@ class Drafter {
                        const DraftStopRule& stop, const RngKey& key, DraftProposal* out) = 0;
   // Forgets all state (new request).
   virtual void reset() = 0;
+  // The model a model drafter runs (for identity and cost figures); null for model-free ones.
+  virtual const LlamaModel* model() const { return nullptr; }
 };
 
 // Makes a drafter from a spec string (see drafter_factory.cpp for the grammar):
@@ -53,7 +57,6 @@ class Drafter {
 //   self:skip=4-11          the target with layers 4..11 skipped
 //   lookup:n=3              prompt lookup matching the last 3..1 tokens
 //   ngram:PATH              unigram/bigram counts stored in a file
-struct LlamaModel;
 std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaModel& target,
                                         int64_t max_ctx);
 

@@ -23,6 +23,7 @@ class ModelDrafter : public Drafter {
   void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override;
   void reset() override;
+  const LlamaModel* model() const override { return &runner_.model(); }
 
  private:
   std::string name_;
