@@ -92,8 +92,12 @@ PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry)
   d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx());
   d.identity["name"] = entry.name;
   d.identity["spec"] = entry.ref.spec;
-  if (const LlamaModel* m = d.drafter->model())
-    d.identity = model_identity(entry.ref.spec, entry.ref.path, *m);
+  if (const LlamaModel* m = d.drafter->model()) {
+    // Self-speculation runs the target's own weights: identify them by the target's files.
+    const bool self = entry.ref.spec.rfind("self:", 0) == 0;
+    d.identity = self ? model_identity(ctx.config->target->spec, ctx.config->target->path, *m)
+                      : model_identity(entry.ref.spec, entry.ref.path, *m);
+  }
   d.identity["name"] = entry.name;
   d.identity["spec"] = entry.ref.spec;
   d.identity["kind"] = d.drafter->deterministic() ? "deterministic" : "sampled";

@@ -55,18 +55,21 @@ void run_experiment(const RunArgs& a) {
   std::vector<const Cell*> todo;
   for (const auto& c : cells)
     if (!store.finished_cell_ids().count(c.cell_id)) todo.push_back(&c);
+
+  // Ctrl-C from here on (model loading included) stops before the next cell: exit 130 with
+  // the lock released and only complete rows written.
+  std::signal(SIGINT, on_sigint);
+  ExperimentSession session(cfg, &g_interrupted);
   std::fprintf(stderr, "speclab: %s: %zu cells (%zu in shard %d/%d, %zu already done)\n",
                cfg.name.c_str(), all.size(), cells.size(), shard.index, shard.count,
                cells.size() - todo.size());
 
-  ExperimentSession session(cfg, &g_interrupted);
-
-  std::signal(SIGINT, on_sigint);
   ProgressBar bar(static_cast<int>(todo.size()));
   int done = 0;
   for (const Cell* c : todo) {
     nlohmann::json row;
     try {
+      if (g_interrupted.load()) throw CellInterrupted{};
       row = session.run_cell(*c);
     } catch (const CellInterrupted&) {
       bar.finish();
