@@ -17,13 +17,6 @@
 namespace speclab {
 namespace {
 
-std::string read_all(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "speclab_sim_" + std::to_string(::getpid()) + "_" + name;
 }
