@@ -3,7 +3,8 @@
 // InputError: the user gave us something bad (a config, a model file, an argument).
 // The CLI prints what() as one line on stderr and exits with code 2. The message
 // names the file, the key or offset, and what was expected, e.g.
-//   "model.safetensors: tensor 'lm_head.weight' data offsets [10, 99999] lie outside the file (8200 bytes)"
+//   "model.safetensors: tensor 'lm_head.weight' data offsets [10, 99999] lie outside the file (8200
+//   bytes)"
 //
 // CheckFailed: a check the user asked for failed (a regression gate, a statistical
 // test). Exit code 1.
@@ -78,17 +79,17 @@ template <typename... Args>
 }  // namespace speclab
 
 // Bad-input check: SPECLAB_INPUT_CHECK(n <= limit, path, ": tensor count ", n, " exceeds ", limit);
-#define SPECLAB_INPUT_CHECK(cond, ...)        \
-  do {                                        \
+#define SPECLAB_INPUT_CHECK(cond, ...)               \
+  do {                                               \
     if (!(cond)) ::speclab::fail_input(__VA_ARGS__); \
   } while (0)
 
 // Internal invariant: a bug in speclab, not in the input. Aborts with file:line.
-#define SPECLAB_ASSERT(cond)                                                              \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      ::speclab::detail_assert_fail(#cond, __FILE__, __LINE__);                           \
-    }                                                                                     \
+#define SPECLAB_ASSERT(cond)                                    \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      ::speclab::detail_assert_fail(#cond, __FILE__, __LINE__); \
+    }                                                           \
   } while (0)
 
 namespace speclab {

@@ -88,7 +88,7 @@ void run_generate(const GenerateArgs& a) {
                       "arguments: give exactly one of --prompt and --prompt-ids");
   auto target = llama_load(a.target);
   std::unique_ptr<Tokenizer> override_tok;
-  if (!a.tokenizer.empty()) override_tok = tokenizer_load_any(a.tokenizer);
+  if (!a.tokenizer.empty()) override_tok = tokenizer_load(a.tokenizer);
   const Tokenizer* tok = override_tok ? override_tok.get() : target->tokenizer.get();
   if (tok) {
     SPECLAB_INPUT_CHECK(tok->vocab_size() <= target->config.vocab_size,

@@ -28,7 +28,7 @@ void register_ngram(CLI::App& app) {
   c->add_option("--order", a->order, "1 = unigram, 2 = bigram")->check(CLI::Range(1, 2));
   c->add_option("--out", a->out, "output table")->required();
   c->callback([a] {
-    auto tok = tokenizer_load_any(a->tokenizer);
+    auto tok = tokenizer_load(a->tokenizer);
     std::vector<std::string> files;
     for (const auto& p : a->corpus) {
       if (std::filesystem::is_directory(p)) {

@@ -25,8 +25,19 @@ namespace speclab {
 // One metadata value. Arrays keep their element type; scalars are stored widened.
 struct GgufValue {
   enum class Type : uint32_t {
-    U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-    STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12
+    U8 = 0,
+    I8 = 1,
+    U16 = 2,
+    I16 = 3,
+    U32 = 4,
+    I32 = 5,
+    F32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    U64 = 10,
+    I64 = 11,
+    F64 = 12
   };
   Type type = Type::U8;
   Type array_type = Type::U8;  // element type when type == ARRAY
@@ -51,7 +62,7 @@ class GgufFile {
   // Typed getters: throw InputError "<file>: metadata key '<key>' missing" or
   // "... has type X, expected Y".
   std::string get_string(const std::string& key) const;
-  int64_t get_int(const std::string& key) const;  // any integer type
+  int64_t get_int(const std::string& key) const;   // any integer type
   double get_float(const std::string& key) const;  // F32/F64 (integers accepted)
   bool get_bool(const std::string& key) const;
   std::vector<std::string> get_string_array(const std::string& key) const;

@@ -26,8 +26,8 @@ enum class RopePairing : uint8_t { kHalf, kInterleaved };
 
 struct LlamaConfig {
   int64_t vocab_size = 0;
-  int64_t dim = 0;          // hidden_size
-  int64_t hidden_dim = 0;   // intermediate_size (SwiGLU)
+  int64_t dim = 0;         // hidden_size
+  int64_t hidden_dim = 0;  // intermediate_size (SwiGLU)
   int64_t n_layers = 0;
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;   // GQA: n_heads % n_kv_heads == 0

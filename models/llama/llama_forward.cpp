@@ -32,18 +32,7 @@ LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<b
     : model_(model), skip_layers_(std::move(skip_layers)) {
   const LlamaConfig& c = model.config;
   const LlamaWeights& w = model.weights;
-  SPECLAB_INPUT_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, model.path, ": n_heads ",
-                      c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
-  SPECLAB_INPUT_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, model.path, ": head_dim ", c.head_dim,
-                      " must be even");
-  SPECLAB_INPUT_CHECK(static_cast<int64_t>(w.layers.size()) == c.n_layers, model.path, ": ",
-                      w.layers.size(), " layers of weights for n_layers ", c.n_layers);
-  if (skip_layers_.empty()) skip_layers_.assign(c.n_layers, false);
-  SPECLAB_INPUT_CHECK(static_cast<int64_t>(skip_layers_.size()) == c.n_layers, "skip_layers has ",
-                      skip_layers_.size(), " entries, the model has ", c.n_layers, " layers");
-  max_ctx_ = max_ctx > 0 ? max_ctx : std::min<int64_t>(c.max_seq_len, 4096);
-  SPECLAB_INPUT_CHECK(max_ctx_ > 0, model.path, ": no context length (max_seq_len ", c.max_seq_len,
-                      ")");
+  max_ctx_ = token_runner_check_setup(model, max_ctx, &skip_layers_);
 
   const int64_t q_dim = c.n_heads * c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim;

@@ -460,8 +460,8 @@ void synthetic_check_memory(const std::string& spec) {
             2 * matrix(c.hidden_dim, c.dim) + matrix(c.dim, c.hidden_dim) + 8.0 * c.dim);
   const int64_t avail = memory_available_bytes();
   SPECLAB_INPUT_CHECK(avail < 0 || bytes <= static_cast<double>(avail), "synthetic:", spec,
-                      ": the weights need ", static_cast<int64_t>(bytes),
-                      " bytes but only ", avail, " bytes of memory are available (MemAvailable",
+                      ": the weights need ", static_cast<int64_t>(bytes), " bytes but only ", avail,
+                      " bytes of memory are available (MemAvailable",
                       std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "", ")");
 }
 

@@ -13,7 +13,8 @@ namespace speclab {
 // A random model with the given config; matrices in `dtype`, norms in F32. Owned buffers
 // live in model->storage. No tokenizer. Weights ~ N(0, 1/sqrt(in_features)) so activations
 // stay O(1) through many layers.
-std::unique_ptr<LlamaModel> llama_make_random(const LlamaConfig& config, DType dtype, uint64_t seed);
+std::unique_ptr<LlamaModel> llama_make_random(const LlamaConfig& config, DType dtype,
+                                              uint64_t seed);
 
 // spec = "<shape>[:<dtype>]" where shape is one of llama-3.2-1b, llama-3.2-3b,
 // smollm2-135m, smollm2-360m, smollm2-1.7b, tiny (a few-layer test model); dtype defaults

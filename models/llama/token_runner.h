@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace speclab {
+
+struct LlamaModel;
 
 class TokenRunner {
  public:
@@ -20,5 +23,11 @@ class TokenRunner {
   virtual int64_t max_ctx() const = 0;
   virtual int64_t vocab() const = 0;
 };
+
+// The checks every runner makes on its arguments (heads, head_dim, layer count, skip list)
+// and the context it resolves: max_ctx, or min(max_seq_len, 4096) when 0. Fills an empty
+// skip list with "skip nothing". Throws InputError.
+int64_t token_runner_check_setup(const LlamaModel& model, int64_t max_ctx,
+                                 std::vector<bool>* skip_layers);
 
 }  // namespace speclab

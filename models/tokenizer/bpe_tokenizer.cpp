@@ -129,9 +129,10 @@ void BpeTokenizer::encode_piece(const std::string& piece_bytes, std::vector<int3
       int32_t id = id_of_piece(alphabet.char_of(b));
       if (id < 0 && vocab_.byte_fallback) id = byte_fallback_ids_[b];
       if (id < 0) id = vocab_.unk_id;
-      SPECLAB_INPUT_CHECK(id >= 0, vocab_.source, ": text contains byte 0x", std::hex,
-                          static_cast<int>(b), std::dec,
-                          " which the vocabulary cannot represent (no piece, byte fallback or unknown token)");
+      SPECLAB_INPUT_CHECK(
+          id >= 0, vocab_.source, ": text contains byte 0x", std::hex, static_cast<int>(b),
+          std::dec,
+          " which the vocabulary cannot represent (no piece, byte fallback or unknown token)");
       symbols.push_back(id);
     }
     merge_symbols(symbols);

@@ -23,8 +23,5 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
 // directory (its tokenizer.json, else its tokenizer.model). The file kind is taken from the
 // first bytes ("GGUF", "{"), else it is read as a SentencePiece model. Throws InputError.
 std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path);
-// Any of the above by path: a tokenizer.json, a tokenizer.model, a .gguf, or a model
-// directory holding tokenizer.json or tokenizer.model.
-std::unique_ptr<Tokenizer> tokenizer_load_any(const std::string& path);
 
 }  // namespace speclab

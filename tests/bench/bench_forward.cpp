@@ -144,7 +144,8 @@ void BM_CostRatio(benchmark::State& state, const std::string& draft_spec,
     token = (token + 101) % static_cast<int32_t>(draft.vocab());
   }
   state.counters["c"] = t_draft / t_target;
-  state.counters["bytes_ratio"] = bench_weight_bytes(*draft_model) / bench_weight_bytes(target_model);
+  state.counters["bytes_ratio"] =
+      bench_weight_bytes(*draft_model) / bench_weight_bytes(target_model);
   state.counters["T_draft_ms"] = 1e3 * t_draft / state.iterations();
   state.counters["T_target_ms"] = 1e3 * t_target / state.iterations();
   state.SetLabel(matmul_isa());

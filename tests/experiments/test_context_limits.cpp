@@ -18,7 +18,6 @@ namespace {
 
 using testing_util::ScratchDir;
 
-
 TEST(ContextLimits, RunRefusesCtxLongerThanTheTargetsBeforeWork) {
   ScratchDir d;
   // synthetic:tiny has max_seq_len 2048.

@@ -52,8 +52,9 @@ TEST(FuzzRegressions, InvalidUtf8InConfigNamesTheLine) {
 // throws json::out_of_range (found by fuzz_tokenizer_json; the same code shape was here).
 TEST(FuzzRegressions, JsonNumberOverflowIsABadLineNotACrash) {
   testing_util::ScratchDir d;
-  const std::string prompts = d.write("p.jsonl", "{\"id\": \"a\", \"text\": \"x\"}\n"
-                                                 "{\"id\": \"b\", \"text\": \"y\", \"w\": 1e999}\n");
+  const std::string prompts = d.write("p.jsonl",
+                                      "{\"id\": \"a\", \"text\": \"x\"}\n"
+                                      "{\"id\": \"b\", \"text\": \"y\", \"w\": 1e999}\n");
   try {
     prompt_set_load(prompts);
     ADD_FAILURE() << "expected an InputError";

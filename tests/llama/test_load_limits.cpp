@@ -17,8 +17,8 @@ struct MemoryLimit {  // sets SPECLAB_MEMORY_LIMIT for one test
 TEST(LoadLimits, SyntheticModelLargerThanAvailableMemoryIsRefused) {
   MemoryLimit limit("100000");  // synthetic:tiny's BF16 weights take ~240 kB
   testing::expect_input_error([] { llama_load("synthetic:tiny"); },
-                              {"synthetic:tiny", "the weights need", "bytes of memory are available",
-                               "SPECLAB_MEMORY_LIMIT"});
+                              {"synthetic:tiny", "the weights need",
+                               "bytes of memory are available", "SPECLAB_MEMORY_LIMIT"});
   // F32 weights take twice the bytes of BF16: the dtype is counted.
   MemoryLimit roomy("400000");
   EXPECT_NO_THROW(llama_load("synthetic:tiny"));

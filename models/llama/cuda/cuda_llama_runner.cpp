@@ -38,17 +38,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
     : config_(model.config), skip_layers_(std::move(skip_layers)) {
   const LlamaConfig& c = config_;
   const LlamaWeights& w = model.weights;
-  SPECLAB_INPUT_CHECK(c.n_kv_heads > 0 && c.n_heads % c.n_kv_heads == 0, model.path, ": n_heads ",
-                      c.n_heads, " is not a multiple of n_kv_heads ", c.n_kv_heads);
-  SPECLAB_INPUT_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, model.path, ": head_dim ", c.head_dim,
-                      " must be even");
-  SPECLAB_INPUT_CHECK(static_cast<int64_t>(w.layers.size()) == c.n_layers, model.path, ": ",
-                      w.layers.size(), " layers of weights for n_layers ", c.n_layers);
-  if (skip_layers_.empty()) skip_layers_.assign(c.n_layers, false);
-  SPECLAB_INPUT_CHECK(static_cast<int64_t>(skip_layers_.size()) == c.n_layers, "skip_layers has ",
-                      skip_layers_.size(), " entries, the model has ", c.n_layers, " layers");
-  const int64_t ctx = max_ctx > 0 ? max_ctx : std::min<int64_t>(c.max_seq_len, 4096);
-  SPECLAB_INPUT_CHECK(ctx > 0, model.path, ": no context length (max_seq_len ", c.max_seq_len, ")");
+  const int64_t ctx = token_runner_check_setup(model, max_ctx, &skip_layers_);
   kv_ = cuda_kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
 
   SPECLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
