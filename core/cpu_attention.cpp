@@ -1,5 +1,6 @@
 #include "core/cpu_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,6 +23,25 @@ float dot_lanes(const float* a, const float* b, int64_t n) {
          ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail;
 }
 
+// One (query token, head): scores over the listed cache positions in the order given,
+// softmax, weighted sum of V rows in the same order. Both attention() and attention_tree()
+// call it, so a query sees bit-identical results whenever it reads the same positions.
+//   slot(i) for i in [0, n_ctx): the cache position of context entry i.
+template <typename SlotFn>
+void attend_one(float* oh, const float* qh, const float* k_cache, const float* v_cache,
+                int64_t n_ctx, SlotFn slot, int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
+                float scale, float* scores) {
+  for (int64_t i = 0; i < n_ctx; i++)
+    scores[i] = dot_lanes(qh, k_cache + slot(i) * kv_stride + kv_offset, head_dim) * scale;
+  softmax(scores, n_ctx);
+  for (int64_t d = 0; d < head_dim; d++) oh[d] = 0.0f;
+  for (int64_t i = 0; i < n_ctx; i++) {
+    const float* vh = v_cache + slot(i) * kv_stride + kv_offset;
+    const float a = scores[i];
+    for (int64_t d = 0; d < head_dim; d++) oh[d] += a * vh[d];
+  }
+}
+
 }  // namespace
 
 void attention(float* out, const float* q, const float* k_cache, const float* v_cache,
@@ -41,20 +61,44 @@ void attention(float* out, const float* q, const float* k_cache, const float* v_
     for (int64_t w = 0; w < n_work; w++) {
       const int64_t t = w / n_heads;
       const int64_t h = w % n_heads;
-      const int64_t kv_h = h / group;
       const int64_t n_ctx = n_past + t + 1;  // causal: positions [0, n_past + t]
-      const float* qh = q + (t * n_heads + h) * head_dim;
-      for (int64_t p = 0; p < n_ctx; p++) {
-        scores[p] = dot_lanes(qh, k_cache + p * kv_stride + kv_h * head_dim, head_dim) * scale;
-      }
-      softmax(scores.data(), n_ctx);
-      float* oh = out + (t * n_heads + h) * head_dim;
-      for (int64_t d = 0; d < head_dim; d++) oh[d] = 0.0f;
-      for (int64_t p = 0; p < n_ctx; p++) {
-        const float* vh = v_cache + p * kv_stride + kv_h * head_dim;
-        const float a = scores[p];
-        for (int64_t d = 0; d < head_dim; d++) oh[d] += a * vh[d];
-      }
+      attend_one(out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache,
+                 v_cache, n_ctx, [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim,
+                 head_dim, scale, scores.data());
+    }
+  }
+}
+
+void attention_tree(float* out, const float* q, const float* k_cache, const float* v_cache,
+                    int64_t n_tokens, const int64_t* prefix_len, const int64_t* extra_offset,
+                    const int64_t* extra_slots, int64_t n_heads, int64_t n_kv_heads,
+                    int64_t head_dim) {
+  SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0);
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t kv_stride = n_kv_heads * head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t n_work = n_tokens * n_heads;
+  int64_t max_ctx = 0, total_ctx = 0;
+  for (int64_t t = 0; t < n_tokens; t++) {
+    const int64_t n_ctx = prefix_len[t] + (extra_offset[t + 1] - extra_offset[t]);
+    max_ctx = std::max(max_ctx, n_ctx);
+    total_ctx += n_ctx;
+  }
+  const bool parallel = n_heads * total_ctx * head_dim >= (int64_t{1} << 16);
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> scores(max_ctx);  // [n_ctx] for one (token, head)
+#pragma omp for schedule(static)
+    for (int64_t w = 0; w < n_work; w++) {
+      const int64_t t = w / n_heads;
+      const int64_t h = w % n_heads;
+      const int64_t prefix = prefix_len[t];
+      const int64_t* extra = extra_slots + extra_offset[t];
+      const int64_t n_ctx = prefix + (extra_offset[t + 1] - extra_offset[t]);
+      attend_one(out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache,
+                 v_cache, n_ctx,
+                 [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; },
+                 kv_stride, (h / group) * head_dim, head_dim, scale, scores.data());
     }
   }
 }

@@ -19,4 +19,18 @@ void attention(float* out, const float* q, const float* k_cache, const float* v_
                int64_t n_tokens, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
                int64_t head_dim);
 
+// Tree attention (speculative token trees, seed 004 section 2.1): query t attends to the
+// cache positions [0, prefix_len[t]) followed by extra_slots[extra_offset[t] ..
+// extra_offset[t+1]) (ascending, each >= prefix_len[t]: the query's ancestors in the tree
+// and itself). The cache must already hold every listed slot.
+//   out, q:        [n_tokens, n_heads, head_dim]
+//   prefix_len:    [n_tokens]
+//   extra_offset:  [n_tokens + 1]    extra_slots: [extra_offset[n_tokens]]
+// A query that reads the positions [0, n) gets bit-identical output to attention() with
+// the same n, so a path of the tree computes exactly what the linear sequence would.
+void attention_tree(float* out, const float* q, const float* k_cache, const float* v_cache,
+                    int64_t n_tokens, const int64_t* prefix_len, const int64_t* extra_offset,
+                    const int64_t* extra_slots, int64_t n_heads, int64_t n_kv_heads,
+                    int64_t head_dim);
+
 }  // namespace speclab

@@ -34,32 +34,48 @@ void rope_scale_llama3(float* inv_freq, int64_t n, float factor, float low_freq_
   }
 }
 
-void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
-                const float* inv_freq, bool interleaved) {
+namespace {
+// Rotates the n_heads head vectors of one token at position pos.   x: [n_heads, head_dim]
+// cos_t, sin_t: scratch [head_dim/2].
+void rope_apply_token(float* x, int64_t n_heads, int64_t head_dim, int64_t pos,
+                      const float* inv_freq, bool interleaved, float* cos_t, float* sin_t) {
   const int64_t half = head_dim / 2;
-  std::vector<float> cos_t(half), sin_t(half);  // [head_dim/2] for one position
-  for (int64_t t = 0; t < n_tokens; t++) {
-    // Angles in double: positions reach 1e5 and pos * inv_freq must keep its fraction.
-    const double pos = static_cast<double>(pos0 + t);
+  // Angles in double: positions reach 1e5 and pos * inv_freq must keep its fraction.
+  for (int64_t i = 0; i < half; i++) {
+    const double angle = static_cast<double>(pos) * inv_freq[i];
+    cos_t[i] = static_cast<float>(std::cos(angle));
+    sin_t[i] = static_cast<float>(std::sin(angle));
+  }
+  // Element index of the two members of pair i.
+  const int64_t stride_a = interleaved ? 2 : 1;
+  const int64_t offset_b = interleaved ? 1 : half;
+  for (int64_t h = 0; h < n_heads; h++) {
+    float* v = x + h * head_dim;
     for (int64_t i = 0; i < half; i++) {
-      const double angle = pos * inv_freq[i];
-      cos_t[i] = static_cast<float>(std::cos(angle));
-      sin_t[i] = static_cast<float>(std::sin(angle));
-    }
-    for (int64_t h = 0; h < n_heads; h++) {
-      float* v = x + (t * n_heads + h) * head_dim;
-      // Element index of the two members of pair i.
-      const int64_t stride_a = interleaved ? 2 : 1;
-      const int64_t offset_b = interleaved ? 1 : half;
-      for (int64_t i = 0; i < half; i++) {
-        float* a = v + i * stride_a;
-        float* b = a + offset_b;
-        const float va = *a, vb = *b;
-        *a = va * cos_t[i] - vb * sin_t[i];
-        *b = va * sin_t[i] + vb * cos_t[i];
-      }
+      float* a = v + i * stride_a;
+      float* b = a + offset_b;
+      const float va = *a, vb = *b;
+      *a = va * cos_t[i] - vb * sin_t[i];
+      *b = va * sin_t[i] + vb * cos_t[i];
     }
   }
+}
+}  // namespace
+
+void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                const float* inv_freq, bool interleaved) {
+  std::vector<float> cos_t(head_dim / 2), sin_t(head_dim / 2);  // [head_dim/2]
+  for (int64_t t = 0; t < n_tokens; t++)
+    rope_apply_token(x + t * n_heads * head_dim, n_heads, head_dim, pos0 + t, inv_freq,
+                     interleaved, cos_t.data(), sin_t.data());
+}
+
+void rope_apply_positions(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                          const int64_t* positions, const float* inv_freq, bool interleaved) {
+  std::vector<float> cos_t(head_dim / 2), sin_t(head_dim / 2);  // [head_dim/2]
+  for (int64_t t = 0; t < n_tokens; t++)
+    rope_apply_token(x + t * n_heads * head_dim, n_heads, head_dim, positions[t], inv_freq,
+                     interleaved, cos_t.data(), sin_t.data());
 }
 
 }  // namespace speclab

@@ -27,4 +27,10 @@ void rope_scale_llama3(float* inv_freq, int64_t n, float factor, float low_freq_
 void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,
                 const float* inv_freq, bool interleaved);
 
+// The same with an explicit position per token (tree attention: a token's position is its
+// depth in the token tree, not its batch index), bit-identical to rope_apply at equal
+// positions.   x: [n_tokens, n_heads, head_dim], positions: [n_tokens]
+void rope_apply_positions(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                          const int64_t* positions, const float* inv_freq, bool interleaved);
+
 }  // namespace speclab

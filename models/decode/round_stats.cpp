@@ -9,6 +9,7 @@ void AcceptanceStats::add(const RoundRecord& r) {
   n_drafted += r.n_draft;
   n_accepted += r.n_accepted;
   n_emitted += r.n_emitted;
+  n_tree_nodes += r.tree_nodes;
   const size_t need = static_cast<size_t>(r.n_draft);
   if (drafted_at.size() < need) {
     drafted_at.resize(need, 0);
@@ -20,7 +21,10 @@ void AcceptanceStats::add(const RoundRecord& r) {
     if (i <= r.n_accepted) {  // every earlier draft accepted: position i was tested
       tested_at[i]++;
       n_tested++;
-      if (i < static_cast<int>(r.beta.size())) beta_sum += r.beta[i];
+      if (i < static_cast<int>(r.beta.size())) {
+        beta_sum += r.beta[i];
+        n_beta++;
+      }
     }
     if (i < r.n_accepted) accepted_at[i]++;
   }

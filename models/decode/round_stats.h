@@ -14,11 +14,13 @@ namespace speclab {
 
 struct AcceptanceStats {
   int64_t n_rounds = 0;
-  int64_t n_drafted = 0;  // all proposed tokens
+  int64_t n_drafted = 0;  // all proposed tokens (tree rounds: their depth, see n_tree_nodes)
   int64_t n_tested = 0;   // proposed tokens that reached the accept test
   int64_t n_accepted = 0;
   int64_t n_emitted = 0;             // committed tokens (accepted + corrections/bonus, after stops)
-  double beta_sum = 0;               // sum of beta over tested positions
+  double beta_sum = 0;               // sum of beta over tested positions that carry one
+  int64_t n_beta = 0;                // tested positions with a beta (tree rounds have none)
+  int64_t n_tree_nodes = 0;          // tree rounds: drafted nodes verified
   std::vector<int64_t> drafted_at;   // [max gamma] rounds that drafted position i
   std::vector<int64_t> tested_at;    // [max gamma] rounds where position i was tested
   std::vector<int64_t> accepted_at;  // [max gamma] rounds that accepted position i
@@ -30,7 +32,7 @@ struct AcceptanceStats {
   // Empirical acceptance: accepted / tested (estimates E[min(1, p/q)] = alpha).
   double alpha_empirical() const { return n_tested ? double(n_accepted) / n_tested : 0.0; }
   // Corollary 3.6: mean over tested positions of sum_x min(p, q).
-  double alpha_beta() const { return n_tested ? beta_sum / n_tested : 0.0; }
+  double alpha_beta() const { return n_beta ? beta_sum / n_beta : 0.0; }
   // Conditional acceptance at position i: accepted_at / tested_at.
   std::vector<double> conditional_acceptance() const;
   // Survival at position i: accepted_at / drafted_at (P[first i+1 drafts all accepted]).

@@ -14,6 +14,7 @@
 
 #include "core/rng.h"
 #include "core/sampling.h"
+#include "core/token_tree.h"
 
 namespace speclab {
 
@@ -46,6 +47,12 @@ class Drafter {
   // derived from `key` (position = absolute position of each drafted token).
   virtual void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                        const DraftStopRule& stop, const RngKey& key, DraftProposal* out) = 0;
+  // Tree speculation: builds a tree of the given shape below the root context.back() (see
+  // core/token_tree.h), drawing with keys derived from `key` (position = absolute position
+  // of the depth-1 nodes). The base implementation, for drafters that cannot branch
+  // (prompt lookup, n-gram), proposes one chain of shape.depth() tokens with propose().
+  virtual void propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
+                            const SamplingParams& params, const RngKey& key, DraftTree* out);
   // Forgets all state (new request).
   virtual void reset() = 0;
   // The model a model drafter runs (for identity and cost figures); null for model-free ones.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/tree_verify.h"
 #include "models/drafters/draft_sampling.h"
 
 namespace speclab {
@@ -18,16 +19,8 @@ void ModelDrafter::reset() {
   fed_.clear();
 }
 
-void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
-                           const DraftStopRule& stop, const RngKey& key, DraftProposal* out) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int64_t vocab = runner_.vocab();
+const float* ModelDrafter::catch_up(const std::vector<int32_t>& context, int64_t* n_calls) {
   const int64_t L = static_cast<int64_t>(context.size());
-  SPECLAB_ASSERT(L >= 1);
-  *out = DraftProposal();
-  k = static_cast<int>(std::min<int64_t>(k, runner_.max_ctx() - L));
-  if (k <= 0) return;
-
   // Roll back to the longest common prefix of what we fed and the new context, then catch
   // up on everything after it, the last committed token included (its logits predict
   // position L).
@@ -39,8 +32,22 @@ void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const Sam
   fed_.resize(common);
   const float* logits = runner_.forward(context.data() + common, L - static_cast<int64_t>(common),
                                         /*last_only=*/true);
-  out->n_forward_calls++;
+  (*n_calls)++;
   fed_.insert(fed_.end(), context.begin() + static_cast<int64_t>(common), context.end());
+  return logits;
+}
+
+void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
+                           const DraftStopRule& stop, const RngKey& key, DraftProposal* out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t vocab = runner_.vocab();
+  const int64_t L = static_cast<int64_t>(context.size());
+  SPECLAB_ASSERT(L >= 1);
+  *out = DraftProposal();
+  k = static_cast<int>(std::min<int64_t>(k, runner_.max_ctx() - L));
+  if (k <= 0) return;
+
+  const float* logits = catch_up(context, &out->n_forward_calls);
 
   out->q.reserve(static_cast<size_t>(k * vocab));
   for (int i = 0; i < k; i++) {
@@ -52,6 +59,98 @@ void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const Sam
       fed_.push_back(tok);
     }
   }
+  out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+namespace {
+// The b highest logits of one row, best first (ties: lower id).   logits: [vocab]
+std::vector<int32_t> top_tokens(const float* logits, int64_t vocab, int b) {
+  std::vector<int32_t> ids(static_cast<size_t>(vocab));
+  for (int64_t x = 0; x < vocab; x++) ids[x] = static_cast<int32_t>(x);
+  const auto better = [logits](int32_t a, int32_t c) {
+    return logits[a] > logits[c] || (logits[a] == logits[c] && a < c);
+  };
+  const int64_t n = std::min<int64_t>(b, vocab);
+  std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), better);
+  ids.resize(static_cast<size_t>(n));
+  return ids;
+}
+}  // namespace
+
+void ModelDrafter::propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
+                                const SamplingParams& params, const RngKey& key, DraftTree* out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t vocab = runner_.vocab();
+  const int64_t L = static_cast<int64_t>(context.size());
+  SPECLAB_ASSERT(L >= 1);
+  out->reset(context.back());
+  if (shape.depth() == 0) return;
+  SPECLAB_INPUT_CHECK(L - 1 + shape.n_drafted() <= runner_.max_ctx(), "draft '", name_,
+                      "': a tree of ", shape.n_drafted(), " nodes at position ", L,
+                      " exceeds its context of ", runner_.max_ctx());
+  const bool sample = shape.mode == TreeMode::kSample;
+  const float* logits = catch_up(context, &out->n_forward_calls);
+
+  // What each frontier node offers its children: top-k mode keeps the ranked tokens of the
+  // draft's logits (deterministic proposals), sample mode a row of q.   row: [vocab]
+  std::vector<int32_t> frontier = {0};
+  std::vector<int32_t> slot = {static_cast<int32_t>(L - 1)};  // [n_nodes] draft cache slot
+  std::vector<std::vector<int32_t>> ranked(1);
+  std::vector<int32_t> q_row_of(1, -1);
+  const auto take = [&](int32_t node, const float* row, int next_branching) {
+    if (sample) {
+      q_row_of[node] = static_cast<int32_t>(out->q.size() / static_cast<size_t>(vocab));
+      out->q.resize(out->q.size() + static_cast<size_t>(vocab));
+      sampling_standardize(out->q.data() + out->q.size() - vocab, row, vocab, params);
+    } else {
+      ranked[node] = top_tokens(row, vocab, next_branching);
+    }
+  };
+  take(0, logits, shape.branching[0]);
+
+  std::vector<int32_t> level_tokens, level_parent_slots;
+  for (int d = 0; d < shape.depth(); d++) {
+    std::vector<int32_t> next;
+    for (int32_t f : frontier) {
+      if (sample) {
+        const float* q = out->q.data() + static_cast<size_t>(q_row_of[f]) * vocab;
+        std::vector<int32_t> drawn;
+        for (int s = 0; s < shape.branching[d]; s++) {
+          const RngKey k = rng_key_at(key, key.position + static_cast<uint64_t>(out->depth[f]),
+                                      kRngDraftSample,
+                                      static_cast<uint32_t>(f * kTreeMaxBranch + s));
+          const int32_t tok = sampling_draw(q, vocab, rng_uniform(k));
+          if (std::find(drawn.begin(), drawn.end(), tok) != drawn.end()) {
+            out->add_repeat(f, tok, q_row_of[f]);
+          } else {
+            drawn.push_back(tok);
+            next.push_back(out->add_child(f, tok, q_row_of[f]));
+          }
+        }
+      } else {
+        for (int32_t tok : ranked[f]) next.push_back(out->add_child(f, tok, -1));
+      }
+    }
+    slot.resize(out->token.size(), -1);
+    ranked.resize(out->token.size());
+    q_row_of.resize(out->token.size(), -1);
+    if (d + 1 == shape.depth() || next.empty()) break;
+    // One draft pass over the whole level with the tree mask.
+    level_tokens.clear();
+    level_parent_slots.clear();
+    const int64_t first_slot = runner_.n_past();
+    for (size_t i = 0; i < next.size(); i++) {
+      level_tokens.push_back(out->token[next[i]]);
+      level_parent_slots.push_back(slot[out->parent[next[i]]]);
+      slot[next[i]] = static_cast<int32_t>(first_slot + static_cast<int64_t>(i));
+    }
+    const float* rows = runner_.forward_tree(level_tokens.data(), level_parent_slots.data(),
+                                             static_cast<int64_t>(next.size()));
+    out->n_forward_calls++;
+    for (size_t i = 0; i < next.size(); i++) take(next[i], rows + i * vocab, shape.branching[d + 1]);
+    frontier = std::move(next);
+  }
+  runner_.truncate(L);  // forget the tree: the cache holds the committed context again
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -22,12 +22,21 @@ class ModelDrafter : public Drafter {
   bool deterministic() const override { return false; }
   void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override;
+  // Builds the tree level by level: one draft forward_tree pass per level over all of its
+  // nodes (tree attention), then rolls its cache back to the committed context; the
+  // accepted path is caught up in one batch at the next round.
+  void propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
+                    const SamplingParams& params, const RngKey& key, DraftTree* out) override;
   void reset() override;
   const LlamaModel* model() const override { return &runner_.model(); }
 
  private:
   std::string name_;
   LlamaRunner runner_;
+  // Rolls back to the longest common prefix of fed_ and context, feeds the rest; returns
+  // the logits of context.back(), [vocab].
+  const float* catch_up(const std::vector<int32_t>& context, int64_t* n_calls);
+
   std::vector<int32_t> fed_;  // tokens whose K/V are in runner_'s cache, in order
 };
 

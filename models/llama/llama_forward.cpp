@@ -60,6 +60,8 @@ LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<b
     value_cache_[l].reset(new float[max_ctx_ * kv_dim]);
   }
   inv_freq_ = llama_rope_inv_freq(c);
+  slot_position_.assign(static_cast<size_t>(max_ctx_), 0);
+  slot_parent_.assign(static_cast<size_t>(max_ctx_), -1);
   rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
 }
 
@@ -77,9 +79,8 @@ void LlamaRunner::ensure_batch_capacity(int64_t n_tokens) {
   batch_capacity_ = n_tokens;
 }
 
-const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {
+void LlamaRunner::check_tokens(const int32_t* tokens, int64_t n_tokens) const {
   const LlamaConfig& c = model_.config;
-  const LlamaWeights& w = model_.weights;
   SPECLAB_INPUT_CHECK(n_tokens >= 1, "forward needs at least one token, got ", n_tokens);
   SPECLAB_INPUT_CHECK(n_past_ + n_tokens <= max_ctx_, "context of ", n_past_ + n_tokens,
                       " tokens exceeds the limit ", max_ctx_);
@@ -87,6 +88,78 @@ const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool 
     SPECLAB_INPUT_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token id ", tokens[t],
                         " at index ", t, " is outside the vocabulary [0, ", c.vocab_size, ")");
   }
+}
+
+const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {
+  check_tokens(tokens, n_tokens);
+  SPECLAB_ASSERT(linear_len_ == n_past_);  // a tree is pending: keep_path/truncate first
+  for (int64_t t = 0; t < n_tokens; t++) {
+    slot_position_[n_past_ + t] = n_past_ + t;
+    slot_parent_[n_past_ + t] = n_past_ + t - 1;
+  }
+  const float* logits = run(tokens, n_tokens, last_only, nullptr);
+  linear_len_ = n_past_;
+  return logits;
+}
+
+const float* LlamaRunner::forward_tree(const int32_t* tokens, const int32_t* parent_slot,
+                                       int64_t n_tokens) {
+  check_tokens(tokens, n_tokens);
+  // Per node: position, and the context it reads: the linear prefix up to its first
+  // linear ancestor, then its tree ancestors and itself in ascending slot order.
+  std::vector<int64_t> positions(n_tokens), prefix_len(n_tokens), offset(n_tokens + 1, 0);
+  std::vector<int64_t> extra;  // concatenated ascending slot lists
+  std::vector<int64_t> chain;
+  for (int64_t i = 0; i < n_tokens; i++) {
+    const int64_t slot = n_past_ + i;
+    const int64_t parent = parent_slot[i];
+    SPECLAB_INPUT_CHECK(parent >= -1 && parent < slot, "forward_tree: node ", i, " has parent slot ",
+                        parent, ", expected -1..", slot - 1);
+    slot_parent_[slot] = parent;
+    slot_position_[slot] = parent < 0 ? 0 : slot_position_[parent] + 1;
+    positions[i] = slot_position_[slot];
+    chain.clear();
+    int64_t s = slot;
+    while (s >= linear_len_) {  // tree slots, walking up to the linear sequence
+      chain.push_back(s);
+      s = slot_parent_[s];
+    }
+    prefix_len[i] = s + 1;  // s = -1 or the linear ancestor
+    extra.insert(extra.end(), chain.rbegin(), chain.rend());
+    offset[i + 1] = static_cast<int64_t>(extra.size());
+  }
+  const TreeBatch tree{positions.data(), prefix_len.data(), offset.data(), extra.data()};
+  return run(tokens, n_tokens, /*last_only=*/false, &tree);
+}
+
+void LlamaRunner::keep_path(int64_t base, const int32_t* path, int64_t n) {
+  SPECLAB_ASSERT(base == linear_len_ && n >= 0 && base + n <= n_past_);
+  const LlamaConfig& c = model_.config;
+  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  int64_t prev = base - 1;
+  for (int64_t j = 0; j < n; j++) {
+    const int64_t from = path[j];
+    SPECLAB_ASSERT(from >= base + j && from < n_past_ && slot_parent_[from] == prev);
+    prev = from;
+    const int64_t to = base + j;  // to <= from and later sources lie above from: no overlap
+    if (from != to) {
+      for (int64_t l = 0; l < c.n_layers; l++) {
+        if (skip_layers_[l]) continue;
+        std::copy_n(key_cache_[l].get() + from * kv_dim, kv_dim, key_cache_[l].get() + to * kv_dim);
+        std::copy_n(value_cache_[l].get() + from * kv_dim, kv_dim,
+                    value_cache_[l].get() + to * kv_dim);
+      }
+    }
+    slot_position_[to] = to;
+    slot_parent_[to] = to - 1;
+  }
+  n_past_ = linear_len_ = base + n;
+}
+
+const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last_only,
+                              const TreeBatch* tree) {
+  const LlamaConfig& c = model_.config;
+  const LlamaWeights& w = model_.weights;
   ensure_batch_capacity(n_tokens);
   const int64_t dim = c.dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim;
@@ -110,12 +183,21 @@ const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool 
     matmul_weights(q_.data(), xb_.data(), lw.wq, n_tokens);
     matmul_weights(k_new, xb_.data(), lw.wk, n_tokens);
     matmul_weights(v_new, xb_.data(), lw.wv, n_tokens);
-    rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past_, inv_freq_.data(),
-               rope_interleaved_);
-    rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past_, inv_freq_.data(),
-               rope_interleaved_);
-    attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past_, c.n_heads,
-              c.n_kv_heads, c.head_dim);
+    if (tree) {
+      rope_apply_positions(q_.data(), n_tokens, c.n_heads, c.head_dim, tree->positions,
+                           inv_freq_.data(), rope_interleaved_);
+      rope_apply_positions(k_new, n_tokens, c.n_kv_heads, c.head_dim, tree->positions,
+                           inv_freq_.data(), rope_interleaved_);
+      attention_tree(att_.data(), q_.data(), key_cache, value_cache, n_tokens, tree->prefix_len,
+                     tree->extra_offset, tree->extra_slots, c.n_heads, c.n_kv_heads, c.head_dim);
+    } else {
+      rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past_, inv_freq_.data(),
+                 rope_interleaved_);
+      rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past_, inv_freq_.data(),
+                 rope_interleaved_);
+      attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past_, c.n_heads,
+                c.n_kv_heads, c.head_dim);
+    }
     matmul_weights(xb2_.data(), att_.data(), lw.wo, n_tokens);
     add_inplace(x, xb2_.data(), n_tokens * dim);
 
@@ -144,6 +226,7 @@ const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool 
 void LlamaRunner::truncate(int64_t n) {
   SPECLAB_ASSERT(n >= 0 && n <= n_past_);
   n_past_ = n;
+  linear_len_ = std::min(linear_len_, n);
 }
 
 }  // namespace speclab

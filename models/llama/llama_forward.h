@@ -32,6 +32,12 @@ class LlamaRunner : public TokenRunner {
   // O(1): forgets cache positions >= n (n <= n_past). The next forward starts at position n.
   void truncate(int64_t n) override;
 
+  // Tree speculation (TokenRunner): nodes attend to their ancestors via attention_tree.
+  // forward() requires a linear cache (no tree slots): call keep_path or truncate first.
+  const float* forward_tree(const int32_t* tokens, const int32_t* parent_slot,
+                            int64_t n_tokens) override;
+  void keep_path(int64_t base, const int32_t* path, int64_t n) override;
+
   int64_t n_past() const override { return n_past_; }
   int64_t max_ctx() const override { return max_ctx_; }
   int64_t vocab() const override { return model_.config.vocab_size; }
@@ -39,12 +45,27 @@ class LlamaRunner : public TokenRunner {
 
  private:
   void ensure_batch_capacity(int64_t n_tokens);
+  void check_tokens(const int32_t* tokens, int64_t n_tokens) const;
+  // The layers and the head over n_tokens tokens appended at slots [n_past, n_past + n).
+  // tree == nullptr: linear (causal) batch at positions n_past + t.
+  struct TreeBatch {
+    const int64_t* positions;     // [n_tokens]
+    const int64_t* prefix_len;    // [n_tokens]  attention_tree arguments
+    const int64_t* extra_offset;  // [n_tokens + 1]
+    const int64_t* extra_slots;
+  };
+  const float* run(const int32_t* tokens, int64_t n_tokens, bool last_only, const TreeBatch* tree);
 
   const LlamaModel& model_;
   int64_t max_ctx_ = 0;
   int64_t n_past_ = 0;
   std::vector<bool> skip_layers_;  // [n_layers]
   std::vector<float> inv_freq_;    // [head_dim/2]
+  // Tree bookkeeping per cache slot: the slots [0, linear_len_) hold the linear sequence
+  // (slot s at position s); tree slots beyond have their own position and parent slot.
+  int64_t linear_len_ = 0;
+  std::vector<int64_t> slot_position_;  // [max_ctx]
+  std::vector<int64_t> slot_parent_;    // [max_ctx] (-1: none)
   bool rope_interleaved_ = false;
 
   // Norm weights converted once to FP32 (HF BF16 checkpoints store them in BF16).

@@ -25,4 +25,12 @@ int64_t token_runner_check_setup(const LlamaModel& model, int64_t max_ctx,
   return ctx;
 }
 
+const float* TokenRunner::forward_tree(const int32_t*, const int32_t*, int64_t) {
+  fail_input("tree speculation: this backend has no tree attention (use generation.backend: cpu)");
+}
+
+void TokenRunner::keep_path(int64_t, const int32_t*, int64_t) {
+  fail_input("tree speculation: this backend has no tree attention (use generation.backend: cpu)");
+}
+
 }  // namespace speclab

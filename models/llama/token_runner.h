@@ -20,6 +20,21 @@ class TokenRunner {
   // O(1): forgets cache positions >= n (n <= n_past).
   virtual void truncate(int64_t n) = 0;
   virtual int64_t n_past() const = 0;
+
+  // Tree speculation (seed 004 section 2.1): appends n_tokens nodes of a token tree at cache
+  // slots [n_past, n_past + n_tokens) in one pass. parent_slot[i] is the slot of node i's
+  // parent: a slot already in the cache or an earlier node of this call (< n_past + i). A
+  // node sits at position position(parent) + 1 and attends to its ancestors and itself
+  // only (tree attention mask), so each node's logits equal those of the linear sequence
+  // along its path. Returns logits [n_tokens, vocab], valid until the next call.
+  // The base implementation throws InputError: a backend without tree attention.
+  virtual const float* forward_tree(const int32_t* tokens, const int32_t* parent_slot,
+                                    int64_t n_tokens);
+  // After forward_tree: keeps the chain of slots path[0..n) (path[0]'s parent is slot
+  // base - 1, path[j]'s parent is path[j-1], ascending) as the linear sequence at slots
+  // [base, base + n), and forgets every slot >= base + n. base = the number of linear
+  // (non-tree) slots before the tree, n_past afterwards = base + n.
+  virtual void keep_path(int64_t base, const int32_t* path, int64_t n);
   virtual int64_t max_ctx() const = 0;
   virtual int64_t vocab() const = 0;
 };

@@ -17,6 +17,7 @@
 #include "models/drafters/prompt_lookup_drafter.h"
 #include "models/llama/llama_forward.h"
 #include "models/llama/llama_synthetic.h"
+#include "tests/decode/decode_test_models.h"
 
 namespace speclab {
 namespace {
@@ -28,54 +29,10 @@ class OneThread : public ::testing::Environment {
 };
 const auto* const one_thread_env = ::testing::AddGlobalTestEnvironment(new OneThread);
 
-LlamaConfig small_config(int64_t vocab) {
-  LlamaConfig c;
-  c.vocab_size = vocab;
-  c.dim = 32;
-  c.hidden_dim = 64;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 8;
-  c.max_seq_len = 256;
-  c.rope_theta = 10000.0f;
-  c.tie_embeddings = true;
-  return c;
-}
-
-// A target and a cheaper draft with the same vocabulary. Random models are far apart, so to
-// get interesting acceptance the draft is the target with its last layer skipped, plus an
-// independent random model as a poor draft.
-struct Pair {
-  std::unique_ptr<LlamaModel> target, other;
-  explicit Pair(int64_t vocab) {
-    target = llama_make_random(small_config(vocab), DType::F32, 11);
-    other = llama_make_random(small_config(vocab), DType::F32, 12);
-  }
-};
-
-std::vector<std::vector<int32_t>> prompts(int64_t vocab) {
-  std::vector<std::vector<int32_t>> out;
-  for (int i = 0; i < 8; i++) {
-    std::vector<int32_t> p;
-    for (int j = 0; j < 3 + i; j++)
-      p.push_back(static_cast<int32_t>((i * 37 + j * 11 + 1) % vocab));
-    if (i % 2) p.insert(p.end(), p.begin(), p.end());  // repeats: prompt lookup gets matches
-    out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<std::unique_ptr<Drafter>> all_drafters(const Pair& pair, int64_t vocab) {
-  std::vector<std::unique_ptr<Drafter>> d;
-  d.push_back(std::make_unique<ModelDrafter>(*pair.target, "self:skip=2", 256,
-                                             std::vector<bool>{false, false, true}));
-  d.push_back(std::make_unique<ModelDrafter>(*pair.other, "other", 256));
-  d.push_back(std::make_unique<PromptLookupDrafter>(vocab, 3, 1));
-  std::vector<std::vector<int32_t>> docs = {{1, 2, 3, 4, 5, 1, 2, 3}, {7, 8, 9, 7, 8}};
-  d.push_back(std::make_unique<NgramDrafter>(NgramTable::count(docs, vocab, 2), "bigram"));
-  return d;
-}
+using decode_test::all_drafters;
+using decode_test::exact_joint;
+using decode_test::Pair;
+using decode_test::prompts;
 
 // Greedy speculative output must equal greedy target output token for token, for every
 // drafter and gamma 1..8.
@@ -213,22 +170,6 @@ struct JointCase {
   int drafter;  // 0 self-skip, 1 other model, 2 prompt lookup, 3 bigram
   int gamma;
 };
-
-std::vector<double> exact_joint(LlamaRunner& runner, const std::vector<int32_t>& prompt,
-                                const SamplingParams& sp, int64_t vocab) {
-  std::vector<float> p1(vocab), p2(vocab);
-  runner.truncate(0);
-  sampling_standardize(p1.data(), runner.forward(prompt.data(), prompt.size(), true), vocab, sp);
-  std::vector<double> joint(static_cast<size_t>(vocab * vocab), 0.0);
-  const int64_t base = runner.n_past();
-  for (int32_t x = 0; x < vocab; x++) {
-    if (p1[x] == 0) continue;
-    runner.truncate(base);
-    sampling_standardize(p2.data(), runner.forward(&x, 1, true), vocab, sp);
-    for (int64_t y = 0; y < vocab; y++) joint[x * vocab + y] = double(p1[x]) * p2[y];
-  }
-  return joint;
-}
 
 TEST(SpeculativeDecoder, JointOfFirstTwoTokensIsTargets) {
   const int64_t vocab = 16;
