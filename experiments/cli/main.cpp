@@ -1,11 +1,22 @@
 // speclab: the one executable. Verbs live in cmd_<verb>.cpp.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "core/error.h"
 #include "experiments/cli/commands.h"
 
 int main(int argc, char** argv) {
+  // OpenMP threads that spin at barriers are catastrophic on a shared machine (a decode step
+  // of a loaded 2-core box ran 10-50x slower). libgomp reads OMP_WAIT_POLICY when it loads,
+  // before main, so when the user has not chosen a policy we set "passive" and re-execute
+  // ourselves once; an explicit OMP_WAIT_POLICY (e.g. active on a dedicated machine) is kept.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run with the default
+  }
   CLI::App app{"speclab: a laboratory for speculative decoding"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("speclab ") + SPECLAB_GIT_COMMIT);
