@@ -48,6 +48,7 @@ SERIES_KEYS = [
     "lenience",
     "gamma_policy",
     "p_min",
+    "synthetic_acceptance",  # absent (None) when off
 ]
 
 
@@ -118,6 +119,10 @@ def num_list(row, key):
 def fmt_value(v):
     if isinstance(v, float):
         return "%g" % v
+    if v is None:  # an optional cell parameter that is off (synthetic_acceptance)
+        return "off"
+    if isinstance(v, list):
+        return "/".join(fmt_value(x) for x in v)
     return str(v)
 
 

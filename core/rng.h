@@ -30,6 +30,7 @@ enum RngStream : uint32_t {
   kRngBonusSample = 5,     // bonus token ~ p_{t+gamma} when every draft was accepted
   kRngBootstrap = 6,       // statistics: bootstrap resampling
   kRngTest = 7,            // tests and Monte Carlo simulations
+  kRngSynthAccept = 8,     // synthetic acceptance: u_t < the configured accept probability at t
 };
 
 struct RngKey {

@@ -23,39 +23,52 @@ double verify_expected_accepted(const std::vector<double>& accept_prob) {
   return expected;
 }
 
-VerifyOutcome speculative_verify(const VerifyRound& r, const VerifyConfig& cfg, RngKey base) {
+namespace {
+
+void verify_check_round(const VerifyRound& r) {
   SPECLAB_INPUT_CHECK(r.n_draft >= 0, "speculative_verify: n_draft must be >= 0, got ", r.n_draft);
   SPECLAB_INPUT_CHECK(r.vocab > 0, "speculative_verify: vocab must be > 0, got ", r.vocab);
   SPECLAB_INPUT_CHECK(r.p != nullptr, "speculative_verify: p is null");
   SPECLAB_INPUT_CHECK(r.n_draft == 0 || r.draft != nullptr, "speculative_verify: draft is null");
+}
+
+// Per-position diagnostics p_i(d_i), q_i(d_i), beta_i, for every drafted position (also past
+// a rejection).
+void verify_fill_diagnostics(const VerifyRound& r, VerifyOutcome* out) {
+  const int64_t V = r.vocab;
+  out->p_draft.resize(r.n_draft);
+  out->q_draft.resize(r.n_draft);
+  out->beta.resize(r.n_draft);
+  for (int i = 0; i < r.n_draft; i++) {
+    const int32_t d = r.draft[i];
+    SPECLAB_INPUT_CHECK(d >= 0 && d < V, "speculative_verify: draft[", i, "] = ", d,
+                        " outside the vocabulary [0, ", V, ")");
+    const float* p_i = r.p + i * V;
+    out->p_draft[i] = p_i[d];
+    if (r.q) {
+      const float* q_i = r.q + i * V;
+      out->q_draft[i] = q_i[d];
+      double b = 0.0;
+      for (int64_t x = 0; x < V; x++) b += std::min(p_i[x], q_i[x]);
+      out->beta[i] = static_cast<float>(b);
+    } else {
+      out->q_draft[i] = 1.0f;  // one-hot q at d
+      out->beta[i] = p_i[d];   // sum_x min(p(x), [x == d]) = p(d)
+    }
+  }
+}
+
+}  // namespace
+
+VerifyOutcome speculative_verify(const VerifyRound& r, const VerifyConfig& cfg, RngKey base) {
+  verify_check_round(r);
   SPECLAB_INPUT_CHECK(cfg.lenience > 0.0 && cfg.lenience <= 1.0,
                       "speculative_verify: lenience must lie in (0, 1], got ", cfg.lenience);
   const double l = cfg.lenience;
   const int64_t V = r.vocab;
 
   VerifyOutcome out;
-  out.p_draft.resize(r.n_draft);
-  out.q_draft.resize(r.n_draft);
-  out.beta.resize(r.n_draft);
-
-  // Per-position diagnostics, for every drafted position (also past a rejection).
-  for (int i = 0; i < r.n_draft; i++) {
-    const int32_t d = r.draft[i];
-    SPECLAB_INPUT_CHECK(d >= 0 && d < V, "speculative_verify: draft[", i, "] = ", d,
-                        " outside the vocabulary [0, ", V, ")");
-    const float* p_i = r.p + i * V;
-    out.p_draft[i] = p_i[d];
-    if (r.q) {
-      const float* q_i = r.q + i * V;
-      out.q_draft[i] = q_i[d];
-      double b = 0.0;
-      for (int64_t x = 0; x < V; x++) b += std::min(p_i[x], q_i[x]);
-      out.beta[i] = static_cast<float>(b);
-    } else {
-      out.q_draft[i] = 1.0f;  // one-hot q at d
-      out.beta[i] = p_i[d];   // sum_x min(p(x), [x == d]) = p(d)
-    }
-  }
+  verify_fill_diagnostics(r, &out);
 
   if (cfg.greedy) {
     int i = 0;
@@ -110,6 +123,51 @@ VerifyOutcome speculative_verify(const VerifyRound& r, const VerifyConfig& cfg, 
   out.next_token =
       sampling_draw(r.p + r.n_draft * V, V,
                     rng_uniform(rng_key_at(base, base.position + r.n_draft, kRngBonusSample)));
+  return out;
+}
+
+double verify_synthetic_prob_at(const std::vector<double>& accept_prob, int i) {
+  SPECLAB_ASSERT(!accept_prob.empty() && i >= 0);
+  return accept_prob[std::min(static_cast<size_t>(i), accept_prob.size() - 1)];
+}
+
+VerifyOutcome speculative_verify_synthetic(const VerifyRound& r,
+                                           const std::vector<double>& accept_prob, bool greedy,
+                                           RngKey base) {
+  verify_check_round(r);
+  SPECLAB_INPUT_CHECK(!accept_prob.empty(),
+                      "speculative_verify_synthetic: accept_prob is empty (expected values in "
+                      "(0, 1])");
+  for (size_t i = 0; i < accept_prob.size(); i++)
+    SPECLAB_INPUT_CHECK(accept_prob[i] > 0.0 && accept_prob[i] <= 1.0,
+                        "speculative_verify_synthetic: accept_prob[", i, "] = ", accept_prob[i],
+                        " (expected a number in (0, 1])");
+  const int64_t V = r.vocab;
+  VerifyOutcome out;
+  verify_fill_diagnostics(r, &out);  // the same host work and records as the exact verifier
+
+  for (int i = 0; i < r.n_draft; i++) {
+    const uint64_t pos = base.position + i;
+    // Bernoulli(accept_prob_i) from its own stream, independent of p, q and the draft.
+    const double u = rng_uniform(rng_key_at(base, pos, kRngSynthAccept));
+    if (u < verify_synthetic_prob_at(accept_prob, i)) continue;
+    // Synthetic rejection at i: emit a token of the target's own choice at i, so the text
+    // stays plausible (it may equal d_i; the round still ends here, as timed).
+    const float* p_i = r.p + i * V;
+    out.n_accepted = i;
+    out.next_token =
+        greedy ? sampling_argmax(p_i, V)
+               : sampling_draw(p_i, V, rng_uniform(rng_key_at(base, pos, kRngResidualSample)));
+    return out;
+  }
+  out.n_accepted = r.n_draft;
+  out.bonus = true;
+  const float* p_bonus = r.p + r.n_draft * V;
+  out.next_token =
+      greedy ? sampling_argmax(p_bonus, V)
+             : sampling_draw(
+                   p_bonus, V,
+                   rng_uniform(rng_key_at(base, base.position + r.n_draft, kRngBonusSample)));
   return out;
 }
 

@@ -65,6 +65,27 @@ struct VerifyOutcome {
 // of range or has q_i(d_i) = 0 (it could not have been sampled from q_i).
 VerifyOutcome speculative_verify(const VerifyRound& round, const VerifyConfig& config, RngKey base);
 
+// Synthetic acceptance (for timing the cost model at a known alpha; NOT exact sampling):
+// the same inputs as speculative_verify, but draft i is accepted with the configured
+// probability accept_prob[i] (the last value repeats for later positions) given that it is
+// reached, whatever p and q say:
+//   accept d_i iff u_i < accept_prob[min(i, size - 1)],  u_i keyed (base.position + i,
+//                                                        kRngSynthAccept);
+//   first rejection at i: emit x ~ p_i (argmax p_i when greedy), u keyed kRngResidualSample;
+//   all accepted:         the bonus exactly as speculative_verify (x ~ p_gamma or argmax).
+// The emitted text is therefore plausible under the target but its law is NOT the target's:
+// accepted drafts follow q, and a "rejected" draft may even be the token that replaces it.
+// p_draft, q_draft and beta are filled as speculative_verify does, so records still carry
+// the pair's natural acceptance (Corollary 3.6) beside the configured one.
+// Throws InputError on bad shapes, an empty accept_prob or a value outside (0, 1].
+VerifyOutcome speculative_verify_synthetic(const VerifyRound& round,
+                                           const std::vector<double>& accept_prob, bool greedy,
+                                           RngKey base);
+
+// The configured acceptance probability of draft position i (0-based): accept_prob[i], or the
+// last value for i beyond the list. Needs a non-empty list.
+double verify_synthetic_prob_at(const std::vector<double>& accept_prob, int i);
+
 // Expected number of accepted drafts of one round when position i is accepted with
 // probability accept_prob[i] independently given that it is reached:
 //   E[n_accepted] = sum_{j=0}^{gamma-1} prod_{i<=j} accept_prob[i].

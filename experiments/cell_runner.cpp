@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/gamma_policy.h"
 #include "core/rng.h"
+#include "core/speculative_verify.h"
 #include "core/speedup_theory.h"
 #include "core/stats.h"
 #include "experiments/model_identity.h"
@@ -119,6 +120,8 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   spec.draft_sampling = cell.draft_sampling();
   spec.lenience = cell.lenience;
   spec.stop_rule.p_min = static_cast<float>(cell.p_min);
+  spec.synthetic_accept = cell.synthetic_acceptance;  // empty = off
+  const bool synthetic = !cell.synthetic_acceptance.empty();
 
   // Warmup: short untimed runs of both.
   for (int w = 0; w < cfg.generation.warmup && !ctx.prompts.empty(); w++) {
@@ -225,8 +228,10 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   row["draft_s"] = draft_s;
   row["verify_s"] = verify_s;
   row["sample_s"] = sample_s;
-  // Greedy runs must reproduce the baseline token for token (a built-in exactness check).
-  if (cell.temperature == 0 && cfg.measure.baseline) row["greedy_outputs_match"] = all_match;
+  // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
+  // synthetic acceptance changes the text by design, so it has no such check.
+  if (cell.temperature == 0 && cfg.measure.baseline && !synthetic)
+    row["greedy_outputs_match"] = all_match;
 
   // Acceptance.
   const double alpha = acc.alpha_beta();
@@ -260,6 +265,30 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   row["round_overhead_s"] = overhead;
   row["mean_drafted_per_round"] = acc.n_rounds ? double(acc.n_drafted) / acc.n_rounds : 0.0;
 
+  // Per-position conditional acceptance the predictions use: measured, or under synthetic
+  // acceptance the configured probabilities (known alpha), over every drafted position.
+  const size_t max_drafted = n_draft_hist.empty() ? 0 : n_draft_hist.size() - 1;
+  std::vector<double> accept_cond = acc.conditional_acceptance();
+  if (synthetic) {
+    accept_cond.clear();
+    for (size_t i = 0; i < std::max<size_t>(max_drafted, static_cast<size_t>(cell.gamma)); i++)
+      accept_cond.push_back(
+          verify_synthetic_prob_at(cell.synthetic_acceptance, static_cast<int>(i)));
+    // The configured counterpart of alpha_empirical (accepted / tested): expected accepted
+    // over expected tested for the rounds' actual draft lengths.
+    double e_accepted = 0, e_tested = 0;
+    for (size_t g_r = 1; g_r < n_draft_hist.size(); g_r++) {
+      double reach = 1;  // P(position i is tested)
+      for (size_t i = 0; i < g_r; i++) {
+        e_tested += n_draft_hist[g_r] * reach;
+        e_accepted += n_draft_hist[g_r] * reach * accept_cond[i];
+        reach *= accept_cond[i];
+      }
+    }
+    row["alpha_configured"] = e_tested > 0 ? e_accepted / e_tested : accept_cond.at(0);
+    row["acceptance_by_position_configured"] = accept_cond;
+  }
+
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
     const double speedup = (base_s / base_tok) / (spec_s / spec_tok);
     const Interval ci = bootstrap_speedup(samples, cfg.measure.bootstrap_resamples,
@@ -271,29 +300,54 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     row["spec_s_per_token"] = spec_s / spec_tok;
 
     // Theorem 3.8 at the cell's gamma (the mean drafted per round for adaptive policies and
-    // drafters that propose fewer), from alpha (Corollary 3.6) and the measured c.
+    // drafters that propose fewer), from alpha (Corollary 3.6) and the measured c. Under
+    // synthetic acceptance alpha is the configured one; a per-position list enters as the
+    // i.i.d. alpha with the same Eq. (1) tokens per round at that gamma.
     const double mean_g = row["mean_drafted_per_round"].get<double>();
     const int g = std::max(1, static_cast<int>(std::lround(mean_g)));
     const double c = row["c_measured"];
-    const double thm = theory_walltime_speedup(std::min(alpha, 1.0 - 1e-12), c, g);
+    double thm_alpha = alpha;
+    if (synthetic) {
+      const double target_tokens = theory_refined_expected_tokens(accept_cond, g);
+      double lo = 0, hi = 1;  // Eq. (1) increases with alpha: bisect
+      for (int it = 0; it < 100; it++) {
+        const double mid = (lo + hi) / 2;
+        (theory_expected_tokens(mid, g) < target_tokens ? lo : hi) = mid;
+      }
+      thm_alpha = std::all_of(accept_cond.begin(), accept_cond.begin() + g,
+                              [&](double a) { return a == accept_cond[0]; })
+                      ? accept_cond[0]
+                      : (lo + hi) / 2;
+    }
+    const double thm = theory_walltime_speedup(std::min(thm_alpha, 1.0 - 1e-12), c, g);
+    row["thm38_alpha"] = thm_alpha;
     row["predicted_speedup_thm38"] = thm;
     row["error_thm38"] = thm / speedup - 1;
 
     // Refined: tokens per round predicted from per-position conditional acceptance
     // (E = 1 + sum_i prod_{j<=i} a_j) for each round's actual draft length, and the round's
     // cost from the measured pieces: g * t_draft + T(g+1) + host overhead.
-    const auto a = acc.conditional_acceptance();
-    double e_tokens = 0, seconds = 0;
-    for (size_t g_r = 0; g_r < n_draft_hist.size(); g_r++) {
-      if (!n_draft_hist[g_r]) continue;
-      const double e = g_r == 0 ? 1.0 : theory_refined_expected_tokens(a, static_cast<int>(g_r));
-      e_tokens += n_draft_hist[g_r] * e;
-      seconds += n_draft_hist[g_r] * (g_r * t_draft + t_k_inrun[g_r] + overhead);
-    }
-    if (seconds > 0) {
-      const double refined = e_tokens * t1 / seconds;
+    auto refined_speedup = [&](const std::vector<double>& a) {
+      double e_tokens = 0, seconds = 0;
+      for (size_t g_r = 0; g_r < n_draft_hist.size(); g_r++) {
+        if (!n_draft_hist[g_r]) continue;
+        const double e = g_r == 0 ? 1.0 : theory_refined_expected_tokens(a, static_cast<int>(g_r));
+        e_tokens += n_draft_hist[g_r] * e;
+        seconds += n_draft_hist[g_r] * (g_r * t_draft + t_k_inrun[g_r] + overhead);
+      }
+      return seconds > 0 ? e_tokens * t1 / seconds : 0.0;
+    };
+    const double refined = refined_speedup(accept_cond);
+    if (refined > 0) {
       row["predicted_speedup_refined"] = refined;
       row["error_refined"] = refined / speedup - 1;
+    }
+    // Synthetic: the same model at the measured acceptance separates the cost model's error
+    // from the sampling noise of the accept draws.
+    if (synthetic && refined > 0) {
+      const double at_measured = refined_speedup(acc.conditional_acceptance());
+      row["predicted_speedup_refined_measured_alpha"] = at_measured;
+      row["error_refined_measured_alpha"] = at_measured / speedup - 1;
     }
   }
   return row;

@@ -382,6 +382,13 @@ nlohmann::json ExperimentConfig::to_json() const {
                   {"lenience", list_json(sweep->lenience)},
                   {"gamma_policy", list_json(sweep->gamma_policy)},
                   {"p_min", list_json(sweep->p_min)}};
+    // Written only when used, so configs without it keep their hash.
+    const auto& sa = sweep->synthetic_acceptance;
+    if (std::any_of(sa.begin(), sa.end(), [](const auto& v) { return !v.empty(); })) {
+      nlohmann::json a = nlohmann::json::array();
+      for (const auto& v : sa) a.push_back(v.empty() ? nlohmann::json("off") : list_json(v));
+      j["sweep"]["synthetic_acceptance"] = a;
+    }
   }
   if (simulate) j["simulate"] = {{"table", simulate->table}};
   j["gate"] = {{"sigmas", gate.sigmas}};
@@ -513,7 +520,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
   if (top.has("sweep")) {
     MapReader m(r, top.get("sweep"), "sweep",
                 {"drafter", "gamma", "temperature", "draft_temperature", "top_k", "top_p",
-                 "lenience", "gamma_policy", "p_min"});
+                 "lenience", "gamma_policy", "p_min", "synthetic_acceptance"});
     SweepConfig s;
     auto str = [&](const YAML::Node& n, const std::string& p) { return r.scalar_string(n, p); };
     auto i32 = [&](const YAML::Node& n, const std::string& p) { return r.scalar_int32(n, p); };
@@ -542,6 +549,34 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("gamma_policy"))
       s.gamma_policy = r.list<std::string>(m.get("gamma_policy"), "sweep.gamma_policy", str);
     if (m.has("p_min")) s.p_min = r.list<double>(m.get("p_min"), "sweep.p_min", dbl);
+    if (m.has("synthetic_acceptance")) {
+      // Each value: "off", a number, or a list of numbers (one per draft position).
+      s.synthetic_acceptance = r.list<std::vector<double>>(
+          m.get("synthetic_acceptance"), "sweep.synthetic_acceptance",
+          [&](const YAML::Node& n, const std::string& p) -> std::vector<double> {
+            const char* expected =
+                "expected off, a number in (0, 1] or a list of numbers in (0, 1] (one per "
+                "draft position), got ";
+            auto number = [&](const YAML::Node& x, const std::string& xp) -> double {
+              r.record(x, xp);
+              if (x.IsScalar() && x.Tag() != "!") {
+                char* end = nullptr;
+                const double v = std::strtod(x.Scalar().c_str(), &end);
+                if (!x.Scalar().empty() && *end == '\0' && std::isfinite(v)) return v;
+              }
+              r.fail(x, xp, expected + describe(x));
+            };
+            r.record(n, p);
+            if (n.IsScalar() && n.Scalar() == "off") return {};
+            if (n.IsScalar()) return {number(n, p)};
+            if (!n.IsSequence()) r.fail(n, p, expected + describe(n));
+            if (n.size() == 0) r.fail(n, p, std::string(expected) + "an empty list");
+            std::vector<double> per_position;
+            for (size_t j = 0; j < n.size(); ++j)
+              per_position.push_back(number(n[j], str_cat(p, "[", j, "]")));
+            return per_position;
+          });
+    }
     c.sweep = s;
   }
   if (top.has("simulate")) {
@@ -628,6 +663,8 @@ void experiment_config_validate(const ExperimentConfig& c) {
     check(!s.lenience.empty(), "sweep.lenience", "expected a non-empty list");
     check(!s.gamma_policy.empty(), "sweep.gamma_policy", "expected a non-empty list");
     check(!s.p_min.empty(), "sweep.p_min", "expected a non-empty list");
+    check(!s.synthetic_acceptance.empty(), "sweep.synthetic_acceptance",
+          "expected a non-empty list");
     std::vector<std::string> known;
     for (const auto& d : c.drafters) known.push_back(d.name);
     const std::vector<std::string> policies(std::begin(kGammaPolicies), std::end(kGammaPolicies));
@@ -661,6 +698,20 @@ void experiment_config_validate(const ExperimentConfig& c) {
     for (size_t i = 0; i < s.p_min.size(); ++i)
       check(s.p_min[i] >= 0 && s.p_min[i] <= 1, at("p_min", i),
             str_cat("expected a number in [0, 1], got ", s.p_min[i]));
+    for (size_t i = 0; i < s.synthetic_acceptance.size(); ++i) {
+      const auto& v = s.synthetic_acceptance[i];
+      for (size_t j = 0; j < v.size(); ++j)
+        check(v[j] > 0 && v[j] <= 1,
+              v.size() == 1 ? at("synthetic_acceptance", i)
+                            : str_cat(at("synthetic_acceptance", i), "[", j, "]"),
+              str_cat("expected an acceptance probability in (0, 1], got ", v[j]));
+    }
+    const bool any_synthetic =
+        std::any_of(s.synthetic_acceptance.begin(), s.synthetic_acceptance.end(),
+                    [](const auto& v) { return !v.empty(); });
+    check(!(any_synthetic && c.measure.cost_only), "sweep.synthetic_acceptance",
+          "expected off with measure.cost_only (cost-only runs make no speculative runs; their "
+          "predicted grid already spans alpha)");
     // A repeated value would make two identical cells (same cell_id).
     auto no_dups = [&](const char* axis, const auto& v) {
       for (size_t i = 0; i < v.size(); ++i)
@@ -677,6 +728,7 @@ void experiment_config_validate(const ExperimentConfig& c) {
     no_dups("lenience", s.lenience);
     no_dups("gamma_policy", s.gamma_policy);
     no_dups("p_min", s.p_min);
+    no_dups("synthetic_acceptance", s.synthetic_acceptance);
   }
   const MeasureConfig& m = c.measure;
   check(m.cost_curve_max_k >= 1 && m.cost_curve_max_k <= 65, "measure.cost_curve_max_k",

@@ -49,6 +49,12 @@
 //     lenience: [1.0]          (0, 1] (1 = exact speculative sampling)
 //     gamma_policy: [fixed]    fixed | heuristic | entropy (core/gamma_policy.h)
 //     p_min: [0.0]             [0, 1] draft-confidence stop (0 = never)
+//     synthetic_acceptance: [off]   off, a number in (0, 1], or a list of them per draft
+//                              position (the last repeating): accept each draft with that
+//                              probability instead of the exact test (timing only: the output
+//                              is not the target's; SpeculativeConfig::synthetic_accept).
+//                              The axis is a list, so [0.5, 0.9] is two cells and
+//                              [[0.9, 0.8, 0.7]] one per-position cell.
 //   simulate:                  optional; simulator-only configs have no target
 //     table: paper-table1      which table `speclab simulate` prints
 //   gate:                      optional; for `speclab check`
@@ -123,6 +129,8 @@ struct SweepConfig {
   std::vector<double> lenience{1.0};
   std::vector<std::string> gamma_policy{"fixed"};
   std::vector<double> p_min{0.0};
+  // Per value: empty = off, else per-position accept probabilities (last repeats).
+  std::vector<std::vector<double>> synthetic_acceptance{{}};
 };
 
 struct SimulateConfig {

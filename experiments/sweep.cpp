@@ -25,15 +25,18 @@ namespace {
 
 // The parameters that define what a cell measures (no index, no id, no drafter name).
 nlohmann::json cell_params_json(const Cell& c) {
-  return {{"drafter_spec", c.drafter_ref.spec},
-          {"gamma", c.gamma},
-          {"temperature", c.temperature},
-          {"draft_temperature", c.draft_temperature},
-          {"top_k", c.top_k},
-          {"top_p", c.top_p},
-          {"lenience", c.lenience},
-          {"gamma_policy", c.gamma_policy},
-          {"p_min", c.p_min}};
+  nlohmann::json j = {{"drafter_spec", c.drafter_ref.spec},
+                      {"gamma", c.gamma},
+                      {"temperature", c.temperature},
+                      {"draft_temperature", c.draft_temperature},
+                      {"top_k", c.top_k},
+                      {"top_p", c.top_p},
+                      {"lenience", c.lenience},
+                      {"gamma_policy", c.gamma_policy},
+                      {"p_min", c.p_min}};
+  // Only when on: cells without it keep the ids they had before the axis existed.
+  if (!c.synthetic_acceptance.empty()) j["synthetic_acceptance"] = c.synthetic_acceptance;
+  return j;
 }
 
 }  // namespace
@@ -89,6 +92,23 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
                     c.index = static_cast<int>(cells.size());
                     cells.push_back(std::move(c));
                   }
+  // synthetic_acceptance, the innermost axis: each cell above once per value, in file order
+  // ("off" leaves the cell as it is, id included). The values are distinct (validated), so
+  // the ids stay unique.
+  const auto& synthetic_axis = s.synthetic_acceptance;
+  if (!(synthetic_axis.size() == 1 && synthetic_axis[0].empty())) {
+    std::vector<Cell> expanded;
+    for (const Cell& base : cells)
+      for (const auto& synthetic : synthetic_axis) {
+        Cell c = base;
+        c.synthetic_acceptance = synthetic;
+        identity["cell"] = cell_params_json(c);
+        c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
+        c.index = static_cast<int>(expanded.size());
+        expanded.push_back(std::move(c));
+      }
+    cells = std::move(expanded);
+  }
   return cells;
 }
 

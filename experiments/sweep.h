@@ -2,7 +2,8 @@
 //
 // Order (stable, documented, what `--shard` and the result files rely on): nested loops over
 // the axes in schema order, the first axis outermost and the last varying fastest:
-//   drafter, gamma, temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min
+//   drafter, gamma, temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min,
+//   synthetic_acceptance
 // Within an axis, values keep their order in the file. Drafter outermost means a run loads
 // each draft model once. A combination identical to an earlier one after resolution
 // (draft_temperature "same" and the same number written out) is dropped, so cell ids are
@@ -12,6 +13,8 @@
 //   { cell: the resolved parameters with the drafter's spec (not its name),
 //     target: target spec, prompts: {file spec, limit, chat_template} or null,
 //     generation: every generation setting }
+// synthetic_acceptance enters the cell's parameters only when it is on, so the ids of cells
+// without it are what they were before the axis existed.
 // Specs are as written in the config, not resolved paths, so ids agree across machines and
 // checkouts; anything that changes what a cell measures changes its id, which is what
 // `--resume` relies on to skip finished cells.
@@ -41,10 +44,12 @@ struct Cell {
   double lenience = 1;
   std::string gamma_policy = "fixed";
   double p_min = 0;
+  std::vector<double> synthetic_acceptance;  // empty = off; else per position, last repeats
 
   SamplingParams target_sampling() const;
   SamplingParams draft_sampling() const;  // the draft temperature, the same top-k / top-p
-  // Flat: cell_index, cell_id, drafter, drafter_spec, and every parameter above.
+  // Flat: cell_index, cell_id, drafter, drafter_spec, and every parameter above
+  // (synthetic_acceptance only when on).
   nlohmann::json to_json() const;
 };
 

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@ namespace {
 
 struct GenerateArgs {
   std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed", backend = "cpu";
+  std::string synthetic_acceptance;  // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
   int gamma = 4, gamma_min = 1, gamma_max = 8, top_k = 0, threads = 0;
   float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
   double lenience = 1.0;
@@ -52,6 +54,26 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   }
   SPECLAB_INPUT_CHECK(!ids.empty(), "--prompt-ids: empty list");
   return ids;
+}
+
+// "0.8" or "0.9,0.8,0.7": per-position acceptance probabilities, each in (0, 1].
+std::vector<double> parse_synthetic_acceptance(const std::string& s) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    SPECLAB_INPUT_CHECK(!item.empty() && *end == '\0' && v > 0 && v <= 1,
+                        "--synthetic-acceptance: '", item,
+                        "' (expected a number in (0, 1], or a comma-separated list of them, one "
+                        "per draft position)");
+    out.push_back(v);
+  }
+  SPECLAB_INPUT_CHECK(!out.empty() && s.back() != ',', "--synthetic-acceptance: '", s,
+                      "' (expected a number in (0, 1], or a comma-separated list of them, one per "
+                      "draft position)");
+  return out;
 }
 
 std::unique_ptr<GammaPolicy> make_policy(const GenerateArgs& a) {
@@ -97,6 +119,13 @@ void run_generate(const GenerateArgs& a) {
                         target->config.vocab_size);
   }
 
+  SPECLAB_INPUT_CHECK(
+      a.synthetic_acceptance.empty() || !a.draft.empty(),
+      "--synthetic-acceptance: needs --draft (it replaces the drafts' accept test)");
+  const std::vector<double> synthetic = a.synthetic_acceptance.empty()
+                                            ? std::vector<double>{}
+                                            : parse_synthetic_acceptance(a.synthetic_acceptance);
+
   GenerationRequest req;
   if (!a.prompt_ids.empty()) {
     req.prompt = parse_ids(a.prompt_ids);
@@ -135,6 +164,7 @@ void run_generate(const GenerateArgs& a) {
                         " (expected 0 < l <= 1)");
     cfg.lenience = a.lenience;
     cfg.stop_rule.p_min = a.p_min;
+    cfg.synthetic_accept = synthetic;
     auto policy = make_policy(a);
     cfg.policy = policy.get();
     res = generate_speculative(runner, *drafter, req, cfg);
@@ -158,6 +188,7 @@ void run_generate(const GenerateArgs& a) {
     if (drafter) {
       j["gamma"] = a.gamma;
       j["gamma_policy"] = a.gamma_policy;
+      if (!synthetic.empty()) j["synthetic_acceptance"] = synthetic;
       j["draft_calls"] = res.n_draft_calls;
       j["rounds"] = stats.n_rounds;
       j["drafted"] = stats.n_drafted;
@@ -198,6 +229,8 @@ void run_generate(const GenerateArgs& a) {
   if (drafter)
     std::fprintf(stderr, "; alpha %.3f, tokens/target call %.2f", stats.alpha_empirical(),
                  stats.tau());
+  if (!synthetic.empty())
+    std::fprintf(stderr, "; synthetic acceptance: the text is not the target's distribution");
   std::fprintf(stderr, "\n");
 }
 
@@ -223,6 +256,9 @@ void register_generate(CLI::App& app) {
   c->add_option("--p-min", args->p_min, "stop drafting when the draft's top probability < p_min")
       ->check(CLI::Range(0.0, 1.0));
   c->add_option("--lenience", args->lenience, "paper A.5 lenience l in (0, 1]; 1 = exact");
+  c->add_option("--synthetic-acceptance", args->synthetic_acceptance,
+                "timing only: accept each draft with probability A (or A1,A2,... per position, "
+                "the last repeating) instead of the exact test; the text is not the target's");
   c->add_option("--temperature", args->temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
   c->add_option("--draft-temperature", args->draft_temperature,
                 "draft temperature (default: the target's)");

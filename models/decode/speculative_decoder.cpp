@@ -32,6 +32,9 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
   SPECLAB_INPUT_CHECK(drafter.vocab_size() == vocab, "draft '", drafter.name(), "': vocabulary of ",
                       drafter.vocab_size(), " tokens, the target has ", vocab);
   SPECLAB_INPUT_CHECK(config.gamma >= 1, "gamma: ", config.gamma, " (expected >= 1)");
+  for (double a : config.synthetic_accept)
+    SPECLAB_INPUT_CHECK(a > 0.0 && a <= 1.0, "synthetic acceptance: ", a,
+                        " (expected a number in (0, 1])");
   const bool greedy = request.sampling.temperature == 0.0f;
 
   GenerationResult result;
@@ -96,7 +99,10 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
     VerifyConfig vcfg;
     vcfg.greedy = greedy;
     vcfg.lenience = config.lenience;
-    const VerifyOutcome out = speculative_verify(round, vcfg, base);
+    const VerifyOutcome out =
+        config.synthetic_accept.empty()
+            ? speculative_verify(round, vcfg, base)
+            : speculative_verify_synthetic(round, config.synthetic_accept, greedy, base);
     rec.sample_s = seconds_since(ts);
 
     // Roll the target back to the accepted prefix: its cache keeps [.., last, d1..dn].

@@ -28,10 +28,22 @@ struct SpeculativeConfig {
   double lenience = 1.0;          // paper A.5; 1 = exact
   DraftStopRule stop_rule;        // llama.cpp-style p_min early stop (0 = off)
   GammaPolicy* policy = nullptr;  // null = fixed gamma
+  // Synthetic acceptance (issue #6), for timing only; empty = off (the exact algorithm).
+  // Per draft position i of a round, the probability of accepting d_i given d_0..d_{i-1} were
+  // accepted; the last value repeats for later positions; each in (0, 1]. The drafter and
+  // the target still run as in a real round (same calls, same k, same cache rollback), but
+  // the accept decision is Bernoulli(synthetic_accept[i]) from its own Philox stream
+  // (kRngSynthAccept) instead of the test against p and q, and a synthetic rejection
+  // emits a token drawn from p_i (argmax at temperature 0). The output is then NOT
+  // distributed as the target's (nor equal to its greedy text): the mode exists to measure
+  // speedup at a known alpha. Records keep n_draft / n_accepted (the measured acceptance)
+  // and p_draft / q_draft / beta (the pair's natural acceptance). Lenience is ignored.
+  std::vector<double> synthetic_accept;
 };
 
 // Generates one request speculatively. The target's cache is reset first; the drafter is
-// reset too. With target temperature 0 the output equals generate_autoregressive's exactly.
+// reset too. With target temperature 0 (and synthetic_accept off) the output equals
+// generate_autoregressive's exactly.
 GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
                                       const GenerationRequest& request,
                                       const SpeculativeConfig& config);

@@ -75,6 +75,25 @@ TEST(CliGenerate, SeededSamplingIsReproducible) {
   EXPECT_NE(a["tokens"], c["tokens"]);
 }
 
+// --synthetic-acceptance: every draft accepted at 1 (tokens per round = gamma + 1 until the
+// last round); reported in the JSON; reproducible from the seed.
+TEST(CliGenerate, SyntheticAcceptance) {
+  const std::string base = "generate --target '" + kTiny +
+                           "' --prompt-ids 128000,9906,1917 --max-new-tokens 16 --ignore-eos "
+                           "--temperature 1 --json --draft self:skip=1 --gamma 3 --seed 4 ";
+  const CliResult all = run_speclab(base + "--synthetic-acceptance 1");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const auto j = nlohmann::json::parse(all.out);
+  EXPECT_EQ(j["synthetic_acceptance"], nlohmann::json::parse("[1.0]"));
+  EXPECT_EQ(j["accepted"], j["tested"]);
+  EXPECT_EQ(j["rounds"], 4);  // 16 tokens at 4 per round
+  const auto a = nlohmann::json::parse(run_speclab(base + "--synthetic-acceptance 0.5,0.3").out);
+  const auto b = nlohmann::json::parse(run_speclab(base + "--synthetic-acceptance 0.5,0.3").out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_EQ(a["synthetic_acceptance"], nlohmann::json::parse("[0.5, 0.3]"));
+  EXPECT_LT(a["accepted"].get<int>(), a["tested"].get<int>());
+}
+
 struct BadCase {
   const char* what;
   std::string args;
@@ -101,6 +120,16 @@ TEST(CliGenerate, BadInputExitsTwoWithOneLine) {
       {"missing ngram", t + "--prompt-ids 1 --draft ngram:/nonexistent.ngram",
        "/nonexistent.ngram"},
       {"unknown flag", t + "--prompt-ids 1 --frobnicate", "frobnicate"},
+      {"synthetic 0", t + "--prompt-ids 1 --draft lookup --synthetic-acceptance 0",
+       "--synthetic-acceptance: '0' (expected a number in (0, 1]"},
+      {"synthetic list", t + "--prompt-ids 1 --draft lookup --synthetic-acceptance 0.9,1.1",
+       "--synthetic-acceptance: '1.1' (expected a number in (0, 1]"},
+      {"synthetic word", t + "--prompt-ids 1 --draft lookup --synthetic-acceptance often",
+       "--synthetic-acceptance: 'often'"},
+      {"synthetic trailing comma", t + "--prompt-ids 1 --draft lookup --synthetic-acceptance 0.5,",
+       "--synthetic-acceptance: '0.5,'"},
+      {"synthetic no draft", t + "--prompt-ids 1 --synthetic-acceptance 0.5",
+       "--synthetic-acceptance: needs --draft"},
   };
   for (const auto& c : cases) {
     const CliResult r = run_speclab(c.args);

@@ -86,5 +86,25 @@ TEST(CliRunErrors, BadShardSetAndUnknownOption) {
   expect_refused(run(d, "'" + cfg + "'" + out + " --frobnicate"), "speclab: arguments:");
 }
 
+// A synthetic-acceptance probability outside (0, 1], in the file or from --set.
+TEST(CliRunErrors, SyntheticAcceptanceOutOfRange) {
+  ScratchDir d;
+  const std::string cfg =
+      d.write("c.yaml", std::string(kConfig) + "  synthetic_acceptance: [0.5, 1.2]\n");
+  expect_refused(run(d, "'" + cfg + "' --out '" + d.file("out") + "'"),
+                 "c.yaml:15: sweep.synthetic_acceptance[1]: expected an acceptance probability "
+                 "in (0, 1], got 1.2");
+  const std::string ok = d.write("ok.yaml", kConfig);
+  expect_refused(run(d, "'" + ok + "' --out '" + d.file("out") +
+                            "' --set 'sweep.synthetic_acceptance=[[0.9, 0]]'"),
+                 "--set sweep.synthetic_acceptance: sweep.synthetic_acceptance[0][1]: expected "
+                 "an acceptance probability in (0, 1], got 0");
+  expect_refused(run(d, "'" + ok + "' --out '" + d.file("out") +
+                            "' --set sweep.synthetic_acceptance=sometimes"),
+                 "sweep.synthetic_acceptance: expected off, a number in (0, 1] or a list of "
+                 "numbers in (0, 1] (one per draft position), got 'sometimes'");
+  EXPECT_FALSE(std::filesystem::exists(d.file("out") + "/results.jsonl"));
+}
+
 }  // namespace
 }  // namespace speclab

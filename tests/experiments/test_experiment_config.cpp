@@ -97,7 +97,8 @@ TEST_F(ConfigTest, UnknownKeyNamesItsPathAndTheAllowedKeys) {
   EXPECT_EQ(error_of(replaced("  gamma:", "  gama:")),
             f() +
                 ":11: sweep.gama: unknown key (expected one of: drafter, gamma, temperature, "
-                "draft_temperature, top_k, top_p, lenience, gamma_policy, p_min)");
+                "draft_temperature, top_k, top_p, lenience, gamma_policy, p_min, "
+                "synthetic_acceptance)");
 }
 
 TEST_F(ConfigTest, MissingRequiredKey) {
@@ -210,6 +211,81 @@ TEST_F(ConfigTest, SweepSemantics) {
                 "self:skip=A-B, ngram:PATH), got an empty string");
 }
 
+// sweep.synthetic_acceptance: off, a probability, or a per-position list of them.
+TEST_F(ConfigTest, SyntheticAcceptanceAxis) {
+  const ExperimentConfig plain = experiment_config_load(write(kBase));
+  ASSERT_EQ(plain.sweep->synthetic_acceptance.size(), 1u);
+  EXPECT_TRUE(plain.sweep->synthetic_acceptance[0].empty());  // default: off
+  // Off, written out, is the default: the config hash does not change.
+  EXPECT_EQ(experiment_config_load(write(std::string(kBase) + "  synthetic_acceptance: off\n"))
+                .config_hash(),
+            plain.config_hash());
+  const ExperimentConfig c = experiment_config_load(
+      write(std::string(kBase) + "  synthetic_acceptance: [off, 0.5, 1, [0.9, 0.8, 0.7]]\n"));
+  EXPECT_EQ(c.sweep->synthetic_acceptance,
+            (std::vector<std::vector<double>>{{}, {0.5}, {1.0}, {0.9, 0.8, 0.7}}));
+  EXPECT_NE(c.config_hash(), plain.config_hash());
+  EXPECT_EQ(c.to_json()["sweep"]["synthetic_acceptance"],
+            nlohmann::json::parse(R"(["off", [0.5], [1.0], [0.9, 0.8, 0.7]])"));
+  EXPECT_EQ(experiment_config_load(write(std::string(kBase) + "  synthetic_acceptance: 0.8\n"))
+                .sweep->synthetic_acceptance,
+            (std::vector<std::vector<double>>{{0.8}}));
+  EXPECT_EQ(experiment_config_load(write(kBase), {"sweep.synthetic_acceptance=[0.6, [1, 0.5]]"})
+                .sweep->synthetic_acceptance,
+            (std::vector<std::vector<double>>{{0.6}, {1.0, 0.5}}));
+}
+
+TEST_F(ConfigTest, SyntheticAcceptanceErrors) {
+  const std::string key = "  synthetic_acceptance: ";
+  auto err = [&](const std::string& value) {
+    return error_of(std::string(kBase) + key + value + "\n");
+  };
+  EXPECT_EQ(err("[0.5, 0]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[1]: expected an acceptance probability in "
+                "(0, 1], got 0");
+  EXPECT_EQ(err("1.5"),
+            f() +
+                ":13: sweep.synthetic_acceptance[0]: expected an acceptance probability in "
+                "(0, 1], got 1.5");
+  EXPECT_EQ(err("[[0.9, -0.2]]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[0][1]: expected an acceptance probability "
+                "in (0, 1], got -0.2");
+  EXPECT_EQ(err("[0.5, high]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[1]: expected off, a number in (0, 1] or a "
+                "list of numbers in (0, 1] (one per draft position), got 'high'");
+  EXPECT_EQ(err("[[0.9, .nan]]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[0][1]: expected off, a number in (0, 1] or "
+                "a list of numbers in (0, 1] (one per draft position), got '.nan'");
+  EXPECT_EQ(err("[[]]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[0]: expected off, a number in (0, 1] or a "
+                "list of numbers in (0, 1] (one per draft position), got an empty list");
+  EXPECT_EQ(err("{a: 1}"),
+            f() +
+                ":13: sweep.synthetic_acceptance: expected a list or a single value, got a "
+                "mapping");
+  EXPECT_EQ(err("[[0.5, {a: 1}]]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[0][1]: expected off, a number in (0, 1] or "
+                "a list of numbers in (0, 1] (one per draft position), got a mapping");
+  EXPECT_EQ(err("[]"), f() + ":13: sweep.synthetic_acceptance: expected a non-empty list");
+  EXPECT_EQ(err("[0.5, [0.5]]"), f() +
+                                     ":13: sweep.synthetic_acceptance[1]: duplicate value (same as "
+                                     "sweep.synthetic_acceptance[0])");
+  EXPECT_EQ(err("0.5\nmeasure:\n  cost_only: true"),
+            f() +
+                ":13: sweep.synthetic_acceptance: expected off with measure.cost_only "
+                "(cost-only runs make no speculative runs; their predicted grid already spans "
+                "alpha)");
+  EXPECT_EQ(error_of(kBase, {"sweep.synthetic_acceptance=[0.7, 2]"}),
+            "--set sweep.synthetic_acceptance: sweep.synthetic_acceptance[1]: expected an "
+            "acceptance probability in (0, 1], got 2");
+}
+
 TEST_F(ConfigTest, FileLevelErrors) {
   EXPECT_EQ(error_of("name: [t\n"), f() + ":2: YAML syntax error: end of sequence flow not found");
   EXPECT_EQ(error_of(""), f() + ": the config file is empty (expected a mapping)");
@@ -251,7 +327,8 @@ TEST_F(ConfigTest, OverrideErrorsNameTheOverride) {
             "got 'lots'");
   EXPECT_EQ(error_of(kBase, {"sweep.gama=[1]"}),
             "--set sweep.gama: sweep.gama: unknown key (expected one of: drafter, gamma, "
-            "temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min)");
+            "temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min, "
+            "synthetic_acceptance)");
   EXPECT_EQ(error_of(kBase, {"nosuch.key=1"}),
             "--set nosuch.key: nosuch: unknown key (expected one of: name, question, target, "
             "drafters, prompts, generation, measure, sweep, simulate, gate)");

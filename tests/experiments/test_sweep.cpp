@@ -93,6 +93,30 @@ TEST(Sweep, SameAndAnEqualNumberCollapseIntoOneCell) {
   EXPECT_EQ(cells.size(), 4u);  // 2 drafters x 2 gammas
 }
 
+// synthetic_acceptance is the last (fastest) axis; it enters a cell's id and row only when
+// on, so cells without it keep the ids they had before the axis existed.
+TEST(Sweep, SyntheticAcceptanceAxisKeepsTheIdsOfCellsWithoutIt) {
+  ScratchDir dir;
+  const std::vector<Cell> plain = sweep_expand(load(dir));
+  const std::vector<Cell> cells =
+      sweep_expand(load(dir, {"sweep.synthetic_acceptance=[off, 0.5, [0.9, 0.6]]"}));
+  ASSERT_EQ(cells.size(), 3 * plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(cells[3 * i].cell_id, plain[i].cell_id);
+    EXPECT_TRUE(cells[3 * i].synthetic_acceptance.empty());
+    EXPECT_FALSE(cells[3 * i].to_json().contains("synthetic_acceptance"));
+    EXPECT_EQ(cells[3 * i + 1].synthetic_acceptance, (std::vector<double>{0.5}));
+    EXPECT_EQ(cells[3 * i + 2].synthetic_acceptance, (std::vector<double>{0.9, 0.6}));
+    EXPECT_EQ(cells[3 * i + 2].to_json()["synthetic_acceptance"],
+              nlohmann::json::parse("[0.9, 0.6]"));
+    EXPECT_NE(cells[3 * i + 1].cell_id, cells[3 * i].cell_id);
+    EXPECT_NE(cells[3 * i + 2].cell_id, cells[3 * i + 1].cell_id);
+  }
+  // The same value, written as a number or a one-element list, is the same cell.
+  EXPECT_EQ(sweep_expand(load(dir, {"sweep.synthetic_acceptance=[[0.5]]"}))[0].cell_id,
+            cells[1].cell_id);
+}
+
 TEST(Sweep, SimulatorOnlyConfigHasNoCells) {
   ScratchDir dir;
   const std::string path =
