@@ -13,7 +13,9 @@ index)). Then, along that target-generated text, at every generated position:
 with p, q the standardized next-token distributions of target and draft for the
 same prefix (T=0: one-hot at the argmax, so beta is 1 when the argmaxes agree and
 0 otherwise; T=1: plain softmax, no top-k / top-p). alpha = mean of beta over all
-generated positions (token-weighted), reported overall and per task. Also given:
+generated positions (token-weighted), reported overall and per task. At T=0 also
+alpha over only the positions a gamma-fixed speculative run would test (--replay-gamma;
+speclab's alpha_beta averages over those). Also given:
 tau(gamma) = (1 - alpha^(gamma+1)) / (1 - alpha), the expected tokens per target
 call of Theorem 3.8 under the i.i.d. assumption.
 
@@ -62,6 +64,24 @@ def generate(model, ids, n_new, temperature, gen):
     return new
 
 
+def replay_tested(beta, gamma, n_new):
+    """T=0 only (beta is 0/1, acceptance is deterministic): the positions a gamma-fixed
+    speculative run (speclab's round structure: k = min(gamma, tokens left - 1) drafts, stop
+    at the first rejection, the correction or bonus token is never tested) would test;
+    returns the betas at those positions, to compare with speclab's alpha_beta."""
+    out, j = [], 0
+    while j < n_new:
+        k = min(gamma, n_new - j - 1)
+        acc = 0
+        for m in range(k):
+            out.append(beta[j + m])
+            if beta[j + m] < 0.5:
+                break
+            acc += 1
+        j += acc + 1
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target", required=True)
@@ -74,6 +94,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None, help="default: <draft>/alpha.json")
+    ap.add_argument("--replay-gamma", type=int, default=4,
+                    help="T=0: also report alpha over the positions a gamma-fixed speculative run tests")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     import sentencepiece as spm
@@ -90,6 +112,7 @@ def main():
            "by_temperature": {}}
     for temp in args.temperatures:
         sums, counts = defaultdict(float), defaultdict(int)
+        replayed = []
         for i, pr in enumerate(prompts):
             ids = [sp.bos_id()] + sp.encode(pr["text"])
             gen = torch.Generator().manual_seed(args.seed * 1000003 + i)
@@ -103,12 +126,18 @@ def main():
             for key in ("all", pr["task"]):
                 sums[key] += beta.sum().item()
                 counts[key] += beta.numel()
+            if temp == 0:
+                replayed += replay_tested(beta.tolist(), args.replay_gamma, args.new_tokens)
         alpha = {k: round(sums[k] / counts[k], 4) for k in sums}
         a = alpha["all"]
         res["by_temperature"][f"T={temp:g}"] = {
             "alpha": alpha, "positions": dict(counts),
             "tau": {f"gamma={g}": round((1 - a ** (g + 1)) / (1 - a) if a < 1 else g + 1.0, 3)
                     for g in (1, 2, 4, 8)}}
+        if replayed:
+            res["by_temperature"][f"T={temp:g}"]["tested_positions_replay"] = {
+                "gamma": args.replay_gamma, "alpha": round(sum(replayed) / len(replayed), 4),
+                "positions": len(replayed)}
         print(f"T={temp:g}: {json.dumps(alpha)}", flush=True)
     res["wall_s"] = round(time.time() - t0, 1)
     out = args.out or os.path.join(args.draft, "alpha.json")

@@ -15,6 +15,9 @@ distillation from SmolLM2's logits.
 
 Reproduce:  python models/train/prepare_data.py --skip-tokenizer &&
             nice -n 15 python models/train/train_smollm2_draft.py
+Reproduction check (scratch export, then compare with the committed perplexities):
+            nice -n 15 python models/train/train_smollm2_draft.py --out-dir /tmp/zoo-repro/out
+            python models/train/check_reproduction.py /tmp/zoo-repro/out --names smollm2-draft-7m
 """
 import argparse
 import json
@@ -52,6 +55,67 @@ def tokenize(tok, part, chars):
     return out
 
 
+def acceptance_section(out_dir):
+    """Card lines: alpha against SmolLM2 measured by speclab (alpha_speclab.json), if present."""
+    p = os.path.join(out_dir, "alpha_speclab.json")
+    L = ["## Acceptance rate against SmolLM2-135M-Instruct", ""]
+    if not os.path.exists(p):
+        return L + ["Not measured yet: `speclab run configs/zoo-alpha-smollm2.yaml`, then "
+                    "`models/train/collect_speclab_alpha.py`."]
+    sa = json.load(open(p))
+    g = next(iter(sa["by_temperature"].values()))["gamma"]
+    L.append(f"Measured by speclab itself (C++): `{sa['command']}` (`{sa['config']}`: target "
+             f"`{sa['target']}`, speculative decoding with gamma {g}, the {sa['n_prompts']} held-out prompts "
+             "of `configs/prompts/tiny-in-domain.jsonl` + `tiny-out-of-domain.jsonl` as plain text, "
+             f"{sa['new_tokens']} new tokens each, seed {sa['seed']}, ctx 256), then "
+             "`models/train/collect_speclab_alpha.py`. alpha is the result row's `alpha_beta` "
+             "(Corollary 3.6): the mean of sum_x min(p(x), q(x)) over every drafted position that "
+             "reached the accept test, given the accepted (target-distributed) prefix; T=0: p, q "
+             "one-hot argmaxes, so beta is 1 where the argmaxes agree. No PyTorch reference was computed "
+             "for this pair (`eval_alpha.py` handles the tiny family's SentencePiece tokenizer only).")
+    L += ["", "| temperature | alpha (Corollary 3.6) | accepted / tested | tested positions | tokens per round |",
+          "| --- | ---: | ---: | ---: | ---: |"]
+    for t, r in sa["by_temperature"].items():
+        L.append(f"| {t} | **{r['alpha_beta']:.3f}** | {r['alpha_empirical']:.3f} | {r['tested']:,} | "
+                 f"{r['tokens_per_round']:.2f} |")
+    L += ["", "Low, as expected of a 307k-token hard-label placeholder next to a 135M-parameter model "
+          "trained on trillions of tokens: it mostly proposes frequent tokens and short collocations. "
+          "Higher at T=1 than at T=0: at T=1 beta counts the overlap of two broad distributions, at "
+          "T=0 only exact argmax agreement. Consistent with the single-prompt `speclab generate` "
+          "example in the top-level README (about 0.15 at T=0, 0.21 at T=1 over 48 tokens). Although "
+          "this draft has more parameters than the tiny drafts, its alpha is far lower: most of its "
+          "parameters are the 49,152-token embedding, and its target is a real 135M model."]
+    return L
+
+
+def reproduction_lines(out_dir):
+    """Card lines from reproduction.json (check_reproduction.py --record), if present."""
+    p = os.path.join(out_dir, "reproduction.json")
+    if not os.path.exists(p):
+        return []
+    rp = json.load(open(p))
+    L = ["", "## Reproduction", "",
+         "A from-scratch rerun of this script with the same seed into a scratch directory "
+         f"(`--out-dir`), on {rp['machine']}, {rp.get('rerun_threads')} thread(s); held-out perplexities "
+         "(first 8,192 SmolLM2 tokens per corpus) of the rerun vs. the committed weights:", "",
+         "| corpus | committed ppl | rerun ppl | relative difference |", "| --- | ---: | ---: | ---: |"]
+    for c, r in rp["perplexity"].items():
+        L.append(f"| {c} | {r['committed']:.1f} | {r['rerun']:.1f} | {r['rel_diff']:.2%} |")
+    L += ["", f"- stated tolerance: |rerun - committed| / committed <= {rp['rel_tol']:.0%} per corpus "
+          f"(`models/train/check_reproduction.py`); measured maximum {rp['max_rel_diff']:.2%}: "
+          f"{'within' if rp['passed'] else 'OUTSIDE'} the tolerance"]
+    if rp.get("rerun_total_wall_min"):
+        L.append(f"- rerun wall time: {rp['rerun_total_wall_min']:.0f} min (tokenization, training, "
+                 "export and evaluation)")
+    if rp.get("note"):
+        L.append(f"- {rp['note']}")
+    L.append("- why a tolerance: bf16 autocast on the CPU rounds differently with other kernels "
+             "(AVX-512 BF16 or not), thread counts and torch versions, and training amplifies those "
+             "last-bit differences; the perplexities compared are also rounded to one decimal in "
+             "`train_meta.json`.")
+    return L
+
+
 def write_card(out_dir):
     tm = json.load(open(os.path.join(out_dir, "train_meta.json")))
     cfg = json.load(open(os.path.join(out_dir, "config.json")))
@@ -86,11 +150,12 @@ def write_card(out_dir):
          "First 8,192 SmolLM2 tokens of each held-out tail, from the exported BF16 weights "
          "(`eval_tiny.perplexity`, 256-token windows): "
          + ", ".join(f"{c} {v:.1f}" for c, v in tm["heldout_ppl_first_8192_tokens"].items()) + ".",
-         "", "Acceptance against SmolLM2-135M has not been measured here; the C++ engine (`speclab`) "
-         "measures it from this directory and the SmolLM2 GGUF.",
+         ""] + acceptance_section(out_dir) + reproduction_lines(out_dir) + [
          "", "## Reproduce", "", "```",
          "python models/train/prepare_data.py --skip-tokenizer",
          "nice -n 15 python models/train/train_smollm2_draft.py      # trains, exports, writes this card",
+         "speclab run configs/zoo-alpha-smollm2.yaml --no-plots       # alpha (then collect_speclab_alpha.py)",
+         "python models/train/train_smollm2_draft.py --card-only      # re-render this card",
          "```", "", "## Licence", "",
          "The tokenizer files are SmolLM2's (HuggingFaceTB), **Apache-2.0**. Training text public domain. "
          "Weights and card: released with speclab under the project's licence.", ""]
@@ -107,6 +172,8 @@ def main():
     ap.add_argument("--chars", type=int, default=1_500_000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--card-only", action="store_true", help="re-render MODEL_CARD.md only")
+    ap.add_argument("--out-dir", default="",
+                    help="export to OUT_DIR/%s instead of models/zoo/%s (a reproduction run)" % (NAME, NAME))
     args = ap.parse_args()
     if args.card_only:
         return write_card(os.path.join(REPO, "models", "zoo", NAME))
@@ -144,7 +211,7 @@ def main():
             print(json.dumps({"step": step, "loss": round(loss.item(), 4), "wall_s": round(time.time() - t0, 1)}),
                   flush=True)
     wall = time.time() - t0
-    out_dir = os.path.join(REPO, "models", "zoo", NAME)
+    out_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), NAME)
     export_hf(model, out_dir, None, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id)
     tok.save_pretrained(out_dir)
     # held-out perplexity from the shipped BF16 weights, as eval_tiny.py does

@@ -15,6 +15,10 @@ command resumes from it.
 
 Reproduce (all three, sequentially, then eval and cards):  sh models/train/train_zoo.sh
 One model:  python models/train/train_tiny.py --name tiny-target-5m
+Reproduction check without touching the committed zoo (fresh checkpoints, scratch export):
+  python models/train/train_tiny.py --name tiny-target-5m --ckpt-dir /tmp/ck --out-dir /tmp/zoo
+  (or ZOO_OUT=/tmp/zoo CKPT_DIR=/tmp/ck PARALLEL=1 sh models/train/train_zoo.sh; then
+  models/train/check_reproduction.py compares the eval.json files)
 Throughput: python models/train/train_tiny.py --bench
 """
 import argparse
@@ -212,7 +216,7 @@ def train(args):
     import sentencepiece as spm
     tok = os.path.join(REPO, "models", "zoo", "tokenizer.model")
     sp = spm.SentencePieceProcessor(model_file=tok)
-    out_dir = os.path.join(REPO, "models", "zoo", args.name)
+    out_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), args.name)
     export_hf(model, out_dir, tok, sp.bos_id(), sp.eos_id(), sp.pad_id())
     meta = {"name": args.name, "params": model.num_params(), "arch": config_dict(cfg),
             "batch": batch, "seq_len": SEQ, "steps": steps, "tokens_seen": steps * batch * SEQ,
@@ -235,6 +239,8 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="override the step budget (testing)")
     ap.add_argument("--ckpt-dir", default=CKPT)
     ap.add_argument("--ckpt-every", type=int, default=100)
+    ap.add_argument("--out-dir", default="",
+                    help="export to OUT_DIR/<name> instead of models/zoo/<name> (a reproduction run)")
     ap.add_argument("--autocast", type=int, default=1, help="bf16 autocast on CPU (1) or fp32 (0)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--export-only", action="store_true",
