@@ -4,13 +4,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "core/matmul_avx512.h"
 
 namespace speclab {
 namespace {
@@ -198,396 +197,28 @@ SPECLAB_AVX2 void row_to_f32_avx2(float* dst, DType dtype, const void* src, int6
 }
 
 // ---------------------------------------------------------------------------------------
-// AVX-512 path (F + BW + VL + DQ), chosen at run time. The weights are dequantized in
-// registers, straight from the stored bytes: no FP32 copy of a row is written, so one call
-// streams each weight byte from memory once, and a register tile of R rows x T tokens
-// reuses every dequantized 16-float slice for T tokens (each x slice for R rows).
-//
-// Summation order of one output (row r, token t), the same in every tile shape:
-//   one 16-lane accumulator over the row's 16-wide slices in order (FMA),
-//   a fixed tree over the 16 lanes (hsum_avx512), then the scalar tail (n_in % 16) in order.
-// Hence batch invariance as in the AVX2 path.
-//
-// BF16 weights with avx512_bf16 ("avx512bf16" isa): the activations are rounded to BF16
-// once per call and multiplied with vdpbf16ps, 32 products per instruction and no
-// conversion of the weights at all; lane j accumulates the pair (2j, 2j + 1) of each
-// 32-wide slice, in order, then the same fixed tree. This halves the arithmetic of a
-// verification (k tokens) at the price of BF16 activations (relative error ~2^-9 per
-// product, as llama.cpp's BF16 path); matmul_set_bf16_dot(false) keeps FP32 activations.
-
-#define SPECLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
-#define SPECLAB_AVX512BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")))
-
-SPECLAB_AVX512 inline float hsum_avx512(__m512 v) {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  __m128 a = _mm_add_ps(_mm256_castps256_ps128(_mm256_add_ps(lo, hi)),
-                        _mm256_extractf128_ps(_mm256_add_ps(lo, hi), 1));  // 4 lanes
-  a = _mm_add_ps(a, _mm_movehl_ps(a, a));                                  // 2 lanes
-  a = _mm_add_ss(a, _mm_movehdup_ps(a));                                   // 1 lane
-  return _mm_cvtss_f32(a);
-}
-
-// Loaders: the 32 FP32 weights [i, i + 32) of a row (w0: [i, i+16), w1: [i+16, i+32)),
-// equal to dtype_to_f32's values up to FMA contraction of Q4_1's d * q + m; then the
-// 16 weights [i, i + 16) (float types only) and one scalar.
-struct LoadF32 {
-  SPECLAB_AVX512 static inline void load32(const uint8_t* row, int64_t i, __m512* w0, __m512* w1) {
-    const float* p = reinterpret_cast<const float*>(row) + i;
-    *w0 = _mm512_loadu_ps(p);
-    *w1 = _mm512_loadu_ps(p + 16);
-  }
-  SPECLAB_AVX512 static inline __m512 load16(const uint8_t* row, int64_t i) {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i);
-  }
-  static inline float scalar(const uint8_t* row, int64_t i) {
-    return reinterpret_cast<const float*>(row)[i];
-  }
-};
-
-struct LoadBF16 {
-  SPECLAB_AVX512 static inline __m512 load16(const uint8_t* row, int64_t i) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-  SPECLAB_AVX512 static inline void load32(const uint8_t* row, int64_t i, __m512* w0, __m512* w1) {
-    *w0 = load16(row, i);
-    *w1 = load16(row, i + 16);
-  }
-  static inline float scalar(const uint8_t* row, int64_t i) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * i, 2);
-    return bf16_to_f32(h);
-  }
-};
-
-struct LoadF16 {
-  SPECLAB_AVX512 static inline __m512 load16(const uint8_t* row, int64_t i) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i)));
-  }
-  SPECLAB_AVX512 static inline void load32(const uint8_t* row, int64_t i, __m512* w0, __m512* w1) {
-    *w0 = load16(row, i);
-    *w1 = load16(row, i + 16);
-  }
-  static inline float scalar(const uint8_t* row, int64_t i) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * i, 2);
-    return fp16_to_f32(h);
-  }
-};
-
-struct LoadQ8_0 {
-  SPECLAB_AVX512 static inline void load32(const uint8_t* row, int64_t i, __m512* w0, __m512* w1) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + i / kQuantBlock;
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(b->d));
-    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
-    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + 16));
-    *w0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q0)));
-    *w1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q1)));
-  }
-  SPECLAB_AVX512 static inline __m512 load16(const uint8_t* row, int64_t i) {
-    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + i / kQuantBlock;
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + (i & 16)));
-    return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)),
-                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
-  }
-  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
-};
-
-template <bool kHasMin>
-struct LoadQ4 {
-  SPECLAB_AVX512 static inline void load32(const uint8_t* row, int64_t i, __m512* w0, __m512* w1) {
-    constexpr size_t kBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
-    const uint8_t* block = row + (i / kQuantBlock) * kBytes;
-    uint16_t d_bits, m_bits = 0;
-    std::memcpy(&d_bits, block, 2);
-    if (kHasMin) std::memcpy(&m_bits, block + 2, 2);
-    const __m128i packed =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + (kHasMin ? 4 : 2)));
-    const __m512i v = _mm512_cvtepu8_epi32(packed);  // 16 bytes -> 16 dwords
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
-    const __m512 hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(d_bits));
-    if (kHasMin) {
-      const __m512 m = _mm512_set1_ps(_cvtsh_ss(m_bits));
-      *w0 = _mm512_fmadd_ps(d, lo, m);
-      *w1 = _mm512_fmadd_ps(d, hi, m);
-    } else {
-      const __m512 eight = _mm512_set1_ps(8.0f);
-      *w0 = _mm512_mul_ps(d, _mm512_sub_ps(lo, eight));
-      *w1 = _mm512_mul_ps(d, _mm512_sub_ps(hi, eight));
-    }
-  }
-  // Elements [i, i + 16) of a block: the low nibbles (i % 32 == 0) or the high ones.
-  SPECLAB_AVX512 static inline __m512 load16(const uint8_t* row, int64_t i) {
-    constexpr size_t kBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
-    const uint8_t* block = row + (i / kQuantBlock) * kBytes;
-    uint16_t d_bits, m_bits = 0;
-    std::memcpy(&d_bits, block, 2);
-    if (kHasMin) std::memcpy(&m_bits, block + 2, 2);
-    const __m128i packed =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + (kHasMin ? 4 : 2)));
-    const __m512i v = _mm512_cvtepu8_epi32(packed);
-    const __m512 q = _mm512_cvtepi32_ps((i & 16) ? _mm512_srli_epi32(v, 4)
-                                                 : _mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(d_bits));
-    if (kHasMin) return _mm512_fmadd_ps(d, q, _mm512_set1_ps(_cvtsh_ss(m_bits)));
-    return _mm512_mul_ps(d, _mm512_sub_ps(q, _mm512_set1_ps(8.0f)));
-  }
-  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
-};
-
-// out[t * n_out + r] for r < R, t < T. rows: R pointers to stored rows; x: packed activations
-// (pack_activations), element i of token t at x[(i / 32) * xs + 32 * t + i % 32].
-template <class Load, int R, int T>
-SPECLAB_AVX512 void tile_avx512(float* out, int64_t n_out, const uint8_t* const* rows,
-                                const float* x, int64_t xs, int64_t n_in) {
-  __m512 acc[R][T];
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-  // Tiles of up to 4 tokens dequantize 32 weights per row at once (a block's scale read once;
-  // 8 weight registers); 3 x 8 tiles go in 16-wide slices (3 weight registers) to fit the 32
-  // registers. Both add the same slices in the same order into the same accumulator.
-  int64_t i0 = 0;
-  if constexpr (T <= 4) {
-    for (; i0 + 32 <= n_in; i0 += 32) {
-      __m512 w0[R], w1[R];
-      for (int r = 0; r < R; r++) Load::load32(rows[r], i0, &w0[r], &w1[r]);
-      const float* xi = x + (i0 >> 5) * xs;
-      for (int t = 0; t < T; t++) {
-        const __m512 x0 = _mm512_loadu_ps(xi + 32 * t);
-        const __m512 x1 = _mm512_loadu_ps(xi + 32 * t + 16);
-        for (int r = 0; r < R; r++) {
-          acc[r][t] = _mm512_fmadd_ps(w0[r], x0, acc[r][t]);
-          acc[r][t] = _mm512_fmadd_ps(w1[r], x1, acc[r][t]);
-        }
-      }
-    }
-  }
-  const int64_t n16 = n_in / 16 * 16;
-  for (int64_t i = i0; i < n16; i += 16) {
-    __m512 w[R];
-    for (int r = 0; r < R; r++) w[r] = Load::load16(rows[r], i);
-    const float* xi = x + (i >> 5) * xs + (i & 16);
-    for (int t = 0; t < T; t++) {
-      const __m512 xv = _mm512_loadu_ps(xi + 32 * t);
-      for (int r = 0; r < R; r++) acc[r][t] = _mm512_fmadd_ps(w[r], xv, acc[r][t]);
-    }
-  }
-  const int64_t i = n16;
-  for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) {
-      float tail = 0.0f;
-      for (int64_t j = i; j < n_in; j++)
-        tail = __builtin_fmaf(Load::scalar(rows[r], j), x[(j >> 5) * xs + 32 * t + (j & 31)], tail);
-      out[t * n_out + r] = hsum_avx512(acc[r][t]) + tail;
-    }
-  }
-}
-
-// Tile tables: [T - 1] = the tile of R rows x T tokens, T = 1..sizeof...(T).
-using Avx512TileFn = void (*)(float*, int64_t, const uint8_t* const*, const float*, int64_t,
-                              int64_t);
-template <class Load, int R, size_t... T>
-constexpr std::array<Avx512TileFn, sizeof...(T)> avx512_tiles(std::index_sequence<T...>) {
-  return {tile_avx512<Load, R, static_cast<int>(T) + 1>...};
-}
-
-// FP32 activations: 4 rows x k tokens (k <= 4), 3 x k (k <= 8; 24 accumulators, 3 weights,
-// 1 activation register), then passes of 3 x 8: as for rows_bf16dot below, every token of a decode
-// or verification call in one pass over the weights. n_rows <= kFusedRowBlock.
-template <class Load>
-SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* const* rows, int n_rows,
-                                const float* x, int64_t xs, int64_t n_in, int64_t n_tokens) {
-  using Fn = Avx512TileFn;
-  static constexpr auto k4 = avx512_tiles<Load, 4>(std::make_index_sequence<4>());
-  static constexpr auto k3 = avx512_tiles<Load, 3>(std::make_index_sequence<8>());
-  static constexpr auto k1 = avx512_tiles<Load, 1>(std::make_index_sequence<8>());
-  int64_t t = 0;
-  while (t < n_tokens) {
-    const int64_t left = n_tokens - t;
-    const int64_t k = left <= 8 ? left : 8;
-    const int rr = k <= 4 ? 4 : 3;
-    int r = 0;
-    for (; r + rr <= n_rows; r += rr) {
-      const Fn fn = rr == 4 ? k4[k - 1] : k3[k - 1];
-      fn(out + t * n_out + r, n_out, rows + r, x + 32 * t, xs, n_in);
-    }
-    for (; r < n_rows; r++) k1[k - 1](out + t * n_out + r, n_out, rows + r, x + 32 * t, xs, n_in);
-    t += k;
-  }
-}
-
-// BF16 weights x BF16 activations with vdpbf16ps. xb: [T, n_in] BF16 (rounded once per
-// call). Pairs of BF16 are dotted into one FP32 lane: lane j of slice s gets
-// w[32s+2j]*x[32s+2j] + w[32s+2j+1]*x[32s+2j+1].
-// xb: packed as in tile_avx512, the last 32-wide step padded with zeros.
-template <int R, int T>
-SPECLAB_AVX512BF16 void tile_bf16dot(float* out, int64_t n_out, const uint8_t* const* rows,
-                                     const uint16_t* xb, int64_t xs, int64_t n_in) {
-  __m512 acc[R][T];
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-  const int64_t n32 = n_in / 32 * 32;
-  for (int64_t i = 0; i < n32; i += 32) {
-    __m512bh w[R];
-    for (int r = 0; r < R; r++)
-      w[r] = (__m512bh)_mm512_loadu_si512(reinterpret_cast<const uint16_t*>(rows[r]) + i);
-    for (int t = 0; t < T; t++) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + (i >> 5) * xs + 32 * t);
-      for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], xv);
-    }
-  }
-  if (n32 < n_in) {  // the last, partial step: weights masked to zero, activations padded
-    const __mmask32 mask = (__mmask32{1} << (n_in - n32)) - 1;
-    __m512bh w[R];
-    for (int r = 0; r < R; r++)
-      w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask,
-                                                reinterpret_cast<const uint16_t*>(rows[r]) + n32);
-    for (int t = 0; t < T; t++) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + (n32 >> 5) * xs + 32 * t);
-      for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], xv);
-    }
-  }
-  for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) out[t * n_out + r] = hsum_avx512(acc[r][t]);
-  }
-}
-
-using Bf16TileFn = void (*)(float*, int64_t, const uint8_t* const*, const uint16_t*, int64_t,
-                            int64_t);
-template <int R, size_t... T>
-constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles(std::index_sequence<T...>) {
-  return {tile_bf16dot<R, static_cast<int>(T) + 1>...};
-}
-
-// Register tiles for vdpbf16ps, measured on Zen 4 (1 zmm load per cycle): 4 rows x 6 tokens
-// (24 accumulators, 10 loads per 24 products) runs at the dot-product peak from cache, 2 x 8
-// at half of it (10 loads per 16) and 1 x 16 at a quarter. And every token of a call must
-// be in one pass over the weights: a second pass over rows already in L1 leaves the memory
-// stream idle (k = 8 as 4x6 + 4x2 took twice k = 6 when streaming). So k <= 6: 4 x k;
-// k = 7, 8: 3 x k (24 accumulators, 11 loads per 24); more tokens: passes of 3 x 8.
-// n_rows <= 12 (kFusedRowBlock); the rows not a multiple of the tile height go one at a time.
-SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* const* rows,
-                                     int n_rows, const uint16_t* xb, int64_t xs, int64_t n_in,
-                                     int64_t n_tokens) {
-  using Fn = Bf16TileFn;
-  static constexpr auto k4 = bf16dot_tiles<4>(std::make_index_sequence<6>());
-  static constexpr auto k3 = bf16dot_tiles<3>(std::make_index_sequence<8>());
-  static constexpr auto k1 = bf16dot_tiles<1>(std::make_index_sequence<8>());
-  int64_t t = 0;
-  while (t < n_tokens) {
-    const int64_t left = n_tokens - t;
-    const int64_t k = left <= 8 ? left : 8;
-    const int rr = k <= 6 ? 4 : 3;
-    int r = 0;
-    for (; r + rr <= n_rows; r += rr) {
-      const Fn fn = rr == 4 ? k4[k - 1] : k3[k - 1];
-      fn(out + t * n_out + r, n_out, rows + r, xb + 32 * t, xs, n_in);
-    }
-    for (; r < n_rows; r++) k1[k - 1](out + t * n_out + r, n_out, rows + r, xb + 32 * t, xs, n_in);
-    t += k;
-  }
-}
-
-// Activations packed for the tiles: per 32-wide step of the input, the 32 values of every
-// token side by side, so a tile reads one sequential stream (k separate streams of 2 KB..
-// 16 KB strides thrash L1 and defeat the prefetcher once k * n_in outgrows L1: measured,
-// k = 8 took twice k = 6). One call's tokens go in chunks: chunk c (tokens [c * chunk, ...),
-// n_c of them) starts at c * n_steps * chunk * 32 and its step s at + s * n_c * 32.
-//   dst: [n_chunks][n_steps][n_c][32]   x: [n_tokens, n_in]   (last step zero-padded)
-// Steps [s0, s1) of every token, so the threads can share the work.
-template <class T, class Convert>
-inline void pack_steps(T* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk,
-                       int64_t s0, int64_t s1, Convert convert) {
-  const int64_t n_steps = (n_in + 31) / 32;
-  for (int64_t t = 0; t < n_tokens; t++) {
-    const int64_t c = t / chunk, n_c = std::min(chunk, n_tokens - c * chunk);
-    T* base = dst + c * n_steps * chunk * 32 + (t - c * chunk) * 32;
-    for (int64_t s = s0; s < s1; s++) {
-      const int64_t i0 = s * 32, n = std::min<int64_t>(32, n_in - i0);
-      convert(base + s * n_c * 32, x + t * n_in + i0, n);
-    }
-  }
-}
-
-struct PackF32 {  // (a lambda would not inherit the target attribute)
-  SPECLAB_AVX512 void operator()(float* d, const float* src, int64_t n) const {
-    if (n == 32) {
-      _mm512_storeu_ps(d, _mm512_loadu_ps(src));
-      _mm512_storeu_ps(d + 16, _mm512_loadu_ps(src + 16));
-    } else {
-      for (int64_t j = 0; j < 32; j++) d[j] = j < n ? src[j] : 0.0f;
-    }
-  }
-};
-SPECLAB_AVX512 void pack_f32_avx512(float* dst, const float* x, int64_t n_tokens, int64_t n_in,
-                                    int64_t chunk, int64_t s0, int64_t s1) {
-  pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackF32{});
-}
-
-// Round-to-nearest-even FP32 -> BF16 (vcvtne2ps2bf16; f32_to_bf16 for a partial step).
-struct PackBf16 {
-  SPECLAB_AVX512BF16 void operator()(uint16_t* d, const float* src, int64_t n) const {
-    if (n == 32) {
-      const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
-      _mm512_storeu_si512(d, (__m512i)h);
-    } else {
-      for (int64_t j = 0; j < 32; j++) d[j] = j < n ? f32_to_bf16(src[j]) : 0;
-    }
-  }
-};
-SPECLAB_AVX512BF16 void pack_bf16_avx512(uint16_t* dst, const float* x, int64_t n_tokens,
-                                         int64_t n_in, int64_t chunk, int64_t s0, int64_t s1) {
-  pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackBf16{});
-}
-
-// The fused kernel of one block of rows: (out, n_out, rows, n_rows, x, xs, n_in, n_tokens).
-using FusedRowsFn = void (*)(float*, int64_t, const uint8_t* const*, int, const float*, int64_t,
-                             int64_t, int64_t);
-
-FusedRowsFn fused_avx512(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return rows_avx512<LoadF32>;
-    case DType::F16:
-      return rows_avx512<LoadF16>;
-    case DType::BF16:
-      return rows_avx512<LoadBF16>;
-    case DType::Q8_0:
-      return rows_avx512<LoadQ8_0>;
-    case DType::Q4_0:
-      return rows_avx512<LoadQ4<false>>;
-    case DType::Q4_1:
-      return rows_avx512<LoadQ4<true>>;
-  }
-  return nullptr;
-}
-
-// ---------------------------------------------------------------------------------------
 
 struct Kernels {
   void (*row_to_f32)(float*, DType, const void*, int64_t);
   // out[t, r] for the rows of one block: (out, n_out, rows, n_rows, x, n_in, n_tokens)
   void (*block)(float*, int64_t, const float* const*, int, const float*, int64_t, int64_t);
   // Dequantizes in registers (no FP32 row copy); null: convert rows, then `block`.
-  FusedRowsFn (*fused)(DType);
+  matmul_avx512::RowsFn (*fused)(DType);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
   MatmulIsa id;
   const char* isa;
 };
 
 constexpr int kRowBlock = 4;  // weight rows per work item and per register tile
-// Rows per work item of the fused paths: a multiple of every tile height (4, 3, 2, 1).
-constexpr int kFusedRowBlock = 12;
+// Rows per work item of the fused (AVX-512) paths.
+constexpr int kFusedRowBlock = matmul_avx512::kRowBlock;
 
 const Kernels kGenericKernels{row_to_f32_generic,  block_generic, nullptr, false,
                               MatmulIsa::kGeneric, "generic"};
 const Kernels kAvx2Kernels{row_to_f32_avx2, block_avx2, nullptr, false, MatmulIsa::kAvx2, "avx2"};
-const Kernels kAvx512Kernels{row_to_f32_avx2, block_avx2,         fused_avx512,
+const Kernels kAvx512Kernels{row_to_f32_avx2, block_avx2,         matmul_avx512::rows_fn,
                              false,           MatmulIsa::kAvx512, "avx512"};
-const Kernels kAvx512Bf16Kernels{row_to_f32_avx2,        block_avx2,  fused_avx512, true,
+const Kernels kAvx512Bf16Kernels{row_to_f32_avx2,        block_avx2,  matmul_avx512::rows_fn, true,
                                  MatmulIsa::kAvx512Bf16, "avx512bf16"};
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know
@@ -694,7 +325,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   // few microseconds, and far more when the machine is oversubscribed and a thread waits at
   // the barrier. Each output is computed the same way either way (no result depends on it).
   const bool parallel = n_out * n_in * n_tokens >= (int64_t{1} << 18);
-  const FusedRowsFn fused = k.fused != nullptr ? k.fused(w.dtype) : nullptr;
+  const matmul_avx512::RowsFn fused = k.fused != nullptr ? k.fused(w.dtype) : nullptr;
   if (fused != nullptr) {
     // Prompts (hundreds of tokens) go in chunks of tokens whose packed activations fit in L2
     // (~256 KB), rereading the weights once per chunk; a decode or verification call
@@ -718,9 +349,9 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
       for (int64_t s = 0; s < n_steps; s += 8) {
         const int64_t s1 = std::min(n_steps, s + 8);
         if (bf16_dot) {
-          pack_bf16_avx512(xbp, x, n_tokens, n_in, chunk, s, s1);
+          matmul_avx512::pack_bf16(xbp, x, n_tokens, n_in, chunk, s, s1);
         } else {
-          pack_f32_avx512(xfp, x, n_tokens, n_in, chunk, s, s1);
+          matmul_avx512::pack_f32(xfp, x, n_tokens, n_in, chunk, s, s1);
         }
       }  // (barrier: every thread reads all of it)
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
@@ -732,13 +363,13 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
         for (int64_t b = 0; b < n_fused_blocks; b++) {
           const int64_t r0 = b * kFusedRowBlock;
           const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
-          const uint8_t* rows[kFusedRowBlock];
-          for (int j = 0; j < n_rows; j++) rows[j] = base + static_cast<size_t>(r0 + j) * row_bytes;
+          const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
-            rows_bf16dot(o, n_out, rows, n_rows, xbp + offset, xs, n_in, n_chunk);
+            matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp + offset, xs, n_in,
+                                        n_chunk);
           } else {
-            fused(o, n_out, rows, n_rows, xfp + offset, xs, n_in, n_chunk);
+            fused(o, n_out, row0, row_bytes, n_rows, xfp + offset, xs, n_in, n_chunk);
           }
         }
       }

@@ -30,7 +30,8 @@ void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 //   generic     compiler-vectorized baseline code (any x86-64)
 //   avx2        AVX2 + FMA + F16C: rows converted to FP32 in a per-thread buffer, then dotted
 //   avx512      AVX-512 F/BW/VL/DQ: weights dequantized in registers, 4 rows x up to 4
-//               tokens per register tile, FP32 activations
+//               tokens per register tile, FP32 activations, column segments kept in L1 and
+//               software prefetch (core/matmul_avx512.cpp)
 //   avx512bf16  as avx512, and BF16 weights dotted with vdpbf16ps against activations
 //               rounded to BF16 (the other dtypes as avx512). Twice the arithmetic rate, but
 //               not exact enough for the golden tests: only when asked for

@@ -1,0 +1,452 @@
+// AVX-512 kernels of matmul_weights (F + BW + VL + DQ, chosen at run time by cpu_matmul.cpp).
+//
+// The weights are dequantized in registers straight from the stored bytes (no FP32 copy of a
+// row is written), so one call streams each weight byte from memory once, and a register tile
+// of 4 rows x up to 4 tokens uses every dequantized 16-float slice for all its tokens (each
+// activation slice for 4 rows).
+//
+// Summation order of one output (row r, token t), the same in every tile shape and work split:
+//   one 16-lane accumulator over the row's 16-wide slices in order (FMA),
+//   a fixed tree over the 16 lanes (hsum), then the scalar tail (n_in % 16) in order.
+// The accumulators of a tile are parked in a small buffer between column segments and token
+// groups (a store and a reload change no bit), so how a call is cut up may depend on the
+// number of tokens without changing any sum: a token's outputs are bit-identical whether it
+// is computed alone or in a batch of any size, on any number of threads (batch invariance).
+//
+// Column segments. A work item (kRowBlock rows) runs segment by segment: for each segment of
+// columns, every row tile of the item with every token of the call (up to 8). A segment is
+// short enough that the activations of all tokens for it stay in L1 (8 tokens of 3072 columns
+// are 96 KB: without segments they stream from L2 for every row tile), so verifying 8 tokens
+// reads each weight once from memory and the activations from L1.
+//
+// Software prefetch. Every step prefetches the weights its row needs one segment later (in
+// the last segment: the next work item's first one), a whole pass over the item's segment
+// ahead of use. The hardware prefetchers alone kept too few lines in flight: one core
+// streamed BF16 weights at 20 GB/s at k = 1 without it, 28 GB/s with it.
+//
+// BF16 weights with avx512_bf16 (the opt-in "avx512bf16" isa): the activations are rounded
+// to BF16 once per call and multiplied with vdpbf16ps, 32 products per instruction and no
+// conversion of the weights; lane j accumulates the pair (2j, 2j + 1) of each 32-wide slice,
+// in order, then the same fixed tree. Half the arithmetic at the price of BF16 activations.
+#include "core/matmul_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace speclab {
+namespace matmul_avx512 {
+namespace {
+
+#define SPECLAB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c")))
+#define SPECLAB_AVX512BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,fma,f16c")))
+
+// Loops over the rows and tokens of a register tile are unrolled before the accumulator array
+// is split into registers: without it GCC 12 kept the array in memory and stored all of it on
+// every step (16 to 24 stores per 32 to 48 FMAs).
+#define SPECLAB_UNROLL _Pragma("GCC unroll 16")
+
+SPECLAB_AVX512 inline float hsum(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 2, 3, 2)));
+  __m256 s = _mm256_add_ps(lo, hi);                                               // 8 lanes
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));  // 4 lanes
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));                                         // 2 lanes
+  a = _mm_add_ss(a, _mm_movehdup_ps(a));                                          // 1 lane
+  return _mm_cvtss_f32(a);
+}
+
+// Loaders. For a 32-column step at column i (i % 32 == 0): Block b = block(row, i) holds what
+// the step's two halves share (a quantization block's scale), half(b, row, i, h) gives the
+// FP32 weights [i + 16h, i + 16h + 16), exactly dtype_to_f32's values. offset(i): the byte
+// offset of column i in a row; kLines: cache lines per step to prefetch; scalar(row, j): one
+// weight (float types only: quantized rows are whole blocks of 32).
+struct LoadF32 {
+  struct Block {};
+  static constexpr int kLines = 2;
+  static size_t offset(int64_t i) { return 4 * static_cast<size_t>(i); }
+  SPECLAB_AVX512 static inline Block block(const uint8_t*, int64_t) { return {}; }
+  SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
+    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i + 16 * h);
+  }
+  static inline float scalar(const uint8_t* row, int64_t j) {
+    float v;
+    std::memcpy(&v, row + 4 * j, 4);
+    return v;
+  }
+};
+
+struct LoadBF16 {
+  struct Block {};
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) { return 2 * static_cast<size_t>(i); }
+  SPECLAB_AVX512 static inline Block block(const uint8_t*, int64_t) { return {}; }
+  SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * (i + 16 * h)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+  }
+  static inline float scalar(const uint8_t* row, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * j, 2);
+    return bf16_to_f32(h);
+  }
+};
+
+struct LoadF16 {
+  struct Block {};
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) { return 2 * static_cast<size_t>(i); }
+  SPECLAB_AVX512 static inline Block block(const uint8_t*, int64_t) { return {}; }
+  SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * (i + 16 * h))));
+  }
+  static inline float scalar(const uint8_t* row, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * j, 2);
+    return fp16_to_f32(h);
+  }
+};
+
+// Q8_0: d * q, the product rounded as dtype_to_f32 rounds it.
+struct LoadQ8_0 {
+  struct Block {
+    __m512 d;
+    const int8_t* qs;
+  };
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) {
+    return static_cast<size_t>(i) / kQuantBlock * sizeof(BlockQ8_0);
+  }
+  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+    const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row + offset(i));
+    return {_mm512_set1_ps(_cvtsh_ss(b->d)), b->qs};
+  }
+  SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * h));
+    return _mm512_mul_ps(b.d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
+};
+
+// Q4_0 / Q4_1: a block's 16 possible weights, table[q] = d * (q - 8) or d * q + m (rounded as
+// dtype_to_f32 rounds them: a product, then a sum), are computed once per block; the nibbles
+// pick them with vpermps (which reads the low 4 bits of each index), so the dequantization of
+// 32 weights is one widening load, one shift and two permutes.
+template <bool kHasMin>
+struct LoadQ4 {
+  struct Block {
+    __m512 table;
+    __m512i idx;  // the 16 bytes, one per dword: low nibble = element j, high = j + 16
+  };
+  static constexpr size_t kBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) { return static_cast<size_t>(i) / kQuantBlock * kBytes; }
+  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+    const uint8_t* p = row + offset(i);
+    Block b;
+    b.idx = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + (kHasMin ? 4 : 2))));
+    if (kHasMin) {
+      uint32_t dm;
+      std::memcpy(&dm, p, 4);
+      const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));  // d, m, 0, 0
+      const __m512 d = _mm512_broadcastss_ps(f);
+      const __m512 m = _mm512_broadcastss_ps(_mm_movehdup_ps(f));
+      const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      b.table = _mm512_add_round_ps(
+          _mm512_mul_round_ps(d, iota, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), m,
+          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    } else {
+      uint16_t dbits;
+      std::memcpy(&dbits, p, 2);
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(dbits));
+      const __m512 iota = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+      b.table = _mm512_mul_ps(d, iota);
+    }
+    return b;
+  }
+  SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
+    return _mm512_permutexvar_ps(h == 0 ? b.idx : _mm512_srli_epi32(b.idx, 4), b.table);
+  }
+  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
+};
+
+// Accumulators of a work item between segments: row j, token t at acc[(j * 8 + t) * 16].
+constexpr int kMaxTokens = 8;
+constexpr int kAccStride = kMaxTokens * 16;
+
+// One register tile, R rows x T tokens, over the 32-column steps [i0, i1) of one segment,
+// plus the 16-column slice at i1 when half_tail (float rows with n_in % 32 >= 16, last
+// segment). first: start from zero, else from acc. pf: prefetch distance in bytes.
+template <class L, int R, int T>
+SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, int64_t xs,
+                         int64_t i0, int64_t i1, bool half_tail, bool first, float* acc,
+                         int64_t pf) {
+  __m512 a[R][T];
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * kAccStride + 16 * t);
+    }
+  }
+  const uint8_t* row[R];
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row0 + r * row_bytes;
+  for (int64_t i = i0; i < i1; i += 32) {
+    typename L::Block b[R];
+    SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+      SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
+        _mm_prefetch(reinterpret_cast<const char*>(row[r] + L::offset(i) + pf + 64 * l),
+                     _MM_HINT_T0);
+      }
+      b[r] = L::block(row[r], i);
+    }
+    const float* xi = x + (i >> 5) * xs;
+    SPECLAB_UNROLL for (int h = 0; h < 2; h++) {
+      __m512 w[R];
+      SPECLAB_UNROLL for (int r = 0; r < R; r++) w[r] = L::half(b[r], row[r], i, h);
+      SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+        const __m512 xv = _mm512_loadu_ps(xi + 32 * t + 16 * h);
+        SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_fmadd_ps(w[r], xv, a[r][t]);
+      }
+    }
+  }
+  if (half_tail) {
+    const float* xi = x + (i1 >> 5) * xs;
+    __m512 w[R];
+    SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+      w[r] = L::half(L::block(row[r], i1), row[r], i1, 0);
+    }
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      const __m512 xv = _mm512_loadu_ps(xi + 32 * t);
+      SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_fmadd_ps(w[r], xv, a[r][t]);
+    }
+  }
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    SPECLAB_UNROLL for (int t = 0; t < T; t++)
+        _mm512_store_ps(acc + r * kAccStride + 16 * t, a[r][t]);
+  }
+}
+
+using TileFn = void (*)(const uint8_t*, size_t, const float*, int64_t, int64_t, int64_t, bool, bool,
+                        float*, int64_t);
+// [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T).
+template <class L, int R, size_t... T>
+constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
+  return {tile<L, R, static_cast<int>(T) + 1>...};
+}
+
+// Segments: the packed activations of one segment (kMaxTokens tokens, 4 bytes per column) fit
+// in kSegActBytes, so that they stay in L1 (48 KB on Zen 5) beside the weights of the segment
+// and the ones being prefetched; a row's weights of a segment are at most kSegRowBytes, so one
+// pass over a work item's segment (12 rows) reads ~9 KB and prefetches the next 9 KB. Measured
+// on the Zen 5 machine, one core streaming [8192, 3072] matrices at k = 1 (CPU time, best of 6):
+// 512 / 768 / 1024 / 1536 bytes per row: BF16 1.78 / 1.68 / 1.73 / 1.83 ms, Q8_0 1.35 / 1.33 /
+// 1.52 / 1.83 ms, Q4_1 0.83 / 0.96 / 0.95 / 1.28 ms; without the prefetch BF16 took 2.5 ms.
+constexpr int64_t kSegActBytes = 16 << 10;
+constexpr int64_t kSegRowBytes = 768;
+
+// Columns per segment for k tokens, a multiple of 32.
+int64_t segment_columns(int64_t k, size_t bytes_per_32) {
+  const int64_t by_act = kSegActBytes / (4 * k) / 32 * 32;
+  const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_32) * 32;
+  return std::max<int64_t>(32, std::min(by_act, by_row));
+}
+
+// Register tiles of 4 rows x up to 4 tokens (16 accumulators, a step's weights for both
+// halves in registers); rows left over (n_rows % 4) one at a time. 5 to 8 tokens run as two
+// groups, [0, 4) and [4, k), over each segment while its weights are in L1: measured on the
+// Zen 5 machine from L2, k = 8 as 3 rows x 8 tokens (24 accumulators) ran at 100 GFLOP/s,
+// 2 x 8 at 96, two groups of 4 x 4 at 177 (k = 4: 171), and when streaming one [8192, 3072]
+// BF16 matrix per call on one core: 4.3 ms (3 x 8), 4.5 (2 x 8), 2.6 ms (4 x 4 twice) against
+// 1.8 ms for k = 1. More than 8 tokens (prompts): passes of 8, each over the whole work item.
+template <class L>
+SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
+                                int n_rows, const float* x, int64_t xs, int64_t n_in,
+                                int64_t n_tokens) {
+  static constexpr auto k4 = tiles<L, 4>(std::make_index_sequence<4>());
+  static constexpr auto k1 = tiles<L, 1>(std::make_index_sequence<4>());
+  alignas(64) float acc[kRowBlock * kAccStride];
+  const int64_t n32 = n_in / 32 * 32, n16 = n_in / 16 * 16;
+  const bool half_tail = n16 > n32;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    const int k = static_cast<int>(std::min<int64_t>(kMaxTokens, n_tokens - t0));
+    const float* xt = x + 32 * t0;
+    const int64_t seg = segment_columns(k, L::offset(32));
+    for (int64_t s0 = 0;; s0 += seg) {
+      const int64_t s1 = std::min(n32, s0 + seg);
+      const bool last = s1 == n32;
+      // Prefetch distance: the same row one segment on; from the last segment, the next work
+      // item's first segment (the same thread's next item, or past its range: harmless).
+      const int64_t pf = last ? static_cast<int64_t>(kRowBlock * row_bytes - L::offset(s0))
+                              : static_cast<int64_t>(L::offset(s1) - L::offset(s0));
+      const bool ht = last && half_tail;
+      for (int g0 = 0; g0 < k; g0 += 4) {
+        const int gk = std::min(4, k - g0);
+        const float* xg = xt + 32 * g0;
+        int r = 0;
+        for (; r + 4 <= n_rows; r += 4) {
+          k4[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, ht, s0 == 0,
+                     acc + r * kAccStride + 16 * g0, pf);
+        }
+        for (; r < n_rows; r++) {
+          k1[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, ht, s0 == 0,
+                     acc + r * kAccStride + 16 * g0, pf);
+        }
+      }
+      if (last) break;
+    }
+    for (int r = 0; r < n_rows; r++) {
+      const uint8_t* row = row0 + r * row_bytes;
+      for (int t = 0; t < k; t++) {
+        float tail = 0.0f;
+        for (int64_t j = n16; j < n_in; j++)
+          tail = __builtin_fmaf(L::scalar(row, j), xt[(j >> 5) * xs + 32 * t + (j & 31)], tail);
+        out[(t0 + t) * n_out + r] = hsum(_mm512_load_ps(acc + r * kAccStride + 16 * t)) + tail;
+      }
+    }
+  }
+}
+
+// BF16 weights x BF16 activations with vdpbf16ps. Pairs of BF16 are dotted into one FP32
+// lane: lane j of step s gets w[32s+2j]*x[32s+2j] + w[32s+2j+1]*x[32s+2j+1].
+// xb: packed as the FP32 activations, the last 32-wide step padded with zeros.
+template <int R, int T>
+SPECLAB_AVX512BF16 void tile_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
+                                     size_t row_bytes, const uint16_t* xb, int64_t xs,
+                                     int64_t n_in) {
+  __m512 acc[R][T];
+  for (int r = 0; r < R; r++)
+    for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+  const uint16_t* rows[R];
+  for (int r = 0; r < R; r++) rows[r] = reinterpret_cast<const uint16_t*>(row0 + r * row_bytes);
+  const int64_t n32 = n_in / 32 * 32;
+  for (int64_t i = 0; i < n32; i += 32) {
+    __m512bh w[R];
+    for (int r = 0; r < R; r++) w[r] = (__m512bh)_mm512_loadu_si512(rows[r] + i);
+    for (int t = 0; t < T; t++) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + (i >> 5) * xs + 32 * t);
+      for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], xv);
+    }
+  }
+  if (n32 < n_in) {  // the last, partial step: weights masked to zero, activations padded
+    const __mmask32 mask = (__mmask32{1} << (n_in - n32)) - 1;
+    __m512bh w[R];
+    for (int r = 0; r < R; r++) w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, rows[r] + n32);
+    for (int t = 0; t < T; t++) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + (n32 >> 5) * xs + 32 * t);
+      for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], xv);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int t = 0; t < T; t++) out[t * n_out + r] = hsum(acc[r][t]);
+  }
+}
+
+using Bf16TileFn = void (*)(float*, int64_t, const uint8_t*, size_t, const uint16_t*, int64_t,
+                            int64_t);
+template <int R, size_t... T>
+constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles(std::index_sequence<T...>) {
+  return {tile_bf16dot<R, static_cast<int>(T) + 1>...};
+}
+
+template <class T, class Convert>
+inline void pack_steps(T* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk,
+                       int64_t s0, int64_t s1, Convert convert) {
+  const int64_t n_steps = (n_in + 31) / 32;
+  for (int64_t t = 0; t < n_tokens; t++) {
+    const int64_t c = t / chunk, n_c = std::min(chunk, n_tokens - c * chunk);
+    T* base = dst + c * n_steps * chunk * 32 + (t - c * chunk) * 32;
+    for (int64_t s = s0; s < s1; s++) {
+      const int64_t i0 = s * 32, n = std::min<int64_t>(32, n_in - i0);
+      convert(base + s * n_c * 32, x + t * n_in + i0, n);
+    }
+  }
+}
+
+struct PackF32 {  // (a lambda would not inherit the target attribute)
+  SPECLAB_AVX512 void operator()(float* d, const float* src, int64_t n) const {
+    if (n == 32) {
+      _mm512_storeu_ps(d, _mm512_loadu_ps(src));
+      _mm512_storeu_ps(d + 16, _mm512_loadu_ps(src + 16));
+    } else {
+      for (int64_t j = 0; j < 32; j++) d[j] = j < n ? src[j] : 0.0f;
+    }
+  }
+};
+
+// Round-to-nearest-even FP32 -> BF16 (vcvtne2ps2bf16; f32_to_bf16 for a partial step).
+struct PackBf16 {
+  SPECLAB_AVX512BF16 void operator()(uint16_t* d, const float* src, int64_t n) const {
+    if (n == 32) {
+      const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+      _mm512_storeu_si512(d, (__m512i)h);
+    } else {
+      for (int64_t j = 0; j < 32; j++) d[j] = j < n ? f32_to_bf16(src[j]) : 0;
+    }
+  }
+};
+
+}  // namespace
+
+// Register tiles for vdpbf16ps (Zen 4 measurements of the previous version): 4 rows x 6
+// tokens (24 accumulators, 10 loads per 24 products) at the dot-product peak from cache, 2 x 8
+// at half of it and 1 x 16 at a quarter; every token of a call in one pass over the weights.
+// So k <= 6: 4 x k; k = 7, 8: 3 x k; more tokens: passes of 3 x 8. Leftover rows one at a time.
+SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
+                                     size_t row_bytes, int n_rows, const uint16_t* xb, int64_t xs,
+                                     int64_t n_in, int64_t n_tokens) {
+  static constexpr auto k4 = bf16dot_tiles<4>(std::make_index_sequence<6>());
+  static constexpr auto k3 = bf16dot_tiles<3>(std::make_index_sequence<8>());
+  static constexpr auto k1 = bf16dot_tiles<1>(std::make_index_sequence<8>());
+  int64_t t = 0;
+  while (t < n_tokens) {
+    const int64_t left = n_tokens - t;
+    const int64_t k = left <= 8 ? left : 8;
+    const int rr = k <= 6 ? 4 : 3;
+    int r = 0;
+    for (; r + rr <= n_rows; r += rr) {
+      const Bf16TileFn fn = rr == 4 ? k4[k - 1] : k3[k - 1];
+      fn(out + t * n_out + r, n_out, row0 + r * row_bytes, row_bytes, xb + 32 * t, xs, n_in);
+    }
+    for (; r < n_rows; r++) {
+      k1[k - 1](out + t * n_out + r, n_out, row0 + r * row_bytes, row_bytes, xb + 32 * t, xs, n_in);
+    }
+    t += k;
+  }
+}
+
+SPECLAB_AVX512 void pack_f32(float* dst, const float* x, int64_t n_tokens, int64_t n_in,
+                             int64_t chunk, int64_t s0, int64_t s1) {
+  pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackF32{});
+}
+
+SPECLAB_AVX512BF16 void pack_bf16(uint16_t* dst, const float* x, int64_t n_tokens, int64_t n_in,
+                                  int64_t chunk, int64_t s0, int64_t s1) {
+  pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackBf16{});
+}
+
+RowsFn rows_fn(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return rows_avx512<LoadF32>;
+    case DType::F16:
+      return rows_avx512<LoadF16>;
+    case DType::BF16:
+      return rows_avx512<LoadBF16>;
+    case DType::Q8_0:
+      return rows_avx512<LoadQ8_0>;
+    case DType::Q4_0:
+      return rows_avx512<LoadQ4<false>>;
+    case DType::Q4_1:
+      return rows_avx512<LoadQ4<true>>;
+  }
+  return nullptr;
+}
+
+}  // namespace matmul_avx512
+}  // namespace speclab

@@ -1,0 +1,41 @@
+// The AVX-512 kernels of matmul_weights (core/cpu_matmul.h), internal to core/cpu_matmul.cpp.
+// Compiled with target attributes, called only when the CPU has the instructions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace speclab {
+namespace matmul_avx512 {
+
+// Weight rows per work item (the unit the threads share): a multiple of every tile height.
+constexpr int kRowBlock = 12;
+
+// One work item: out[t * n_out + j] for rows j < n_rows (<= kRowBlock) starting at row0
+// (stored rows row_bytes apart) and tokens t < n_tokens. x: activations packed by
+// pack_f32 (element i of token t at x[(i / 32) * xs + 32 * t + i % 32]).
+using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
+                        int n_rows, const float* x, int64_t xs, int64_t n_in, int64_t n_tokens);
+// The kernel for weights of `dtype` (FP32 activations).
+RowsFn rows_fn(DType dtype);
+
+// BF16 weights dotted with vdpbf16ps against BF16-rounded activations packed by pack_bf16
+// (the opt-in avx512bf16 path). Same arguments as RowsFn.
+void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
+                  const uint16_t* xb, int64_t xs, int64_t n_in, int64_t n_tokens);
+
+// Activations packed for the tiles: per 32-wide step of the input, the 32 values of every
+// token of a chunk side by side. Chunk c (tokens [c * chunk, ...), n_c of them) starts at
+// c * n_steps * chunk * 32 and its step s at + s * n_c * 32 (the last step zero-padded).
+//   dst: [n_chunks][n_steps][n_c][32]   x: [n_tokens, n_in]
+// Steps [s0, s1) of every token, so that the threads can share the work.
+void pack_f32(float* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk, int64_t s0,
+              int64_t s1);
+// The same rounded to BF16 (round to nearest even).
+void pack_bf16(uint16_t* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk,
+               int64_t s0, int64_t s1);
+
+}  // namespace matmul_avx512
+}  // namespace speclab
