@@ -13,6 +13,7 @@
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
+#include "models/decode/tree_decoder.h"
 
 namespace speclab {
 
@@ -86,6 +87,30 @@ nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   return row;
 }
 
+
+// Tree cells: Theorem 3.8 assumes one chain of i.i.d. acceptances and has no tree form, so it
+// is dropped; the refined prediction becomes tokens per round from the per-depth conditional
+// acceptance (E = 1 + sum_d prod_{j<=d} a_j over the tree's depth) over the round's measured
+// cost: draft seconds per round + the in-run T(k) of each round's k = nodes + 1 (summed, that
+// is the verify seconds) per round + host overhead.
+void tree_predictions(nlohmann::json* row, const AcceptanceStats& acc, size_t max_depth_plus_1,
+                      double draft_s, double verify_s, double t1, double overhead) {
+  nlohmann::json& r = *row;
+  for (const char* key : {"predicted_speedup_thm38", "error_thm38", "thm38_alpha", "alpha_beta",
+                          "predicted_speedup_refined", "error_refined"})
+    r.erase(key);
+  r["tree_nodes"] = acc.n_tree_nodes;
+  r["mean_tree_nodes_per_round"] = acc.n_rounds ? double(acc.n_tree_nodes) / acc.n_rounds : 0.0;
+  if (!acc.n_rounds || !r.contains("speedup")) return;
+  const int depth = static_cast<int>(max_depth_plus_1) - 1;
+  const double e_tokens =
+      depth > 0 ? theory_refined_expected_tokens(acc.conditional_acceptance(), depth) : 1.0;
+  const double seconds = (draft_s + verify_s) / acc.n_rounds + overhead;
+  if (seconds <= 0) return;
+  const double refined = e_tokens * t1 / seconds;
+  r["predicted_speedup_refined"] = refined;
+  r["error_refined"] = refined / r["speedup"].get<double>() - 1;
+}
 }  // namespace
 
 PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
@@ -123,6 +148,17 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   spec.synthetic_accept = cell.synthetic_acceptance;  // empty = off
   const bool synthetic = !cell.synthetic_acceptance.empty();
 
+  // Tree cells (sweep.tree) run the tree decoder with the same draft sampling.
+  TreeSpeculativeConfig tree_cfg;
+  if (!cell.tree.empty()) {
+    tree_cfg.shape = tree_shape_parse(cell.tree, "sweep.tree");
+    tree_cfg.draft_sampling = spec.draft_sampling;
+  }
+  auto run_speculative = [&](const GenerationRequest& r) {
+    return cell.tree.empty() ? generate_speculative(target, drafter, r, spec)
+                             : generate_tree_speculative(target, drafter, r, tree_cfg);
+  };
+
   // Warmup: short untimed runs of both.
   for (int w = 0; w < cfg.generation.warmup && !ctx.prompts.empty(); w++) {
     GenerationRequest wreq = req;
@@ -131,7 +167,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     generate_autoregressive(target, wreq);
     auto policy = make_policy(cell);
     spec.policy = policy.get();
-    generate_speculative(target, drafter, wreq, spec);
+    run_speculative(wreq);
   }
 
   std::vector<Sample> samples;
@@ -155,7 +191,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       GenerationResult base, out;
       const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
       if (baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
-      out = generate_speculative(target, drafter, req, spec);
+      out = run_speculative(req);
       if (!baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       s.baseline_s = base.decode_s;
       s.baseline_tokens = static_cast<int64_t>(base.tokens.size());
@@ -173,7 +209,8 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
           n_draft_hist.resize(r.n_draft + 1, 0);
         n_draft_hist[static_cast<size_t>(r.n_draft)]++;
         tokens_per_round.push_back(r.n_emitted);
-        const size_t k = static_cast<size_t>(r.n_draft + 1);
+        // Tokens in the verification pass: the chain's drafts + 1, or every tree node.
+        const size_t k = static_cast<size_t>((r.tree_nodes > 0 ? r.tree_nodes : r.n_draft) + 1);
         if (verify_s_by_k.size() <= k) {
           verify_s_by_k.resize(k + 1, 0.0);
           verify_n_by_k.resize(k + 1, 0);
@@ -350,6 +387,8 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       row["error_refined_measured_alpha"] = at_measured / speedup - 1;
     }
   }
+  if (!cell.tree.empty()) tree_predictions(&row, acc, n_draft_hist.size(), draft_s, verify_s, t1,
+                                            overhead);
   return row;
 }
 

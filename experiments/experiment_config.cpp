@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/tree_verify.h"
 #include "models/tokenizer/utf8.h"
 
 namespace fs = std::filesystem;
@@ -389,6 +390,7 @@ nlohmann::json ExperimentConfig::to_json() const {
       for (const auto& v : sa) a.push_back(v.empty() ? nlohmann::json("off") : list_json(v));
       j["sweep"]["synthetic_acceptance"] = a;
     }
+    if (!(sweep->tree.size() == 1 && sweep->tree[0] == "off")) j["sweep"]["tree"] = sweep->tree;
   }
   if (simulate) j["simulate"] = {{"table", simulate->table}};
   j["gate"] = {{"sigmas", gate.sigmas}};
@@ -520,7 +522,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
   if (top.has("sweep")) {
     MapReader m(r, top.get("sweep"), "sweep",
                 {"drafter", "gamma", "temperature", "draft_temperature", "top_k", "top_p",
-                 "lenience", "gamma_policy", "p_min", "synthetic_acceptance"});
+                 "lenience", "gamma_policy", "p_min", "synthetic_acceptance", "tree"});
     SweepConfig s;
     auto str = [&](const YAML::Node& n, const std::string& p) { return r.scalar_string(n, p); };
     auto i32 = [&](const YAML::Node& n, const std::string& p) { return r.scalar_int32(n, p); };
@@ -549,6 +551,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("gamma_policy"))
       s.gamma_policy = r.list<std::string>(m.get("gamma_policy"), "sweep.gamma_policy", str);
     if (m.has("p_min")) s.p_min = r.list<double>(m.get("p_min"), "sweep.p_min", dbl);
+    if (m.has("tree")) s.tree = r.list<std::string>(m.get("tree"), "sweep.tree", str);
     if (m.has("synthetic_acceptance")) {
       // Each value: "off", a number, or a list of numbers (one per draft position).
       s.synthetic_acceptance = r.list<std::vector<double>>(
@@ -665,6 +668,7 @@ void experiment_config_validate(const ExperimentConfig& c) {
     check(!s.p_min.empty(), "sweep.p_min", "expected a non-empty list");
     check(!s.synthetic_acceptance.empty(), "sweep.synthetic_acceptance",
           "expected a non-empty list");
+    check(!s.tree.empty(), "sweep.tree", "expected a non-empty list");
     std::vector<std::string> known;
     for (const auto& d : c.drafters) known.push_back(d.name);
     const std::vector<std::string> policies(std::begin(kGammaPolicies), std::end(kGammaPolicies));
@@ -729,6 +733,19 @@ void experiment_config_validate(const ExperimentConfig& c) {
     no_dups("gamma_policy", s.gamma_policy);
     no_dups("p_min", s.p_min);
     no_dups("synthetic_acceptance", s.synthetic_acceptance);
+    for (size_t i = 0; i < s.tree.size(); ++i) {
+      if (s.tree[i] == "off") continue;
+      try {
+        tree_shape_parse(s.tree[i], "tree");
+      } catch (const InputError& e) {
+        check(false, at("tree", i),
+              str_cat("expected off or a tree shape such as 3x2x1 or 2x2:sample (branching 1..",
+                      kTreeMaxBranch, " per level, at most 256 nodes), got '", s.tree[i], "'"));
+      }
+      check(!c.measure.cost_only, at("tree", i),
+            "expected off with measure.cost_only (cost-only runs make no speculative runs)");
+    }
+    no_dups("tree", s.tree);
   }
   const MeasureConfig& m = c.measure;
   check(m.cost_curve_max_k >= 1 && m.cost_curve_max_k <= 65, "measure.cost_curve_max_k",

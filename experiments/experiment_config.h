@@ -55,6 +55,12 @@
 //                              is not the target's; SpeculativeConfig::synthetic_accept).
 //                              The axis is a list, so [0.5, 0.9] is two cells and
 //                              [[0.9, 0.8, 0.7]] one per-position cell.
+//     tree: [off]              off or tree shapes, e.g. [off, 3x2x1, "2x2:sample"]: tree
+//                              speculation (models/decode/tree_decoder.h). Tree cells replace
+//                              gamma by the tree's depth and exist only with the exact settings
+//                              (lenience 1, gamma_policy fixed, p_min 0, synthetic acceptance
+//                              off) and the first gamma value: one tree cell per combination
+//                              of the other axes.
 //   simulate:                  optional; simulator-only configs have no target
 //     table: paper-table1      which table `speclab simulate` prints
 //   gate:                      optional; for `speclab check`
@@ -131,6 +137,7 @@ struct SweepConfig {
   std::vector<double> p_min{0.0};
   // Per value: empty = off, else per-position accept probabilities (last repeats).
   std::vector<std::vector<double>> synthetic_acceptance{{}};
+  std::vector<std::string> tree{"off"};  // "off" or a tree shape (core/token_tree.h)
 };
 
 struct SimulateConfig {

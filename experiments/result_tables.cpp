@@ -53,10 +53,12 @@ TableFormat table_format_parse(const std::string& name) {
 std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) {
   std::vector<Table> out;
   // Synthetic-acceptance cells get their own table: their alpha is configured, not the pair's.
-  std::vector<const nlohmann::json*> gen, cost, synthetic;
+  // Tree cells too: their acceptance is per depth of a tree, not a chain's alpha.
+  std::vector<const nlohmann::json*> gen, cost, synthetic, tree;
   for (const auto& r : rows)
     (r.contains("predicted_grid")         ? cost
      : r.contains("synthetic_acceptance") ? synthetic
+     : r.contains("tree")                 ? tree
                                           : gen)
         .push_back(&r);
 
@@ -126,6 +128,28 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
       tg.rows.push_back(row);
     }
     out.push_back(tg);
+  }
+
+  if (!tree.empty()) {
+    Table tt{
+        "Tree speculation: tokens per round (tau) and measured speedup per tree shape "
+        "(AxBxC: A children of the root, B of each, ...; topk = the draft's top tokens, sample "
+        "= independent draft samples) vs the refined model (per-depth acceptance, measured cost "
+        "of the draft per round and of verifying all nodes); Theorem 3.8 has no tree form",
+        {"draft", "T", "tree", "nodes/round", "tau", "speedup", "interval", "refined", "err"},
+        {}};
+    for (const auto* r : tree) {
+      const double sp = num(*r, "speedup");
+      tt.rows.push_back(
+          {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1), str(*r, "tree"),
+           maybe(num(*r, "mean_tree_nodes_per_round"), 1), maybe(num(*r, "tau")), maybe(sp),
+           std::isnan(sp) ? "-"
+                          : "[" + maybe(num(*r, "speedup_ci_lo")) + ", " +
+                                maybe(num(*r, "speedup_ci_hi")) + "]",
+           maybe(num(*r, "predicted_speedup_refined")),
+           std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
+    }
+    out.push_back(tt);
   }
 
   if (!synthetic.empty()) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/token_tree.h"
 
 namespace speclab {
 
@@ -36,6 +37,7 @@ nlohmann::json cell_params_json(const Cell& c) {
                       {"p_min", c.p_min}};
   // Only when on: cells without it keep the ids they had before the axis existed.
   if (!c.synthetic_acceptance.empty()) j["synthetic_acceptance"] = c.synthetic_acceptance;
+  if (!c.tree.empty()) j["tree"] = c.tree;
   return j;
 }
 
@@ -104,6 +106,30 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
         c.synthetic_acceptance = synthetic;
         identity["cell"] = cell_params_json(c);
         c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
+        c.index = static_cast<int>(expanded.size());
+        expanded.push_back(std::move(c));
+      }
+    cells = std::move(expanded);
+  }
+  // tree, outermost of the post-expansions: each value once per cell above; "off" keeps the
+  // chain cell. A tree cell exists only for exact chain settings (lenience 1, fixed policy,
+  // p_min 0, synthetic off) at the first gamma, and takes the tree's depth as its gamma.
+  if (!(s.tree.size() == 1 && s.tree[0] == "off")) {
+    std::vector<Cell> expanded;
+    for (const Cell& base : cells)
+      for (const auto& tree : s.tree) {
+        Cell c = base;
+        if (tree != "off") {
+          const bool exact = base.lenience == 1.0 && base.gamma_policy == "fixed" &&
+                             base.p_min == 0.0 && base.synthetic_acceptance.empty() &&
+                             base.gamma == s.gamma.front();
+          if (!exact) continue;
+          const TreeShape shape = tree_shape_parse(tree, "sweep.tree");
+          c.tree = shape.to_string();
+          c.gamma = shape.depth();
+          identity["cell"] = cell_params_json(c);
+          c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
+        }
         c.index = static_cast<int>(expanded.size());
         expanded.push_back(std::move(c));
       }

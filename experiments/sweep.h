@@ -3,7 +3,7 @@
 // Order (stable, documented, what `--shard` and the result files rely on): nested loops over
 // the axes in schema order, the first axis outermost and the last varying fastest:
 //   drafter, gamma, temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min,
-//   synthetic_acceptance
+//   synthetic_acceptance, then tree (see experiment_config.h for which cells get trees)
 // Within an axis, values keep their order in the file. Drafter outermost means a run loads
 // each draft model once. A combination identical to an earlier one after resolution
 // (draft_temperature "same" and the same number written out) is dropped, so cell ids are
@@ -45,6 +45,7 @@ struct Cell {
   std::string gamma_policy = "fixed";
   double p_min = 0;
   std::vector<double> synthetic_acceptance;  // empty = off; else per position, last repeats
+  std::string tree;  // "" = chain; else the tree shape, normalized ("3x2x1:topk")
 
   SamplingParams target_sampling() const;
   SamplingParams draft_sampling() const;  // the draft temperature, the same top-k / top-p

@@ -16,6 +16,7 @@
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
+#include "models/decode/tree_decoder.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_forward.h"
 #include "models/llama/llama_model.h"
@@ -28,6 +29,7 @@ namespace {
 struct GenerateArgs {
   std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed", backend = "cpu";
   std::string synthetic_acceptance;  // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
+  std::string tree;                  // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
   int gamma = 4, gamma_min = 1, gamma_max = 8, top_k = 0, threads = 0;
   float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
   double lenience = 1.0;
@@ -95,7 +97,8 @@ std::string render_drafts(const Tokenizer& tok, const GenerationResult& r) {
   for (const auto& round : r.rounds) {
     std::vector<int32_t> acc(round.drafted.begin(), round.drafted.begin() + round.n_accepted);
     out += tok.decode(acc);
-    if (round.n_accepted < round.n_draft) {
+    // Tree rounds record only the accepted path: nothing rejected to show.
+    if (round.n_accepted < static_cast<int>(round.drafted.size())) {
       std::vector<int32_t> rej(round.drafted.begin() + round.n_accepted, round.drafted.end());
       out += "[-" + tok.decode(rej) + "-]";
     }
@@ -119,6 +122,7 @@ void run_generate(const GenerateArgs& a) {
                         target->config.vocab_size);
   }
 
+  SPECLAB_INPUT_CHECK(a.tree.empty() || !a.draft.empty(), "--tree: needs --draft");
   SPECLAB_INPUT_CHECK(
       a.synthetic_acceptance.empty() || !a.draft.empty(),
       "--synthetic-acceptance: needs --draft (it replaces the drafts' accept test)");
@@ -153,6 +157,19 @@ void run_generate(const GenerateArgs& a) {
   AcceptanceStats stats;
   if (a.draft.empty()) {
     res = generate_autoregressive(runner, req);
+  } else if (!a.tree.empty()) {
+    SPECLAB_INPUT_CHECK(a.synthetic_acceptance.empty() && a.lenience == 1.0 && a.p_min == 0.0f &&
+                            a.gamma_policy == "fixed",
+                        "--tree: tree speculation is exact only; it does not combine with "
+                        "--synthetic-acceptance, --lenience, --p-min or --gamma-policy");
+    TreeSpeculativeConfig cfg;
+    cfg.shape = tree_shape_parse(a.tree, "--tree");
+    cfg.draft_sampling = req.sampling;
+    if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
+    sampling_validate(cfg.draft_sampling);
+    drafter = drafter_create(a.draft, *target, runner.max_ctx());
+    res = generate_tree_speculative(runner, *drafter, req, cfg);
+    stats.add(res.rounds);
   } else {
     drafter = drafter_create(a.draft, *target, runner.max_ctx());
     SpeculativeConfig cfg;
@@ -186,7 +203,12 @@ void run_generate(const GenerateArgs& a) {
     j["decode_tokens_per_s"] = res.decode_s > 0 ? n / res.decode_s : 0.0;
     j["target_calls"] = res.n_target_calls;
     if (drafter) {
-      j["gamma"] = a.gamma;
+      if (!a.tree.empty()) {
+        j["tree"] = tree_shape_parse(a.tree, "--tree").to_string();
+        j["tree_nodes"] = stats.n_tree_nodes;
+      } else {
+        j["gamma"] = a.gamma;
+      }
       j["gamma_policy"] = a.gamma_policy;
       if (!synthetic.empty()) j["synthetic_acceptance"] = synthetic;
       j["draft_calls"] = res.n_draft_calls;
@@ -259,6 +281,9 @@ void register_generate(CLI::App& app) {
   c->add_option("--synthetic-acceptance", args->synthetic_acceptance,
                 "timing only: accept each draft with probability A (or A1,A2,... per position, "
                 "the last repeating) instead of the exact test; the text is not the target's");
+  c->add_option("--tree", args->tree,
+                "tree speculation: branching per depth, e.g. 3x2x1 (top-k of the draft) or "
+                "2x2:sample (independent draft samples); replaces --gamma");
   c->add_option("--temperature", args->temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
   c->add_option("--draft-temperature", args->draft_temperature,
                 "draft temperature (default: the target's)");
