@@ -243,18 +243,25 @@ constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
 // Segments: the packed activations of one segment (kMaxTokens tokens, 4 bytes per column) fit
 // in kSegActBytes, so that they stay in L1 (48 KB on Zen 5) beside the weights of the segment
 // and the ones being prefetched; a row's weights of a segment are at most kSegRowBytes, so one
-// pass over a work item's segment (12 rows) reads ~9 KB and prefetches the next 9 KB. Measured
-// on the Zen 5 machine, one core streaming [8192, 3072] matrices at k = 1 (CPU time, best of 6):
-// 512 / 768 / 1024 / 1536 bytes per row: BF16 1.78 / 1.68 / 1.73 / 1.83 ms, Q8_0 1.35 / 1.33 /
-// 1.52 / 1.83 ms, Q4_1 0.83 / 0.96 / 0.95 / 1.28 ms; without the prefetch BF16 took 2.5 ms.
+// pass over a work item's segment (12 rows) reads ~12 KB and prefetches the next 12 KB.
+// Measured on the Zen 5 machine, one core streaming [8192, 3072] matrices (CPU time, best of
+// 6), k = 1 / 4 / 8, with 512, 768, 1024 and 1536 bytes per row all within ~10% of each other:
+// BF16 1.70 / 1.80 / 2.68 ms, Q8_0 0.85 / 1.27 / 2.51 ms, Q4_1 0.82 / 1.27 / 2.69 ms at 1024;
+// without the prefetch BF16 took 2.5 ms at k = 1, and with unequal segments (a short last
+// one) Q8_0 took 1.3 to 1.9 ms at k = 1.
 constexpr int64_t kSegActBytes = 16 << 10;
-constexpr int64_t kSegRowBytes = 768;
+constexpr int64_t kSegRowBytes = 1024;
 
-// Columns per segment for k tokens, a multiple of 32.
-int64_t segment_columns(int64_t k, size_t bytes_per_32) {
-  const int64_t by_act = kSegActBytes / (4 * k) / 32 * 32;
-  const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_32) * 32;
-  return std::max<int64_t>(32, std::min(by_act, by_row));
+// Columns per segment for k tokens out of n32 (a multiple of 32): at most the limits above,
+// and the segments of a row of about equal length (a short last segment would leave most of
+// the next work item's first segment unprefetched).
+int64_t segment_columns(int64_t k, size_t bytes_per_32, int64_t n32) {
+  const int64_t by_act = kSegActBytes / (4 * k) / 32;
+  const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_32);
+  const int64_t max_steps = std::max<int64_t>(1, std::min(by_act, by_row));
+  const int64_t steps = n32 / 32;
+  const int64_t n_seg = std::max<int64_t>(1, (steps + max_steps - 1) / max_steps);
+  return std::max<int64_t>(1, (steps + n_seg - 1) / n_seg) * 32;
 }
 
 // Register tiles of 4 rows x up to 4 tokens (16 accumulators, a step's weights for both
@@ -276,7 +283,7 @@ SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, 
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
     const int k = static_cast<int>(std::min<int64_t>(kMaxTokens, n_tokens - t0));
     const float* xt = x + 32 * t0;
-    const int64_t seg = segment_columns(k, L::offset(32));
+    const int64_t seg = segment_columns(k, L::offset(32), n32);
     for (int64_t s0 = 0;; s0 += seg) {
       const int64_t s1 = std::min(n32, s0 + seg);
       const bool last = s1 == n32;

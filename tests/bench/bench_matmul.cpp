@@ -4,6 +4,12 @@
 //                          every call streams its weights from memory, as in decoding.
 //                          Counters: bytes/s of weights, FLOP/s, bw_frac (of the measured
 //                          read bandwidth: the napkin limit while k is small).
+//   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
+//                          (robust to other jobs on a shared machine): GB/s of weights one core
+//                          streams, against BM_ReadOneCore (a plain AVX-512 read of >= 256 MB).
+//                          T(k)/T(1) of a matrix is the ratio of two rows of this table.
+#include <immintrin.h>
+
 #include <map>
 #include <memory>
 #include <vector>
@@ -66,6 +72,63 @@ BENCHMARK(BM_Matmul)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinTime(0.3);
+
+void BM_MatmulOneCore(benchmark::State& state) {
+  threads_set(1);
+  const DType dtype = static_cast<DType>(state.range(0));
+  const int64_t k = state.range(1);
+  const auto& set = matrices(dtype);
+  std::vector<float> x(k * kCols), out(k * kRows);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  size_t next = 0;
+  for (auto _ : state) {
+    matmul_weights(out.data(), x.data(), set[next].get()->weights.tok_embeddings, k);
+    benchmark::DoNotOptimize(out.data());
+    next = (next + 1) % set.size();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(
+      static_cast<double>(set[0]->weights.tok_embeddings.nbytes) * state.iterations()));
+  state.SetLabel(std::string(dtype_name(dtype)) + " " + matmul_isa());
+  threads_set(0);
+}
+BENCHMARK(BM_MatmulOneCore)
+    ->ArgNames({"dtype", "k"})
+    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
+                    static_cast<int>(DType::Q4_1)},
+                   {1, 4, 8}})
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(0.3);
+
+// The read rate of one core (CPU time): AVX-512 loads summed, over 256 MB.
+__attribute__((target("avx512f"))) void BM_ReadOneCore(benchmark::State& state) {
+  static std::vector<int32_t> buf(size_t{256} << 18, 1);
+  const size_t n = buf.size();
+  for (auto _ : state) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    const int32_t* p = buf.data();
+    for (size_t i = 0; i < n; i += 64) {
+      a0 = _mm512_add_epi32(a0, _mm512_loadu_si512(p + i));
+      a1 = _mm512_add_epi32(a1, _mm512_loadu_si512(p + i + 16));
+      a2 = _mm512_add_epi32(a2, _mm512_loadu_si512(p + i + 32));
+      a3 = _mm512_add_epi32(a3, _mm512_loadu_si512(p + i + 48));
+    }
+    int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1),
+                                                           _mm512_add_epi32(a2, a3)));
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(n * sizeof(int32_t) * state.iterations()));
+}
+
+// Registered only where the CPU has AVX-512 (BM_ReadOneCore is compiled for it).
+const int kReadOneCore = [] {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    benchmark::RegisterBenchmark("BM_ReadOneCore", BM_ReadOneCore)
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(0.5);
+  }
+  return 0;
+}();
 
 }  // namespace
 }  // namespace speclab

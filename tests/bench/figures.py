@@ -101,6 +101,32 @@ def main(path):
             out.append(f"| {b.get('label', model)} | {arg[1] if isinstance(arg, tuple) else arg} | "
                        f"{b['bytes_per_second'] / 1e9:.1f} | {100 * b['bw_frac']:.0f}% | "
                        f"{b['FLOP/s'] / 1e9:.1f} |")
+    one = [(model, arg, b) for (f, model, arg), b in rows.items() if f == "BM_MatmulOneCore"]
+    read = [b for (f, m, a), b in rows.items() if f == "BM_ReadOneCore"]
+    if one:
+        out.append("")
+        line = "| matmul [8192, 3072], one core, CPU time | k | ms | GB/s | T(k)/T(1) |"
+        if read:
+            line += " % of one core's read rate |"
+        out.append(line)
+        out.append("| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if read else ""))
+        t1 = {}
+        def cpu_ms(b):
+            return b["cpu_time"] * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b["time_unit"]]
+
+        for model, arg, b in one:
+            if arg == "1":
+                t1[model] = cpu_ms(b)
+        for model, arg, b in one:
+            gbps = b["bytes_per_second"] / 1e9
+            cells = [b.get("label", model), arg, f"{cpu_ms(b):.2f}", f"{gbps:.1f}",
+                     f"{cpu_ms(b) / t1[model]:.2f}" if model in t1 else "-"]
+            if read:
+                cells.append(f"{100 * b['bytes_per_second'] / read[0]['bytes_per_second']:.0f}%")
+            out.append("| " + " | ".join(cells) + " |")
+        if read:
+            out.append(f"one core's read rate (BM_ReadOneCore): "
+                       f"{read[0]['bytes_per_second'] / 1e9:.1f} GB/s")
     print("\n".join(out))
 
 
