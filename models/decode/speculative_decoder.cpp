@@ -5,30 +5,20 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/decode/decode_steps.h"
 #include "core/rng.h"
 #include "core/sampling.h"
 #include "core/speculative_verify.h"
 
 namespace speclab {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-bool is_stop(const GenerationRequest& r, int32_t tok) {
-  return std::find(r.stop_ids.begin(), r.stop_ids.end(), tok) != r.stop_ids.end();
-}
-}  // namespace
 
 GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
                                       const GenerationRequest& request,
                                       const SpeculativeConfig& config) {
+  decode_check_prompt(request, target);
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   const int64_t vocab = target.vocab();
-  SPECLAB_INPUT_CHECK(n_prompt >= 1, "prompt: empty (need at least one token)");
-  SPECLAB_INPUT_CHECK(n_prompt < target.max_ctx(), "prompt: ", n_prompt,
-                      " tokens do not fit the context of ", target.max_ctx(), " tokens");
   SPECLAB_INPUT_CHECK(drafter.vocab_size() == vocab, "draft '", drafter.name(), "': vocabulary of ",
                       drafter.vocab_size(), " tokens, the target has ", vocab);
   SPECLAB_INPUT_CHECK(config.gamma >= 1, "gamma: ", config.gamma, " (expected >= 1)");
@@ -44,7 +34,7 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
   // Invariant between rounds: `context` holds every committed token; the target's cache
   // holds all of them but the last, which is fed at the start of the next verification.
   std::vector<int32_t> context = request.prompt;
-  auto t0 = Clock::now();
+  auto t0 = DecodeClock::now();
   if (n_prompt > 1) target.forward(context.data(), n_prompt - 1, /*last_only=*/true);
   result.prefill_s = seconds_since(t0);
 
@@ -52,7 +42,7 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
   std::vector<int32_t> batch;  // [k+1] = [last, d1..dk]
   DraftProposal proposal;
   uint64_t round_index = 0;
-  t0 = Clock::now();
+  t0 = DecodeClock::now();
   while (true) {
     const int64_t L = static_cast<int64_t>(context.size());
     const int64_t remaining = request.max_new_tokens - static_cast<int64_t>(result.tokens.size());
@@ -79,14 +69,14 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
     result.n_draft_calls += proposal.n_forward_calls;
 
     // Verify: one target pass over [last, d1..dk] gives p for k+1 positions.
-    auto tv = Clock::now();
+    auto tv = DecodeClock::now();
     batch.assign(1, context.back());
     batch.insert(batch.end(), proposal.tokens.begin(), proposal.tokens.end());
     const float* logits = target.forward(batch.data(), n_draft + 1);
     result.n_target_calls++;
     rec.verify_s = seconds_since(tv);
 
-    auto ts = Clock::now();
+    auto ts = DecodeClock::now();
     p.resize(static_cast<size_t>((n_draft + 1) * vocab));
     for (int i = 0; i <= n_draft; i++)
       sampling_standardize(p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
@@ -121,16 +111,8 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
     bool stopped = false;
     for (int i = 0; i <= out.n_accepted && !stopped; i++) {
       const int32_t tok = i < out.n_accepted ? proposal.tokens[i] : out.next_token;
-      context.push_back(tok);
-      result.tokens.push_back(tok);
+      stopped = decode_commit_token(request, tok, &context, &result);
       rec.n_emitted++;
-      if (is_stop(request, tok)) {
-        result.stop = StopReason::kEos;
-        stopped = true;
-      } else if (static_cast<int64_t>(result.tokens.size()) >= request.max_new_tokens) {
-        result.stop = StopReason::kMaxTokens;
-        stopped = true;
-      }
     }
     if (config.policy) config.policy->observe(n_draft, out.n_accepted, proposal.entropy_norm);
     result.rounds.push_back(std::move(rec));

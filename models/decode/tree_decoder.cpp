@@ -5,30 +5,20 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/decode/decode_steps.h"
 #include "core/rng.h"
 #include "core/sampling.h"
 #include "core/tree_verify.h"
 
 namespace speclab {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-bool is_stop(const GenerationRequest& r, int32_t tok) {
-  return std::find(r.stop_ids.begin(), r.stop_ids.end(), tok) != r.stop_ids.end();
-}
-}  // namespace
 
 GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter,
                                            const GenerationRequest& request,
                                            const TreeSpeculativeConfig& config) {
+  decode_check_prompt(request, target);
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   const int64_t vocab = target.vocab();
-  SPECLAB_INPUT_CHECK(n_prompt >= 1, "prompt: empty (need at least one token)");
-  SPECLAB_INPUT_CHECK(n_prompt < target.max_ctx(), "prompt: ", n_prompt,
-                      " tokens do not fit the context of ", target.max_ctx(), " tokens");
   SPECLAB_INPUT_CHECK(drafter.vocab_size() == vocab, "draft '", drafter.name(), "': vocabulary of ",
                       drafter.vocab_size(), " tokens, the target has ", vocab);
   SPECLAB_INPUT_CHECK(config.shape.depth() >= 1, "tree: empty shape");
@@ -41,7 +31,7 @@ GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter
   // Invariant between rounds: `context` holds every committed token; the target's cache
   // holds all of them but the last, which is the root of the next tree.
   std::vector<int32_t> context = request.prompt;
-  auto t0 = Clock::now();
+  auto t0 = DecodeClock::now();
   if (n_prompt > 1) target.forward(context.data(), n_prompt - 1, /*last_only=*/true);
   result.prefill_s = seconds_since(t0);
 
@@ -50,7 +40,7 @@ GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter
   std::vector<float> p;              // [n_nodes, vocab] standardized target distributions
   std::vector<int32_t> keep;         // [1 + path] slots kept: root then the accepted path
   uint64_t round_index = 0;
-  t0 = Clock::now();
+  t0 = DecodeClock::now();
   while (true) {
     const int64_t L = static_cast<int64_t>(context.size());
     const int64_t remaining = request.max_new_tokens - static_cast<int64_t>(result.tokens.size());
@@ -79,7 +69,7 @@ GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter
     result.n_draft_calls += tree.n_forward_calls;
 
     // Verify: one target pass over the whole tree.
-    auto tv = Clock::now();
+    auto tv = DecodeClock::now();
     parent_slot.resize(n_nodes);
     parent_slot[0] = static_cast<int32_t>(L - 2);  // the last cached token (-1: empty cache)
     for (int32_t i = 1; i < n_nodes; i++)
@@ -88,7 +78,7 @@ GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter
     result.n_target_calls++;
     rec.verify_s = seconds_since(tv);
 
-    auto ts = Clock::now();
+    auto ts = DecodeClock::now();
     p.resize(static_cast<size_t>(n_nodes) * vocab);
     for (int32_t i = 0; i < n_nodes; i++)
       sampling_standardize(p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
@@ -111,16 +101,8 @@ GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter
     bool stopped = false;
     for (int i = 0; i <= n_accepted && !stopped; i++) {
       const int32_t tok = i < n_accepted ? tree.token[out.path[i]] : out.next_token;
-      context.push_back(tok);
-      result.tokens.push_back(tok);
+      stopped = decode_commit_token(request, tok, &context, &result);
       rec.n_emitted++;
-      if (is_stop(request, tok)) {
-        result.stop = StopReason::kEos;
-        stopped = true;
-      } else if (static_cast<int64_t>(result.tokens.size()) >= request.max_new_tokens) {
-        result.stop = StopReason::kMaxTokens;
-        stopped = true;
-      }
     }
     result.rounds.push_back(std::move(rec));
     if (stopped) break;

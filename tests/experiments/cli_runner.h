@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/experiments/experiments_test_util.h"
 
@@ -38,6 +39,15 @@ inline CliResult run_speclab(const std::string& args) {
   r.out = slurp(out_path);
   r.err = slurp(err_path);
   return r;
+}
+
+inline bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
+
+// "1,2,3" for --prompt-ids.
+inline std::string ids_arg(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
 }
 
 inline std::string smollm2_gguf() {

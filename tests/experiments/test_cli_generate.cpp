@@ -11,18 +11,14 @@ namespace {
 
 using testing_util::CliResult;
 using testing_util::run_speclab;
+using testing_util::ids_arg;
+const auto& have = testing_util::file_exists;
 
 const std::string kTiny = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny-llama32";
 const std::string kLlama3Tok =
     std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
 
-bool have(const std::string& p) { return std::ifstream(p).good(); }
 
-std::string ids_arg(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
-  return s;
-}
 
 // The greedy continuation of the golden "plain" SmolLM2 prompt, autoregressive and with each
 // drafter, must be transformers' token for token (tests/golden/smollm2.json).

@@ -13,15 +13,11 @@ namespace {
 
 using testing_util::CliResult;
 using testing_util::run_speclab;
+using testing_util::ids_arg;
+const auto& have = testing_util::file_exists;
 
-bool have(const std::string& p) { return std::ifstream(p).good(); }
 const std::string kZoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
 
-std::string ids_arg(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); i++) s += (i ? "," : "") + std::to_string(ids[i]);
-  return s;
-}
 
 TEST(CliGenerateTree, SmolLM2GreedyTreeMatchesTransformers) {
   const std::string gguf = testing_util::smollm2_gguf();
