@@ -39,4 +39,40 @@ void PromptLookupDrafter::propose(const std::vector<int32_t>& context, int k, co
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+void PromptLookupDrafter::propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
+                                       const SamplingParams&, const RngKey&, DraftTree* out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SPECLAB_ASSERT(!context.empty());
+  out->reset(context.back());
+  const int64_t L = static_cast<int64_t>(context.size());
+  const int depth = shape.depth();
+  const int64_t max_nodes = shape.n_drafted();
+  // Walks one continuation down the tree, reusing nodes with the same token and adding new
+  // ones while the level's branching allows.
+  auto insert = [&](int64_t follow) {
+    int32_t node = 0;
+    for (int d = 0; d < depth && follow + d < L; d++) {
+      const int32_t tok = context[static_cast<size_t>(follow + d)];
+      int32_t next = -1;
+      for (const TreeProposal& pr : out->proposals[node])
+        if (pr.token == tok) next = pr.child;
+      if (next < 0) {
+        if (static_cast<int>(out->proposals[node].size()) >= shape.branching[d] ||
+            out->n_nodes() - 1 >= max_nodes)
+          return;
+        next = out->add_child(node, tok, /*q_row=*/-1);
+      }
+      node = next;
+    }
+  };
+  for (int n = static_cast<int>(std::min<int64_t>(max_ngram_, L - 1)); n >= min_ngram_; n--) {
+    const int32_t* pattern = context.data() + (L - n);
+    for (int64_t s = L - n - 1; s >= 0; s--) {
+      if (std::equal(pattern, pattern + n, context.data() + s)) insert(s + n);
+      if (out->n_nodes() - 1 >= max_nodes) break;
+    }
+  }
+  out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace speclab

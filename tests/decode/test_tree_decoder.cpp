@@ -202,5 +202,26 @@ TEST(TreeDecoder, CacheAfterTreeRoundsMatchesFreshRun) {
   }
 }
 
+
+// Prompt lookup offers one branch per distinct earlier match (longest n first, most recent
+// first), merged into a prefix tree and bounded by the shape.
+TEST(TreeDecoder, PromptLookupTreeBranchesOverMatches) {
+  PromptLookupDrafter lookup(64, 2, 1);
+  // "5 6" occurs twice before the end, followed by 7 8 and by 9 10; "6" alone also by 11.
+  const std::vector<int32_t> ctx = {5, 6, 7, 8, 1, 5, 6, 9, 10, 2, 6, 11, 3, 5, 6};
+  DraftTree t;
+  lookup.propose_tree(ctx, tree_shape_parse("3x1", "test"), SamplingParams{}, RngKey{}, &t);
+  ASSERT_EQ(t.proposals[0].size(), 3u);
+  EXPECT_EQ(t.proposals[0][0].token, 9);   // most recent match of "5 6" first
+  EXPECT_EQ(t.proposals[0][1].token, 7);
+  EXPECT_EQ(t.proposals[0][2].token, 11);  // then the 1-gram match "6"
+  EXPECT_EQ(t.token[t.proposals[0][0].child + 1], 10);  // its continuation below it
+  for (const auto& props : t.proposals)
+    for (const auto& pr : props) EXPECT_EQ(pr.q_row, -1);  // deterministic
+  DraftTree narrow;
+  lookup.propose_tree(ctx, tree_shape_parse("1x1x1", "test"), SamplingParams{}, RngKey{}, &narrow);
+  EXPECT_EQ(narrow.n_nodes(), 4);  // one chain: 9 10 2
+}
+
 }  // namespace
 }  // namespace speclab
