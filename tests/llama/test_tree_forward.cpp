@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -129,6 +130,27 @@ TEST(TreeForwardErrors, ParentMustPrecedeNode) {
   EXPECT_THROW(r.forward_tree(toks.data(), bad.data(), 2), InputError);
   const std::vector<int32_t> too_low = {-2, 1};
   EXPECT_THROW(r.forward_tree(toks.data(), too_low.data(), 2), InputError);
+}
+
+
+// A backend without tree attention (the CUDA runner so far) refuses trees with an InputError
+// (exit 2 in the CLI) instead of computing something else.
+TEST(TreeForwardErrors, BackendWithoutTreeAttentionRefuses) {
+  struct LinearOnly : TokenRunner {
+    const float* forward(const int32_t*, int64_t, bool) override { return nullptr; }
+    void truncate(int64_t) override {}
+    int64_t n_past() const override { return 0; }
+    int64_t max_ctx() const override { return 8; }
+    int64_t vocab() const override { return 4; }
+  } runner;
+  const int32_t tok = 1, parent = -1;
+  try {
+    runner.forward_tree(&tok, &parent, 1);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no tree attention"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(runner.keep_path(0, &tok, 1), InputError);
 }
 
 }  // namespace
