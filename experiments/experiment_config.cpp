@@ -356,6 +356,8 @@ nlohmann::json ExperimentConfig::to_json() const {
     for (const auto& f : prompts->files) files.push_back(f.spec);
     j["prompts"] = {
         {"file", files}, {"limit", prompts->limit}, {"chat_template", prompts->chat_template}};
+    // Only when set, so configs without it keep their hash and cell ids.
+    if (!prompts->tokenizer.spec.empty()) j["prompts"]["tokenizer"] = prompts->tokenizer.spec;
   }
   j["generation"] = {{"max_new_tokens", generation.max_new_tokens},
                      {"seed", generation.seed},
@@ -475,13 +477,17 @@ ExperimentConfig experiment_config_load(const std::string& path,
     }
   }
   if (top.has("prompts")) {
-    MapReader m(r, top.get("prompts"), "prompts", {"file", "limit", "chat_template"});
+    MapReader m(r, top.get("prompts"), "prompts", {"file", "limit", "chat_template", "tokenizer"});
     PromptsConfig p;
     for (const auto& spec : r.list<std::string>(m.require("file"), "prompts.file", expanded))
       p.files.push_back(ModelRef{spec, resolve_path(spec, repo_root)});
     if (m.has("limit")) p.limit = r.scalar_int32(m.get("limit"), "prompts.limit");
     if (m.has("chat_template"))
       p.chat_template = r.scalar_bool(m.get("chat_template"), "prompts.chat_template");
+    if (m.has("tokenizer")) {
+      const std::string spec = expanded(m.get("tokenizer"), "prompts.tokenizer");
+      p.tokenizer = ModelRef{spec, resolve_path(spec, repo_root)};
+    }
     c.prompts = p;
   }
   if (top.has("generation")) {

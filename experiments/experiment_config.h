@@ -22,6 +22,9 @@
 //                              runs the sets one after the other (ids unique across them)
 //     limit: 0                 first N prompts of each file (0 = all), >= 0
 //     chat_template: false     wrap each text in the target's chat format
+//     tokenizer: PATH          optional: encode with this tokenizer (tokenizer.json,
+//                              tokenizer.model, .gguf or HF dir) instead of the target's, for
+//                              targets without one (synthetic shapes); its vocabulary must fit
 //   generation:                optional section
 //     max_new_tokens: 64       >= 1
 //     seed: 0                  >= 0
@@ -104,6 +107,9 @@ struct PromptsConfig {
   std::vector<ModelRef> files;  // ModelRef for its spec-as-written / resolved-path pair
   int limit = 0;
   bool chat_template = false;
+  // Tokenizer for the prompts instead of the target's (synthetic shapes carry none); unset:
+  // spec empty.
+  ModelRef tokenizer;
 };
 
 struct GenerationConfig {

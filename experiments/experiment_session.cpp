@@ -7,6 +7,7 @@
 #include "experiments/machine_info.h"
 #include "experiments/model_identity.h"
 #include "experiments/prompt_set.h"
+#include "models/tokenizer/tokenizer_factory.h"
 
 #ifndef SPECLAB_SOURCE_DIR
 #define SPECLAB_SOURCE_DIR "."
@@ -41,17 +42,27 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
   ctx_.machine = machine.to_json();
   ctx_.git_commit = machine.git_commit;
 
-  // Prompts, tokenized once with the target's tokenizer.
+  // Prompts, tokenized once with the target's tokenizer (or prompts.tokenizer).
   if (cfg.prompts) {
-    SPECLAB_INPUT_CHECK(target_model_->tokenizer != nullptr, cfg.target->spec,
-                        ": the target has no tokenizer to encode the prompts with");
+    std::unique_ptr<Tokenizer> prompt_tokenizer;
+    if (!cfg.prompts->tokenizer.spec.empty()) {
+      prompt_tokenizer = tokenizer_load(cfg.prompts->tokenizer.path);
+      SPECLAB_INPUT_CHECK(prompt_tokenizer->vocab_size() <= target_model_->config.vocab_size,
+                          cfg.where("prompts.tokenizer"), ": ", prompt_tokenizer->vocab_size(),
+                          " tokens, more than the target's vocabulary of ",
+                          target_model_->config.vocab_size);
+    }
+    const Tokenizer* tok = prompt_tokenizer ? prompt_tokenizer.get() : target_model_->tokenizer.get();
+    SPECLAB_INPUT_CHECK(tok != nullptr, cfg.target->spec,
+                        ": the target has no tokenizer to encode the prompts with (set "
+                        "prompts.tokenizer)");
     std::vector<std::string> files;
     for (const auto& f : cfg.prompts->files) files.push_back(f.path);
     for (const auto& p : prompt_set_load_files(files, cfg.prompts->limit)) {
       const std::string text = cfg.prompts->chat_template
-                                   ? chat_template_apply(*target_model_->tokenizer, p.text)
+                                   ? chat_template_apply(*tok, p.text)
                                    : p.text;
-      PromptTokens pt{p.id, target_model_->tokenizer->encode(text, /*add_bos=*/true)};
+      PromptTokens pt{p.id, tok->encode(text, /*add_bos=*/true)};
       SPECLAB_INPUT_CHECK(static_cast<int64_t>(pt.ids.size()) + cfg.generation.max_new_tokens +
                                   cfg.measure.cost_curve_max_k <=
                               target_->max_ctx(),

@@ -168,6 +168,12 @@ ResultsStore::ResultsStore(const std::string& dir, ResultsOpenMode mode)
   }
 }
 
+void ResultsStore::remove_if_empty() {
+  struct stat st {};
+  if (data_fd_ >= 0 && fstat(data_fd_, &st) == 0 && st.st_size == 0)
+    ::unlink(results_path_.c_str());
+}
+
 ResultsStore::~ResultsStore() {
   if (data_fd_ >= 0) ::close(data_fd_);
   if (lock_fd_ >= 0) {

@@ -32,6 +32,9 @@ class ResultsStore {
   // Creates `dir` if needed, takes the lock, opens <dir>/results.jsonl. Throws InputError.
   ResultsStore(const std::string& dir, ResultsOpenMode mode);
   ~ResultsStore();  // releases the lock
+  // Removes results.jsonl when it holds nothing (a run that failed before its first row
+  // leaves no result file behind). Safe to call any time; a non-empty file is kept.
+  void remove_if_empty();
   ResultsStore(const ResultsStore&) = delete;
   ResultsStore& operator=(const ResultsStore&) = delete;
 

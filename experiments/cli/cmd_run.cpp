@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 
 #include "core/error.h"
 #include "experiments/cli/commands.h"
@@ -59,7 +60,16 @@ void run_experiment(const RunArgs& a) {
   // Ctrl-C from here on (model loading included) stops before the next cell: exit 130 with
   // the lock released and only complete rows written.
   std::signal(SIGINT, on_sigint);
-  ExperimentSession session(cfg, &g_interrupted);
+  // Bad models, tokenizers or prompts are found while the session loads: leave no empty
+  // results file behind for them.
+  std::unique_ptr<ExperimentSession> session_ptr;
+  try {
+    session_ptr = std::make_unique<ExperimentSession>(cfg, &g_interrupted);
+  } catch (...) {
+    store.remove_if_empty();
+    throw;
+  }
+  ExperimentSession& session = *session_ptr;
   std::fprintf(stderr, "speclab: %s: %zu cells (%zu in shard %d/%d, %zu already done)\n",
                cfg.name.c_str(), all.size(), cells.size(), shard.index, shard.count,
                cells.size() - todo.size());
