@@ -112,8 +112,8 @@ __attribute__((target("avx512f"))) void BM_ReadOneCore(benchmark::State& state) 
       a2 = _mm512_add_epi32(a2, _mm512_loadu_si512(p + i + 32));
       a3 = _mm512_add_epi32(a3, _mm512_loadu_si512(p + i + 48));
     }
-    int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1),
-                                                           _mm512_add_epi32(a2, a3)));
+    int32_t sum = _mm512_reduce_add_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)));
     benchmark::DoNotOptimize(sum);
   }
   state.SetBytesProcessed(static_cast<int64_t>(n * sizeof(int32_t) * state.iterations()));

@@ -236,6 +236,45 @@ TEST_P(CpuMatmulPaths, ParallelAndBatchedEqualSingleThreadedSingleToken) {
   }
 }
 
+// Long rows run in several column segments (the AVX-512 path parks the accumulators between
+// segments) and 5 to 8 tokens in two groups over each segment: every token of every batch size
+// 1..12 still gets the bits it gets alone, on 1 and 2 threads, and matches the reference. Row
+// lengths with a 16-wide remainder and a scalar tail (float rows), and 129 or 257 blocks
+// (segments of unequal block counts); 29 rows leave a partial work item and a partial tile.
+TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
+  struct Case {
+    DType dtype;
+    int64_t n_in;
+  };
+  const Case cases[] = {{DType::BF16, 4149}, {DType::F32, 3088},  {DType::F16, 2069},
+                        {DType::Q8_0, 4128}, {DType::Q4_0, 8224}, {DType::Q4_1, 8224}};
+  const int64_t n_out = 29;
+  for (const Case& c : cases) {
+    OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 61);
+    std::vector<float> x = random_activations(12 * c.n_in, 62);
+    std::vector<float> single(12 * n_out), ref(12 * n_out);
+    threads_set(1);
+    for (int64_t t = 0; t < 12; t++) {
+      matmul_weights(single.data() + t * n_out, x.data() + t * c.n_in, w.view, 1);
+    }
+    reference_as_path(ref.data(), x, w.view, 12);
+    expect_close(single, ref, std::string(dtype_name(c.dtype)) + " n_in=" + std::to_string(c.n_in));
+    for (int threads : {1, 2}) {
+      threads_set(threads);
+      for (int64_t k = 2; k <= 12; k++) {
+        std::vector<float> batched(k * n_out);
+        matmul_weights(batched.data(), x.data(), w.view, k);
+        for (int64_t i = 0; i < k * n_out; i++) {
+          ASSERT_EQ(batched[i], single[i])
+              << dtype_name(c.dtype) << " n_in=" << c.n_in << " k=" << k << " threads=" << threads
+              << " token " << i / n_out << " row " << i % n_out;
+        }
+      }
+    }
+    threads_set(0);
+  }
+}
+
 // A hand-computed case: W = [[1, 2], [3, 4], [-1, 0.5]], x = [[1, 1], [2, -1]].
 TEST_P(CpuMatmulPaths, HandComputedF32) {
   std::vector<float> wv = {1, 2, 3, 4, -1, 0.5f};
