@@ -343,17 +343,36 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     float* xfp = xf.data();
     uint16_t* xbp = xb.data();
     const int64_t n_fused_blocks = (n_out + kFusedRowBlock - 1) / kFusedRowBlock;
+    // One chunk (decode, verification): every thread packs all of it into its own buffer
+    // (k * n_in values, a few microseconds), so the threads need no barrier between packing
+    // and the products, only the one at the end of the call. Prompts: the threads share the
+    // packing, then wait for each other.
+    const bool private_pack = n_chunks == 1;
 #pragma omp parallel if (parallel)
     {
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < n_steps; s += 8) {
-        const int64_t s1 = std::min(n_steps, s + 8);
+      float* xfp_t = xfp;  // the packed activations this thread reads
+      uint16_t* xbp_t = xbp;
+      if (private_pack) {
         if (bf16_dot) {
-          matmul_avx512::pack_bf16(xbp, x, n_tokens, n_in, chunk, s, s1);
+          if (xb.size() < packed) xb.resize(packed);
+          xbp_t = xb.data();  // this thread's buffer (thread_local)
+          matmul_avx512::pack_bf16(xbp_t, x, n_tokens, n_in, chunk, 0, n_steps);
         } else {
-          matmul_avx512::pack_f32(xfp, x, n_tokens, n_in, chunk, s, s1);
+          if (xf.size() < packed) xf.resize(packed);
+          xfp_t = xf.data();
+          matmul_avx512::pack_f32(xfp_t, x, n_tokens, n_in, chunk, 0, n_steps);
         }
-      }  // (barrier: every thread reads all of it)
+      } else {
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < n_steps; s += 8) {
+          const int64_t s1 = std::min(n_steps, s + 8);
+          if (bf16_dot) {
+            matmul_avx512::pack_bf16(xbp, x, n_tokens, n_in, chunk, s, s1);
+          } else {
+            matmul_avx512::pack_f32(xfp, x, n_tokens, n_in, chunk, s, s1);
+          }
+        }  // (barrier: every thread reads all of it)
+      }
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t n_chunk = std::min(chunk, n_tokens - t0);
         const int64_t offset = t0 * n_steps * 32, xs = n_chunk * 32;
@@ -369,10 +388,10 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
-            matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp + offset, xs, n_in,
+            matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp_t + offset, xs, n_in,
                                         n_chunk);
           } else {
-            fused(o, n_out, row0, row_bytes, n_rows, xfp + offset, xs, n_in, n_chunk);
+            fused(o, n_out, row0, row_bytes, n_rows, xfp_t + offset, xs, n_in, n_chunk);
           }
         }
       }
