@@ -62,9 +62,10 @@ void attention(float* out, const float* q, const float* k_cache, const float* v_
       const int64_t t = w / n_heads;
       const int64_t h = w % n_heads;
       const int64_t n_ctx = n_past + t + 1;  // causal: positions [0, n_past + t]
-      attend_one(out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache,
-                 v_cache, n_ctx, [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim,
-                 head_dim, scale, scores.data());
+      attend_one(
+          out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache,
+          n_ctx, [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim, head_dim, scale,
+          scores.data());
     }
   }
 }
@@ -95,10 +96,10 @@ void attention_tree(float* out, const float* q, const float* k_cache, const floa
       const int64_t prefix = prefix_len[t];
       const int64_t* extra = extra_slots + extra_offset[t];
       const int64_t n_ctx = prefix + (extra_offset[t + 1] - extra_offset[t]);
-      attend_one(out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache,
-                 v_cache, n_ctx,
-                 [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; },
-                 kv_stride, (h / group) * head_dim, head_dim, scale, scores.data());
+      attend_one(
+          out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache,
+          n_ctx, [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; },
+          kv_stride, (h / group) * head_dim, head_dim, scale, scores.data());
     }
   }
 }

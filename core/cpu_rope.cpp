@@ -66,8 +66,8 @@ void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, i
                 const float* inv_freq, bool interleaved) {
   std::vector<float> cos_t(head_dim / 2), sin_t(head_dim / 2);  // [head_dim/2]
   for (int64_t t = 0; t < n_tokens; t++)
-    rope_apply_token(x + t * n_heads * head_dim, n_heads, head_dim, pos0 + t, inv_freq,
-                     interleaved, cos_t.data(), sin_t.data());
+    rope_apply_token(x + t * n_heads * head_dim, n_heads, head_dim, pos0 + t, inv_freq, interleaved,
+                     cos_t.data(), sin_t.data());
 }
 
 void rope_apply_positions(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim,

@@ -43,12 +43,13 @@ TreeShape tree_shape_parse(const std::string& text, const std::string& what) {
   size_t start = 0;
   while (true) {
     const size_t x = dims.find('x', start);
-    const std::string part = dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    const std::string part =
+        dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
     char* end = nullptr;
     const long b = part.empty() ? 0 : std::strtol(part.c_str(), &end, 10);
     SPECLAB_INPUT_CHECK(!part.empty() && end && *end == '\0' && b >= 1 && b <= kTreeMaxBranch, what,
-                        ": tree shape '", text, "' (expected branching factors 1..",
-                        kTreeMaxBranch, " joined by 'x', e.g. 3x2x1 or 2x2:sample)");
+                        ": tree shape '", text, "' (expected branching factors 1..", kTreeMaxBranch,
+                        " joined by 'x', e.g. 3x2x1 or 2x2:sample)");
     shape.branching.push_back(static_cast<int>(b));
     if (x == std::string::npos) break;
     start = x + 1;

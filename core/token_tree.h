@@ -28,13 +28,13 @@ struct TreeProposal {
 };
 
 struct DraftTree {
-  std::vector<int32_t> token;                           // [n_nodes]
-  std::vector<int32_t> parent;                          // [n_nodes], parent[0] = -1
-  std::vector<int32_t> depth;                           // [n_nodes], depth[0] = 0
-  std::vector<std::vector<TreeProposal>> proposals;     // [n_nodes] in draw order
-  std::vector<float> q;                                 // [n_q_rows, vocab]
-  double seconds = 0;                                   // wall time spent drafting
-  int64_t n_forward_calls = 0;                          // draft model forward calls
+  std::vector<int32_t> token;                        // [n_nodes]
+  std::vector<int32_t> parent;                       // [n_nodes], parent[0] = -1
+  std::vector<int32_t> depth;                        // [n_nodes], depth[0] = 0
+  std::vector<std::vector<TreeProposal>> proposals;  // [n_nodes] in draw order
+  std::vector<float> q;                              // [n_q_rows, vocab]
+  double seconds = 0;                                // wall time spent drafting
+  int64_t n_forward_calls = 0;                       // draft model forward calls
 
   // A tree holding only the root.
   void reset(int32_t root_token) {
@@ -75,7 +75,7 @@ struct TreeShape {
   std::vector<int> branching;  // e.g. {3, 2, 1}: 3 + 6 + 6 = 15 drafted nodes, depth 3
   TreeMode mode = TreeMode::kTopK;
   int depth() const { return static_cast<int>(branching.size()); }
-  int64_t n_drafted() const;   // nodes below the root when every branch is filled
+  int64_t n_drafted() const;      // nodes below the root when every branch is filled
   std::string to_string() const;  // "3x2x1:topk"
 };
 

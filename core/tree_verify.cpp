@@ -13,9 +13,8 @@ void tree_check(const DraftTree& t, int64_t vocab) {
   SPECLAB_INPUT_CHECK(t.parent.size() == t.token.size() && t.depth.size() == t.token.size() &&
                           t.proposals.size() == t.token.size(),
                       "token tree: arrays of different lengths");
-  SPECLAB_INPUT_CHECK(t.q.size() % static_cast<size_t>(vocab) == 0,
-                      "token tree: q holds ", t.q.size(), " floats, not a multiple of the vocab ",
-                      vocab);
+  SPECLAB_INPUT_CHECK(t.q.size() % static_cast<size_t>(vocab) == 0, "token tree: q holds ",
+                      t.q.size(), " floats, not a multiple of the vocab ", vocab);
   const int64_t n_rows = static_cast<int64_t>(t.q.size()) / vocab;
   SPECLAB_INPUT_CHECK(t.parent[0] == -1 && t.depth[0] == 0, "token tree: node 0 is not a root");
   for (int32_t i = 0; i < n; i++) {
@@ -36,9 +35,10 @@ void tree_check(const DraftTree& t, int64_t vocab) {
       SPECLAB_INPUT_CHECK(pr.q_row >= -1 && pr.q_row < n_rows, "token tree: proposal at node ", i,
                           " has q row ", pr.q_row, " of ", n_rows);
       if (pr.child >= 0) {
-        SPECLAB_INPUT_CHECK(pr.child < n && t.parent[pr.child] == i && t.token[pr.child] == pr.token,
-                            "token tree: proposal at node ", i, " names child ", pr.child,
-                            " which does not match it");
+        SPECLAB_INPUT_CHECK(
+            pr.child < n && t.parent[pr.child] == i && t.token[pr.child] == pr.token,
+            "token tree: proposal at node ", i, " names child ", pr.child,
+            " which does not match it");
       } else {
         SPECLAB_INPUT_CHECK(pr.q_row >= 0, "token tree: deterministic proposal at node ", i,
                             " has no child node");
@@ -86,8 +86,8 @@ TreeVerifyOutcome tree_verify(const DraftTree& tree, const float* p, int64_t voc
     const uint64_t pos = base.position + static_cast<uint64_t>(tree.depth[node]);
     if (props.empty()) {  // a leaf: every draft on the path accepted
       out.bonus = true;
-      out.next_token = sampling_draw(
-          p_node, vocab, rng_uniform(rng_key_at(base, pos, kRngBonusSample, node)));
+      out.next_token =
+          sampling_draw(p_node, vocab, rng_uniform(rng_key_at(base, pos, kRngBonusSample, node)));
       return out;
     }
     std::copy(p_node, p_node + vocab, r.begin());
@@ -123,8 +123,8 @@ TreeVerifyOutcome tree_verify(const DraftTree& tree, const float* p, int64_t voc
       }
     }
     if (accepted < 0) {  // every proposal rejected: the correction from the residual
-      out.next_token =
-          sampling_draw(r.data(), vocab, rng_uniform(rng_key_at(base, pos, kRngResidualSample, node)));
+      out.next_token = sampling_draw(r.data(), vocab,
+                                     rng_uniform(rng_key_at(base, pos, kRngResidualSample, node)));
       return out;
     }
     out.path.push_back(accepted);

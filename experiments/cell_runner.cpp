@@ -87,7 +87,6 @@ nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   return row;
 }
 
-
 // Tree cells: Theorem 3.8 assumes one chain of i.i.d. acceptances and has no tree form, so it
 // is dropped; the refined prediction becomes tokens per round from the per-depth conditional
 // acceptance (E = 1 + sum_d prod_{j<=d} a_j over the tree's depth) over the round's measured
@@ -96,9 +95,6 @@ nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
 void tree_predictions(nlohmann::json* row, const AcceptanceStats& acc, size_t max_depth_plus_1,
                       double draft_s, double verify_s, double t1, double overhead) {
   nlohmann::json& r = *row;
-  for (const char* key : {"predicted_speedup_thm38", "error_thm38", "thm38_alpha", "alpha_beta",
-                          "predicted_speedup_refined", "error_refined"})
-    r.erase(key);
   r["tree_nodes"] = acc.n_tree_nodes;
   r["mean_tree_nodes_per_round"] = acc.n_rounds ? double(acc.n_tree_nodes) / acc.n_rounds : 0.0;
   if (!acc.n_rounds || !r.contains("speedup")) return;
@@ -273,7 +269,8 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   // Acceptance.
   const double alpha = acc.alpha_beta();
   row["alpha_empirical"] = acc.alpha_empirical();
-  row["alpha_beta"] = alpha;
+  const bool tree = !cell.tree.empty();
+  if (!tree) row["alpha_beta"] = alpha;  // tree rounds record no beta (Corollary 3.6 is per chain)
   const double a_hat = acc.alpha_empirical();
   row["alpha_se"] = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
   row["acceptance_by_position"] = acc.conditional_acceptance();
@@ -335,7 +332,9 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     row["speedup_ci_hi"] = ci.hi;
     row["baseline_s_per_token"] = base_s / base_tok;
     row["spec_s_per_token"] = spec_s / spec_tok;
-
+  }
+  if (!tree && row.contains("speedup")) {
+    const double speedup = row["speedup"].get<double>();
     // Theorem 3.8 at the cell's gamma (the mean drafted per round for adaptive policies and
     // drafters that propose fewer), from alpha (Corollary 3.6) and the measured c. Under
     // synthetic acceptance alpha is the configured one; a per-position list enters as the
@@ -387,8 +386,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       row["error_refined_measured_alpha"] = at_measured / speedup - 1;
     }
   }
-  if (!cell.tree.empty()) tree_predictions(&row, acc, n_draft_hist.size(), draft_s, verify_s, t1,
-                                            overhead);
+  if (tree) tree_predictions(&row, acc, n_draft_hist.size(), draft_s, verify_s, t1, overhead);
   return row;
 }
 

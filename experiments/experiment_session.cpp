@@ -52,16 +52,16 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
                           " tokens, more than the target's vocabulary of ",
                           target_model_->config.vocab_size);
     }
-    const Tokenizer* tok = prompt_tokenizer ? prompt_tokenizer.get() : target_model_->tokenizer.get();
+    const Tokenizer* tok =
+        prompt_tokenizer ? prompt_tokenizer.get() : target_model_->tokenizer.get();
     SPECLAB_INPUT_CHECK(tok != nullptr, cfg.target->spec,
                         ": the target has no tokenizer to encode the prompts with (set "
                         "prompts.tokenizer)");
     std::vector<std::string> files;
     for (const auto& f : cfg.prompts->files) files.push_back(f.path);
     for (const auto& p : prompt_set_load_files(files, cfg.prompts->limit)) {
-      const std::string text = cfg.prompts->chat_template
-                                   ? chat_template_apply(*tok, p.text)
-                                   : p.text;
+      const std::string text =
+          cfg.prompts->chat_template ? chat_template_apply(*tok, p.text) : p.text;
       PromptTokens pt{p.id, tok->encode(text, /*add_bos=*/true)};
       SPECLAB_INPUT_CHECK(static_cast<int64_t>(pt.ids.size()) + cfg.generation.max_new_tokens +
                                   cfg.measure.cost_curve_max_k <=

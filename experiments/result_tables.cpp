@@ -32,6 +32,12 @@ std::string str(const nlohmann::json& r, const char* key) {
 }
 std::string maybe(double v, int digits = 2) { return std::isnan(v) ? "-" : fmt(v, digits); }
 
+// "[lo, hi]" of a row's speedup interval, "-" for rows without a speedup.
+std::string speedup_interval(const nlohmann::json& r) {
+  if (std::isnan(num(r, "speedup"))) return "-";
+  return "[" + maybe(num(r, "speedup_ci_lo")) + ", " + maybe(num(r, "speedup_ci_hi")) + "]";
+}
+
 std::string latex_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -100,11 +106,7 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
           {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
            std::to_string(static_cast<int>(num(*r, "gamma", 0))), str(*r, "gamma_policy"),
            maybe(num(*r, "alpha_beta")), maybe(num(*r, "c_measured"), 3), maybe(num(*r, "tau")),
-           maybe(s),
-           std::isnan(s) ? "-"
-                         : "[" + maybe(num(*r, "speedup_ci_lo")) + ", " +
-                               maybe(num(*r, "speedup_ci_hi")) + "]",
-           maybe(num(*r, "predicted_speedup_thm38")),
+           maybe(s), speedup_interval(*r), maybe(num(*r, "predicted_speedup_thm38")),
            std::isnan(num(*r, "error_thm38")) ? "-" : pct(num(*r, "error_thm38")),
            maybe(num(*r, "predicted_speedup_refined")),
            std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
@@ -143,10 +145,7 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
       tt.rows.push_back(
           {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1), str(*r, "tree"),
            maybe(num(*r, "mean_tree_nodes_per_round"), 1), maybe(num(*r, "tau")), maybe(sp),
-           std::isnan(sp) ? "-"
-                          : "[" + maybe(num(*r, "speedup_ci_lo")) + ", " +
-                                maybe(num(*r, "speedup_ci_hi")) + "]",
-           maybe(num(*r, "predicted_speedup_refined")),
+           speedup_interval(*r), maybe(num(*r, "predicted_speedup_refined")),
            std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
     }
     out.push_back(tt);
@@ -169,10 +168,7 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
           {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
            std::to_string(static_cast<int>(num(*r, "gamma", 0))), set,
            maybe(num(*r, "alpha_empirical")), maybe(num(*r, "c_measured"), 3),
-           maybe(num(*r, "tau")), maybe(s),
-           std::isnan(s) ? "-"
-                         : "[" + maybe(num(*r, "speedup_ci_lo")) + ", " +
-                               maybe(num(*r, "speedup_ci_hi")) + "]",
+           maybe(num(*r, "tau")), maybe(s), speedup_interval(*r),
            maybe(num(*r, "predicted_speedup_thm38")),
            std::isnan(num(*r, "error_thm38")) ? "-" : pct(num(*r, "error_thm38")),
            maybe(num(*r, "predicted_speedup_refined")),

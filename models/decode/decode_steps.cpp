@@ -13,6 +13,12 @@ void decode_check_prompt(const GenerationRequest& request, const TokenRunner& ta
                       " tokens do not fit the context of ", target.max_ctx(), " tokens");
 }
 
+void decode_check_drafter(const Drafter& drafter, const TokenRunner& target) {
+  SPECLAB_INPUT_CHECK(drafter.vocab_size() == target.vocab(), "draft '", drafter.name(),
+                      "': vocabulary of ", drafter.vocab_size(), " tokens, the target has ",
+                      target.vocab());
+}
+
 bool decode_commit_token(const GenerationRequest& request, int32_t token,
                          std::vector<int32_t>* context, GenerationResult* result) {
   if (context) context->push_back(token);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/decode/generation.h"
+#include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab {
@@ -18,6 +19,9 @@ inline double seconds_since(DecodeClock::time_point t0) {
 
 // The prompt is non-empty and fits the target's context (InputError otherwise).
 void decode_check_prompt(const GenerationRequest& request, const TokenRunner& target);
+
+// The drafter shares the target's vocabulary (InputError naming the draft otherwise).
+void decode_check_drafter(const Drafter& drafter, const TokenRunner& target);
 
 // Commits one generated token: appends it to context and result, and tells whether
 // generation stops after it (an EOS id -> kEos, max_new_tokens reached -> kMaxTokens; the

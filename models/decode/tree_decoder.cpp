@@ -5,13 +5,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "models/decode/decode_steps.h"
 #include "core/rng.h"
 #include "core/sampling.h"
 #include "core/tree_verify.h"
+#include "models/decode/decode_steps.h"
 
 namespace speclab {
-
 
 GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter,
                                            const GenerationRequest& request,
@@ -19,8 +18,7 @@ GenerationResult generate_tree_speculative(TokenRunner& target, Drafter& drafter
   decode_check_prompt(request, target);
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   const int64_t vocab = target.vocab();
-  SPECLAB_INPUT_CHECK(drafter.vocab_size() == vocab, "draft '", drafter.name(), "': vocabulary of ",
-                      drafter.vocab_size(), " tokens, the target has ", vocab);
+  decode_check_drafter(drafter, target);
   SPECLAB_INPUT_CHECK(config.shape.depth() >= 1, "tree: empty shape");
   const bool greedy = request.sampling.temperature == 0.0f;
 

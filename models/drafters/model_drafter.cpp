@@ -116,9 +116,9 @@ void ModelDrafter::propose_tree(const std::vector<int32_t>& context, const TreeS
         const float* q = out->q.data() + static_cast<size_t>(q_row_of[f]) * vocab;
         std::vector<int32_t> drawn;
         for (int s = 0; s < shape.branching[d]; s++) {
-          const RngKey k = rng_key_at(key, key.position + static_cast<uint64_t>(out->depth[f]),
-                                      kRngDraftSample,
-                                      static_cast<uint32_t>(f * kTreeMaxBranch + s));
+          const RngKey k =
+              rng_key_at(key, key.position + static_cast<uint64_t>(out->depth[f]), kRngDraftSample,
+                         static_cast<uint32_t>(f * kTreeMaxBranch + s));
           const int32_t tok = sampling_draw(q, vocab, rng_uniform(k));
           if (std::find(drawn.begin(), drawn.end(), tok) != drawn.end()) {
             out->add_repeat(f, tok, q_row_of[f]);
@@ -147,7 +147,8 @@ void ModelDrafter::propose_tree(const std::vector<int32_t>& context, const TreeS
     const float* rows = runner_.forward_tree(level_tokens.data(), level_parent_slots.data(),
                                              static_cast<int64_t>(next.size()));
     out->n_forward_calls++;
-    for (size_t i = 0; i < next.size(); i++) take(next[i], rows + i * vocab, shape.branching[d + 1]);
+    for (size_t i = 0; i < next.size(); i++)
+      take(next[i], rows + i * vocab, shape.branching[d + 1]);
     frontier = std::move(next);
   }
   runner_.truncate(L);  // forget the tree: the cache holds the committed context again

@@ -113,8 +113,8 @@ const float* LlamaRunner::forward_tree(const int32_t* tokens, const int32_t* par
   for (int64_t i = 0; i < n_tokens; i++) {
     const int64_t slot = n_past_ + i;
     const int64_t parent = parent_slot[i];
-    SPECLAB_INPUT_CHECK(parent >= -1 && parent < slot, "forward_tree: node ", i, " has parent slot ",
-                        parent, ", expected -1..", slot - 1);
+    SPECLAB_INPUT_CHECK(parent >= -1 && parent < slot, "forward_tree: node ", i,
+                        " has parent slot ", parent, ", expected -1..", slot - 1);
     slot_parent_[slot] = parent;
     slot_position_[slot] = parent < 0 ? 0 : slot_position_[parent] + 1;
     positions[i] = slot_position_[slot];

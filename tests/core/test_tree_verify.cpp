@@ -34,8 +34,8 @@ Table random_table(uint64_t seed, float sharpness) {
   for (int64_t a = 0; a < V; a++) {
     double sum = 0;
     for (int64_t x = 0; x < V; x++) {
-      const double u = rng_uniform(RngKey{seed, static_cast<uint64_t>(a), static_cast<uint64_t>(x),
-                                          kRngTest, 0});
+      const double u = rng_uniform(
+          RngKey{seed, static_cast<uint64_t>(a), static_cast<uint64_t>(x), kRngTest, 0});
       t[a][x] = static_cast<float>(std::exp(sharpness * u));
       sum += t[a][x];
     }
@@ -61,7 +61,8 @@ DraftTree build_tree(const Table& Q, int32_t root, const TreeShape& shape, RngKe
         std::vector<int32_t> drawn;
         for (int s = 0; s < shape.branching[d]; s++) {
           const int32_t tok = sampling_draw(
-              q.data(), V, rng_uniform(rng_key_at(key, key.position + d, kRngDraftSample, f * 16 + s)));
+              q.data(), V,
+              rng_uniform(rng_key_at(key, key.position + d, kRngDraftSample, f * 16 + s)));
           if (std::find(drawn.begin(), drawn.end(), tok) != drawn.end()) {
             t.add_repeat(f, tok, row);
           } else {
@@ -170,7 +171,8 @@ TreeVerifyOutcome verify_without_sibling_residual(const DraftTree& t, const floa
     const float* pn = p + node * vocab;
     const uint64_t pos = base.position + t.depth[node];
     if (t.proposals[node].empty()) {
-      out.next_token = sampling_draw(pn, vocab, rng_uniform(rng_key_at(base, pos, kRngBonusSample, node)));
+      out.next_token =
+          sampling_draw(pn, vocab, rng_uniform(rng_key_at(base, pos, kRngBonusSample, node)));
       return out;
     }
     int32_t accepted = -1;

@@ -38,9 +38,8 @@ TEST(TreeDecoder, GreedyParityAllDraftersAllShapes) {
   Pair pair(vocab);
   LlamaRunner target(*pair.target, 256);
   auto drafters = all_drafters(pair, vocab);
-  const char* shapes[] = {"1",     "4",         "1x1x1x1x1x1x1x1", "3x1",
-                          "2x2",   "3x2x1",     "4x1x1x1",         "2x2x2x2",
-                          "3x3:sample", "2x2x2:sample"};
+  const char* shapes[] = {"1",     "4",       "1x1x1x1x1x1x1x1", "3x1",        "2x2",
+                          "3x2x1", "4x1x1x1", "2x2x2x2",         "3x3:sample", "2x2x2:sample"};
   for (const auto& prompt : prompts(vocab)) {
     GenerationRequest req;
     req.prompt = prompt;
@@ -51,8 +50,8 @@ TEST(TreeDecoder, GreedyParityAllDraftersAllShapes) {
       for (const char* shape : shapes) {
         // Sampled trees draw from the draft at temperature 1, so they branch for real.
         const bool sample = std::string(shape).find("sample") != std::string::npos;
-        const auto out =
-            generate_tree_speculative(target, *drafter, req, tree_config(shape, sample ? 1.0f : 0.0f));
+        const auto out = generate_tree_speculative(target, *drafter, req,
+                                                   tree_config(shape, sample ? 1.0f : 0.0f));
         ASSERT_EQ(out.tokens, ref.tokens) << drafter->name() << " tree " << shape;
         int64_t emitted = 0;
         for (const auto& r : out.rounds) {
@@ -166,7 +165,8 @@ TEST(TreeDecoder, StopsAndContextLimit) {
   ModelDrafter drafter2(*pair.target, "self", 256, {false, false, true});
   req.max_new_tokens = 30;
   req.stop_ids = {ref.tokens[5]};
-  const size_t first = std::find(ref.tokens.begin(), ref.tokens.end(), ref.tokens[5]) - ref.tokens.begin();
+  const size_t first =
+      std::find(ref.tokens.begin(), ref.tokens.end(), ref.tokens[5]) - ref.tokens.begin();
   const auto stopped = generate_tree_speculative(big, drafter2, req, tree_config("2x2x2", 0));
   EXPECT_EQ(stopped.stop, StopReason::kEos);
   ASSERT_EQ(stopped.tokens.size(), first + 1);
@@ -187,21 +187,21 @@ TEST(TreeDecoder, CacheAfterTreeRoundsMatchesFreshRun) {
     req.max_new_tokens = 17;
     req.sampling.temperature = 1.0f;
     req.seed = seed;
-    const auto out = generate_tree_speculative(target, drafter, req,
-                                               tree_config(seed % 2 ? "3x2:sample" : "2x2x1", 1.0f));
+    const auto out = generate_tree_speculative(
+        target, drafter, req, tree_config(seed % 2 ? "3x2:sample" : "2x2x1", 1.0f));
     std::vector<int32_t> all = req.prompt;
     all.insert(all.end(), out.tokens.begin(), out.tokens.end());
     ASSERT_LE(target.n_past(), static_cast<int64_t>(all.size()));
     target.truncate(std::min<int64_t>(target.n_past(), static_cast<int64_t>(all.size()) - 1));
     const int64_t from = target.n_past();
-    const float* a = target.forward(all.data() + from, static_cast<int64_t>(all.size()) - from, true);
+    const float* a =
+        target.forward(all.data() + from, static_cast<int64_t>(all.size()) - from, true);
     std::vector<float> got(a, a + vocab);
     fresh.truncate(0);
     const float* b = fresh.forward(all.data(), static_cast<int64_t>(all.size()), true);
     for (int64_t x = 0; x < vocab; x++) ASSERT_EQ(got[x], b[x]) << "seed " << seed;
   }
 }
-
 
 // Prompt lookup offers one branch per distinct earlier match (longest n first, most recent
 // first), merged into a prefix tree and bounded by the shape.
@@ -212,9 +212,9 @@ TEST(TreeDecoder, PromptLookupTreeBranchesOverMatches) {
   DraftTree t;
   lookup.propose_tree(ctx, tree_shape_parse("3x1", "test"), SamplingParams{}, RngKey{}, &t);
   ASSERT_EQ(t.proposals[0].size(), 3u);
-  EXPECT_EQ(t.proposals[0][0].token, 9);   // most recent match of "5 6" first
+  EXPECT_EQ(t.proposals[0][0].token, 9);  // most recent match of "5 6" first
   EXPECT_EQ(t.proposals[0][1].token, 7);
-  EXPECT_EQ(t.proposals[0][2].token, 11);  // then the 1-gram match "6"
+  EXPECT_EQ(t.proposals[0][2].token, 11);               // then the 1-gram match "6"
   EXPECT_EQ(t.token[t.proposals[0][0].child + 1], 10);  // its continuation below it
   for (const auto& props : t.proposals)
     for (const auto& pr : props) EXPECT_EQ(pr.q_row, -1);  // deterministic

@@ -10,15 +10,13 @@ namespace speclab {
 namespace {
 
 using testing_util::CliResult;
-using testing_util::run_speclab;
 using testing_util::ids_arg;
+using testing_util::run_speclab;
 const auto& have = testing_util::file_exists;
 
 const std::string kTiny = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny-llama32";
 const std::string kLlama3Tok =
     std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
-
-
 
 // The greedy continuation of the golden "plain" SmolLM2 prompt, autoregressive and with each
 // drafter, must be transformers' token for token (tests/golden/smollm2.json).

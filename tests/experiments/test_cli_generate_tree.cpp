@@ -12,12 +12,11 @@ namespace speclab {
 namespace {
 
 using testing_util::CliResult;
-using testing_util::run_speclab;
 using testing_util::ids_arg;
+using testing_util::run_speclab;
 const auto& have = testing_util::file_exists;
 
 const std::string kZoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
-
 
 TEST(CliGenerateTree, SmolLM2GreedyTreeMatchesTransformers) {
   const std::string gguf = testing_util::smollm2_gguf();
@@ -27,8 +26,8 @@ TEST(CliGenerateTree, SmolLM2GreedyTreeMatchesTransformers) {
   const auto& p = golden["prompts"][0];
   const auto ids = p["ids"].get<std::vector<int32_t>>();
   const auto want = p["greedy"].get<std::vector<int32_t>>();
-  for (const std::string args : {"--draft lookup:n=3 --tree 1x1x1x1",
-                                 "--draft self:skip=14-15+26-27 --tree 3x2x1"}) {
+  for (const std::string args :
+       {"--draft lookup:n=3 --tree 1x1x1x1", "--draft self:skip=14-15+26-27 --tree 3x2x1"}) {
     const CliResult r = run_speclab("generate --target '" + gguf + "' --prompt-ids " +
                                     ids_arg(ids) + " --temperature 0 --ignore-eos --json " +
                                     "--max-new-tokens " + std::to_string(want.size()) + " " + args);
@@ -41,9 +40,10 @@ TEST(CliGenerateTree, SmolLM2GreedyTreeMatchesTransformers) {
 }
 
 TEST(CliGenerateTree, ZooJsonReportsTheTree) {
-  const CliResult r = run_speclab("generate --target " + kZoo + "tiny-target-5m --draft " + kZoo +
-                                  "tiny-draft-2m --prompt 'And God said' --temperature 1 "
-                                  "--seed 3 --max-new-tokens 24 --ignore-eos --json --tree 2x2:sample");
+  const CliResult r =
+      run_speclab("generate --target " + kZoo + "tiny-target-5m --draft " + kZoo +
+                  "tiny-draft-2m --prompt 'And God said' --temperature 1 "
+                  "--seed 3 --max-new-tokens 24 --ignore-eos --json --tree 2x2:sample");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tree"], "2x2:sample");

@@ -18,12 +18,17 @@ using testing_util::ScratchDir;
 std::string config(const std::string& target, const std::string& tokenizer_line) {
   return "name: ptok\n"
          "question: \"prompt tokenizer\"\n"
-         "target: " + target + "\n"
+         "target: " +
+         target +
+         "\n"
          "drafters:\n"
          "  lookup: lookup\n"
          "prompts:\n"
-         "  file: " + std::string(SPECLAB_SOURCE_DIR) + "/configs/prompts/tiny-in-domain.jsonl\n"
-         "  limit: 1\n" + tokenizer_line +
+         "  file: " +
+         std::string(SPECLAB_SOURCE_DIR) +
+         "/configs/prompts/tiny-in-domain.jsonl\n"
+         "  limit: 1\n" +
+         tokenizer_line +
          "generation:\n"
          "  max_new_tokens: 4\n"
          "  warmup: 0\n"
@@ -60,8 +65,8 @@ const std::string kZoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
 TEST(PromptTokenizer, AbsentKeyKeepsTheHashPresentKeyChangesIt) {
   ScratchDir d;
   const auto plain = experiment_config_load(d.write("a.yaml", config(kZoo + "tiny-target-5m", "")));
-  const auto with = experiment_config_load(
-      d.write("b.yaml", config(kZoo + "tiny-target-5m", "  tokenizer: " + kZoo + "tokenizer.model\n")));
+  const auto with = experiment_config_load(d.write(
+      "b.yaml", config(kZoo + "tiny-target-5m", "  tokenizer: " + kZoo + "tokenizer.model\n")));
   EXPECT_FALSE(plain.to_json()["prompts"].contains("tokenizer"));
   EXPECT_EQ(with.to_json()["prompts"]["tokenizer"], kZoo + "tokenizer.model");
   EXPECT_NE(plain.config_hash(), with.config_hash());
@@ -69,7 +74,8 @@ TEST(PromptTokenizer, AbsentKeyKeepsTheHashPresentKeyChangesIt) {
 
 TEST(PromptTokenizer, RunsWithTheNamedTokenizer) {
   ScratchDir d;
-  const Ran r = run(d, config(kZoo + "tiny-target-5m", "  tokenizer: " + kZoo + "tokenizer.model\n"));
+  const Ran r =
+      run(d, config(kZoo + "tiny-target-5m", "  tokenizer: " + kZoo + "tokenizer.model\n"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream rows(d.file("out") + "/results.jsonl");
   std::string line;
@@ -83,11 +89,13 @@ TEST(PromptTokenizer, BadTokenizersExitTwoWithOneLine) {
   const struct {
     std::string text, expect;
   } cases[] = {
-      {config("synthetic:tiny", ""), "has no tokenizer to encode the prompts with (set prompts.tokenizer)"},
-      {config("synthetic:tiny",
-              "  tokenizer: " + std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny_spm_bpe.model\n"),
+      {config("synthetic:tiny", ""),
+       "has no tokenizer to encode the prompts with (set prompts.tokenizer)"},
+      {config("synthetic:tiny", "  tokenizer: " + std::string(SPECLAB_SOURCE_DIR) +
+                                    "/tests/data/tiny_spm_bpe.model\n"),
        "prompts.tokenizer: "},
-      {config("synthetic:tiny", "  tokenizer: /nonexistent/tokenizer.json\n"), "/nonexistent/tokenizer.json"},
+      {config("synthetic:tiny", "  tokenizer: /nonexistent/tokenizer.json\n"),
+       "/nonexistent/tokenizer.json"},
   };
   for (const auto& c : cases) {
     const Ran r = run(d, c.text);

@@ -132,7 +132,6 @@ TEST(TreeForwardErrors, ParentMustPrecedeNode) {
   EXPECT_THROW(r.forward_tree(toks.data(), too_low.data(), 2), InputError);
 }
 
-
 // A backend without tree attention (the CUDA runner so far) refuses trees with an InputError
 // (exit 2 in the CLI) instead of computing something else.
 TEST(TreeForwardErrors, BackendWithoutTreeAttentionRefuses) {
