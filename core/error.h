@@ -17,24 +17,57 @@
 namespace speclab {
 
 namespace detail {
-// Messages quote names taken from the bad input (GGUF keys, tensor names, protobuf errors),
-// which may hold newlines or other control bytes: escape them (\n, \xNN) so the message
-// stays the one line on stderr that the CLI contract promises. Found by fuzzing (issue 8).
+// Length of the valid UTF-8 sequence at s[i] (RFC 3629: no overlongs, no surrogates, at most
+// U+10FFFF), or 0 when the bytes there are not one.
+inline size_t utf8_sequence_length(const std::string& s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) {
+    n = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    n = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    n = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    const unsigned char b = static_cast<unsigned char>(s[i + k]);
+    if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xbf)) return 0;
+  }
+  return n;
+}
+
+// Messages quote names taken from the bad input (GGUF keys, tensor names, protobuf errors,
+// argument values), which may hold newlines, other control bytes or bytes that are not
+// UTF-8: escape them (\n, \xNN) so the message stays the one printable line on stderr that
+// the CLI contract promises. Valid UTF-8 (names in other scripts) is kept as it is.
 inline std::string one_line(const std::string& msg) {
+  static const char hex[] = "0123456789abcdef";
   std::string out;
   out.reserve(msg.size());
-  for (const char ch : msg) {
-    const unsigned char c = static_cast<unsigned char>(ch);
+  for (size_t i = 0; i < msg.size();) {
+    const unsigned char c = static_cast<unsigned char>(msg[i]);
+    const size_t n = utf8_sequence_length(msg, i);
     if (c == '\n') {
       out += "\\n";
-    } else if (c < 0x20 || c == 0x7f) {
-      static const char hex[] = "0123456789abcdef";
+    } else if (n == 0 || c < 0x20 || c == 0x7f) {
       out += "\\x";
       out += hex[c >> 4];
       out += hex[c & 15];
     } else {
-      out += ch;
+      out.append(msg, i, n);
+      i += n;
+      continue;
     }
+    ++i;
   }
   return out;
 }
@@ -48,9 +81,12 @@ struct CheckFailed : std::runtime_error {
   explicit CheckFailed(const std::string& msg) : std::runtime_error(msg) {}
 };
 
-// The user interrupted a run (SIGINT) after complete results were written. Exit code 130.
+// The user interrupted a run after complete results were written: exit code 128 + the
+// signal, as a shell reports a process killed by it (130 for SIGINT, 143 for SIGTERM).
 struct Interrupted : std::runtime_error {
-  explicit Interrupted(const std::string& msg) : std::runtime_error(msg) {}
+  explicit Interrupted(const std::string& msg, int exit_code = 130)
+      : std::runtime_error(msg), exit_code(exit_code) {}
+  int exit_code;
 };
 
 namespace detail {

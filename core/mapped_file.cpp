@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace speclab {
 
@@ -17,27 +18,13 @@ MappedFile::~MappedFile() {
 }
 
 std::shared_ptr<MappedFile> mapped_file_open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_input(path, ": cannot open for reading (", std::strerror(errno), ")");
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail_input(path, ": cannot stat (", std::strerror(err), ")");
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    fail_input(path, ": is a directory, expected a file");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail_input(path, ": is not a regular file");
-  }
-  if (st.st_size == 0) {
+  uint64_t file_size = 0;
+  const int fd = input_file_open(path, "file", &file_size);
+  if (file_size == 0) {
     ::close(fd);
     fail_input(path, ": file is empty");
   }
-  const size_t size = static_cast<size_t>(st.st_size);
+  const size_t size = static_cast<size_t>(file_size);
   void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
   ::close(fd);  // the mapping keeps its own reference to the file

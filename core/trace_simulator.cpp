@@ -11,6 +11,8 @@
 
 #include "core/error.h"
 #include "core/gamma_policy.h"
+#include "core/input_file.h"
+#include "core/json_input.h"
 #include "core/rng.h"
 
 namespace speclab {
@@ -391,7 +393,7 @@ std::vector<RoundTrace> trace_parse(const std::string& text, const std::string& 
     const std::string where = str_cat(source, ":", line_no, ": ");
     json j;
     try {
-      j = json::parse(line);
+      j = json_input_parse(line, str_cat(source, ":", line_no));
     } catch (const json::exception&) {  // parse_error; out_of_range for 1e999
       fail_input(where, "not valid JSON; expected {\"n_draft\": g, \"n_accepted\": n, ...}");
     }
@@ -424,11 +426,11 @@ std::vector<RoundTrace> trace_parse(const std::string& text, const std::string& 
 }
 
 std::vector<RoundTrace> trace_read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  SPECLAB_INPUT_CHECK(f.good(), path, ": cannot open the trace file");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  std::vector<RoundTrace> trace = trace_parse(ss.str(), path);
+  // 1 GiB of JSON lines is tens of millions of rounds, far more than any recorded run; the
+  // bound (and the regular-file check) keep /dev/zero from filling memory.
+  constexpr uint64_t kMaxTraceBytes = 1ull << 30;
+  std::vector<RoundTrace> trace =
+      trace_parse(input_file_read(path, "trace file", kMaxTraceBytes), path);
   SPECLAB_INPUT_CHECK(!trace.empty(), path, ": the trace has no round (expected JSON lines)");
   return trace;
 }

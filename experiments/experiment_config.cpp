@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/tree_verify.h"
 #include "models/tokenizer/utf8.h"
 
@@ -408,6 +409,8 @@ void config_check_utf8(const std::string& text, const std::string& what) {
   int line = 1;
   for (size_t pos = 0; pos < text.size();) {
     if (text[pos] == '\n') line++;
+    // yaml-cpp keeps a NUL inside a scalar, which then cuts C strings (paths) short.
+    SPECLAB_INPUT_CHECK(text[pos] != '\0', what, ":", line, ": NUL byte (the config must be text)");
     if (!utf8_is_valid_at(text, pos))
       fail_input(what, ":", line, ": invalid UTF-8 byte 0x", std::hex,
                  static_cast<int>(static_cast<unsigned char>(text[pos])),
@@ -422,21 +425,16 @@ ExperimentConfig experiment_config_load(const std::string& path,
   ExperimentConfig c;
   c.file = path;
   YAML::Node root;
-  {
-    std::error_code ec;
-    SPECLAB_INPUT_CHECK(fs::is_regular_file(path, ec), path,
-                        ": cannot open config file (no such file)");
-  }
+  // A special file (/dev/zero, a FIFO) is refused before it is read; a config is a page of
+  // text, so 16 MiB bounds a wrong path's cost.
+  constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+  const std::string text = input_file_read(path, "config file", kMaxConfigBytes);
   // Every string of the config ends up in JSON (config hash, result rows), which needs
   // valid UTF-8: refuse other bytes here, naming the line (found by fuzzing, issue 8).
-  {
-    std::ifstream in(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    config_check_utf8(text, path);
-  }
+  config_check_utf8(text, path);
   for (const auto& o : overrides) config_check_utf8(o, "--set " + o.substr(0, o.find('=')));
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     fail_input(path, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
   } catch (const YAML::BadFile&) {
@@ -647,16 +645,22 @@ void experiment_config_validate(const ExperimentConfig& c) {
     check(c.prompts->limit >= 0, "prompts.limit",
           str_cat("expected an integer >= 0 (0 = all), got ", c.prompts->limit));
 
+  // Stated limits (experiment_config.h): sizes that allocate or loop are bounded here, before
+  // any memory or time is spent on them.
   const GenerationConfig& g = c.generation;
-  check(g.max_new_tokens >= 1, "generation.max_new_tokens",
-        str_cat("expected an integer >= 1, got ", g.max_new_tokens));
+  check(g.max_new_tokens >= 1 && g.max_new_tokens <= kMaxContextTokens, "generation.max_new_tokens",
+        str_cat("expected an integer in 1..", kMaxContextTokens, ", got ", g.max_new_tokens));
   check(g.seed >= 0, "generation.seed", str_cat("expected an integer >= 0, got ", g.seed));
-  check(g.repeats >= 1, "generation.repeats", str_cat("expected an integer >= 1, got ", g.repeats));
-  check(g.warmup >= 0, "generation.warmup", str_cat("expected an integer >= 0, got ", g.warmup));
+  check(g.repeats >= 1 && g.repeats <= kMaxRepeats, "generation.repeats",
+        str_cat("expected an integer in 1..", kMaxRepeats, ", got ", g.repeats));
+  check(g.warmup >= 0 && g.warmup <= kMaxRepeats, "generation.warmup",
+        str_cat("expected an integer in 0..", kMaxRepeats, ", got ", g.warmup));
+  check(g.ctx <= kMaxContextTokens, "generation.ctx",
+        str_cat("expected an integer <= ", kMaxContextTokens, ", got ", g.ctx));
   check(g.backend == "cpu" || g.backend == "cuda", "generation.backend",
         str_cat("expected cpu or cuda, got '", g.backend, "'"));
-  check(g.threads >= 0, "generation.threads",
-        str_cat("expected an integer >= 0 (0 = all cores), got ", g.threads));
+  check(g.threads >= 0 && g.threads <= kMaxThreads, "generation.threads",
+        str_cat("expected an integer in 0..", kMaxThreads, " (0 = all cores), got ", g.threads));
   check(g.ctx > g.max_new_tokens, "generation.ctx",
         str_cat("expected an integer > generation.max_new_tokens (", g.max_new_tokens, "), got ",
                 g.ctx));
@@ -675,6 +679,20 @@ void experiment_config_validate(const ExperimentConfig& c) {
     check(!s.synthetic_acceptance.empty(), "sweep.synthetic_acceptance",
           "expected a non-empty list");
     check(!s.tree.empty(), "sweep.tree", "expected a non-empty list");
+    // The number of cells, before sweep_expand allocates them (and before the duplicate
+    // checks below, quadratic in an axis' length, run).
+    const size_t axes[] = {s.drafter.size(),     s.gamma.size(),
+                           s.temperature.size(), s.draft_temperature.size(),
+                           s.top_k.size(),       s.top_p.size(),
+                           s.lenience.size(),    s.gamma_policy.size(),
+                           s.p_min.size(),       s.synthetic_acceptance.size(),
+                           s.tree.size()};
+    uint64_t n_cells = 1;
+    for (size_t n : axes)
+      n_cells = std::min<uint64_t>(n_cells * std::max<size_t>(n, 1), kMaxSweepCells + 1);
+    check(n_cells <= kMaxSweepCells, "sweep",
+          str_cat("the axes' lengths multiply to more than ", kMaxSweepCells,
+                  " cells (the limit); split the sweep into several configs"));
     std::vector<std::string> known;
     for (const auto& d : c.drafters) known.push_back(d.name);
     const std::vector<std::string> policies(std::begin(kGammaPolicies), std::end(kGammaPolicies));
@@ -756,8 +774,10 @@ void experiment_config_validate(const ExperimentConfig& c) {
   const MeasureConfig& m = c.measure;
   check(m.cost_curve_max_k >= 1 && m.cost_curve_max_k <= 65, "measure.cost_curve_max_k",
         str_cat("expected an integer in 1..65, got ", m.cost_curve_max_k));
-  check(m.bootstrap_resamples >= 1, "measure.bootstrap_resamples",
-        str_cat("expected an integer >= 1, got ", m.bootstrap_resamples));
+  check(m.bootstrap_resamples >= 1 && m.bootstrap_resamples <= kMaxBootstrapResamples,
+        "measure.bootstrap_resamples",
+        str_cat("expected an integer in 1..", kMaxBootstrapResamples, ", got ",
+                m.bootstrap_resamples));
   check(m.confidence > 0 && m.confidence < 1, "measure.confidence",
         str_cat("expected a number in (0, 1), got ", m.confidence));
 

@@ -112,6 +112,15 @@ struct PromptsConfig {
   ModelRef tokenizer;
 };
 
+// Stated limits, checked by experiment_config_validate before anything is allocated: a typo
+// (a repeats of 1000000000) is refused with the key named instead of running out of memory
+// or running forever.
+constexpr int kMaxContextTokens = 1 << 20;  // generation.ctx, generation.max_new_tokens
+constexpr int kMaxRepeats = 1000;           // generation.repeats, generation.warmup
+constexpr int kMaxThreads = 1024;           // generation.threads
+constexpr int kMaxSweepCells = 10000;       // product of the sweep axes' lengths
+constexpr int kMaxBootstrapResamples = 1000000;
+
 struct GenerationConfig {
   int max_new_tokens = 64;
   int64_t seed = 0;  // >= 0

@@ -7,6 +7,7 @@
 #include "experiments/machine_info.h"
 #include "experiments/model_identity.h"
 #include "experiments/prompt_set.h"
+#include "models/decode/decode_steps.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 #ifndef SPECLAB_SOURCE_DIR
@@ -14,6 +15,28 @@
 #endif
 
 namespace speclab {
+
+namespace {
+
+// A model drafter must speak the target's language: the same vocabulary (decode checks that
+// too, but only when the drafter's first cell runs) and, when both carry a tokenizer, the
+// same token ids for the same text (two tokenizers of one vocabulary size can still differ).
+void session_check_drafter(const Drafter& drafter, const LlamaModel& target,
+                           const TokenRunner& target_runner) {
+  decode_check_drafter(drafter, target_runner);
+  const LlamaModel* draft_model = drafter.model();
+  if (draft_model == nullptr || draft_model == &target || !draft_model->tokenizer ||
+      !target.tokenizer)
+    return;
+  const std::string probe = "The quick brown fox, 1234 jumps over the lazy dog.\n";
+  const auto target_ids = target.tokenizer->encode(probe, /*add_bos=*/false);
+  const auto draft_ids = draft_model->tokenizer->encode(probe, /*add_bos=*/false);
+  SPECLAB_INPUT_CHECK(target_ids == draft_ids, "draft '", drafter.name(),
+                      "': its tokenizer gives other token ids than the target's (",
+                      draft_ids.size(), " vs ", target_ids.size(), " tokens for the same text)");
+}
+
+}  // namespace
 
 ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bool>* interrupted,
                                      bool measure_bandwidth)
@@ -72,6 +95,22 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
       ctx_.prompts.push_back(std::move(pt));
     }
   }
+  // Every drafter of the sweep, before the first cell: a drafter that cannot serve the run
+  // (a shorter context than generation.ctx, another vocabulary or tokenizer) is refused now,
+  // not after the other drafters' cells have run for minutes.
+  for (const std::string& name : cfg.sweep ? cfg.sweep->drafter : std::vector<std::string>{}) {
+    if (drafters_.count(name)) continue;
+    const DrafterEntry* entry = cfg.find_drafter(name);
+    SPECLAB_ASSERT(entry != nullptr);  // experiment_config_validate checked it
+    try {
+      PreparedDrafter d = cell_prepare_drafter(ctx_, *entry);
+      session_check_drafter(*d.drafter, *target_model_, *target_);
+      drafters_.emplace(name, std::move(d));
+    } catch (const InputError& e) {
+      fail_input(cfg.where("drafters." + name), ": ", e.what());
+    }
+  }
+
   // The target's cost curve, once per session, from a context as long as a typical one.
   int64_t ctx_len = 64;
   if (!ctx_.prompts.empty()) {

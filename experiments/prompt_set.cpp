@@ -1,13 +1,18 @@
 #include "experiments/prompt_set.h"
 
-#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_input.h"
 
 namespace speclab {
 
 namespace {
+
+// A prompt set of 100k long prompts is ~500 MB; a larger file is not one.
+constexpr uint64_t kMaxPromptFileBytes = 1ull << 30;
 
 // The string at `key`; "" if absent and optional.
 std::string string_field(const nlohmann::json& obj, const char* key, bool required,
@@ -28,8 +33,9 @@ std::string string_field(const nlohmann::json& obj, const char* key, bool requir
 }  // namespace
 
 std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
-  std::ifstream in(path, std::ios::binary);
-  SPECLAB_INPUT_CHECK(in.good(), path, ": cannot open prompt file");
+  // A special file (/dev/zero, a FIFO) is refused before a byte is read; the size bound keeps
+  // a wrong path from filling memory.
+  std::istringstream in(input_file_read(path, "prompt file", kMaxPromptFileBytes));
   std::vector<Prompt> prompts;
   std::map<std::string, int> id_line;
   std::string text;
@@ -41,7 +47,7 @@ std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
     const std::string where = str_cat(path, ":", line_no);
     nlohmann::json obj;
     try {
-      obj = nlohmann::json::parse(text);
+      obj = json_input_parse(text, where);
     } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
       // e.what() names the byte; keep only its last clause.
       std::string why = e.what();

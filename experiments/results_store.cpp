@@ -13,6 +13,9 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_input.h"
+#include "core/output_file.h"
 
 namespace fs = std::filesystem;
 
@@ -32,16 +35,6 @@ std::string read_fd(int fd) {
     pos += n;
   }
   return out;
-}
-
-void write_all(int fd, const std::string& data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    SPECLAB_INPUT_CHECK(n > 0, path, ": write failed: ", std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
 }
 
 std::string dump_row(const nlohmann::json& row) {
@@ -68,6 +61,7 @@ std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
     start = nl + 1;
     if (s.empty()) continue;
     nlohmann::json row;
+    json_input_check_depth(s, str_cat(path, ":", line));
     try {
       row = nlohmann::json::parse(s);
     } catch (const nlohmann::json::exception&) {  // parse_error; out_of_range for 1e999
@@ -81,11 +75,9 @@ std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
 }
 
 std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SPECLAB_INPUT_CHECK(fd >= 0, path, ": cannot open results file: ", std::strerror(errno));
-  std::string text = read_fd(fd);
-  ::close(fd);
-  return text;
+  // Results of a long sweep are a few MB; 4 GiB is not a results file.
+  constexpr uint64_t kMaxResultsBytes = 4ull << 30;
+  return input_file_read(path, "results file", kMaxResultsBytes);
 }
 
 // Takes <dir>/.lock (see the header). Returns the locked fd.
@@ -144,6 +136,9 @@ ResultsStore::ResultsStore(const std::string& dir, ResultsOpenMode mode)
   try {
     data_fd_ = ::open(results_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     SPECLAB_INPUT_CHECK(data_fd_ >= 0, results_path_, ": cannot open: ", std::strerror(errno));
+    struct stat st {};
+    SPECLAB_INPUT_CHECK(fstat(data_fd_, &st) == 0 && S_ISREG(st.st_mode), results_path_, ": is ",
+                        input_file_kind(st.st_mode), ", expected a regular file (results file)");
     const std::string text = read_fd(data_fd_);
     SPECLAB_INPUT_CHECK(mode == ResultsOpenMode::resume || text.empty(), results_path_,
                         ": already holds results; pass --resume to continue that run, or --out "
@@ -185,9 +180,22 @@ ResultsStore::~ResultsStore() {
 void ResultsStore::append_row(const nlohmann::json& row) {
   SPECLAB_ASSERT(row.is_object() && row.contains("cell_id") && row["cell_id"].is_string());
   // One write() of the whole line: a kill leaves either nothing or a prefix without '\n'.
-  write_all(data_fd_, dump_row(row) + "\n", results_path_);
-  SPECLAB_INPUT_CHECK(fsync(data_fd_) == 0, results_path_,
-                      ": fsync failed: ", std::strerror(errno));
+  // A write that fails (disk full, a quota, RLIMIT_FSIZE) may have stored a prefix: cut the
+  // file back to its last complete row before reporting, so no torn row is ever left.
+  struct stat before {};
+  SPECLAB_INPUT_CHECK(fstat(data_fd_, &before) == 0, results_path_,
+                      ": cannot stat: ", std::strerror(errno));
+  const std::string line = dump_row(row) + "\n";
+  int err = output_write_all(data_fd_, line.data(), line.size());
+  if (err == 0 && fsync(data_fd_) != 0) err = errno;
+  if (err != 0) {
+    const bool cut = ftruncate(data_fd_, before.st_size) == 0;
+    fsync(data_fd_);
+    fail_input(results_path_, ": cannot write the row of cell ", row["cell_id"].get<std::string>(),
+               " (", std::strerror(err), "); ",
+               cut ? "the file keeps its complete rows only (rerun with --resume)"
+                   : "could not cut the incomplete row; --resume will drop it");
+  }
   finished_.insert(row["cell_id"].get<std::string>());
 }
 
@@ -221,26 +229,7 @@ void results_merge(const std::vector<std::string>& inputs, const std::string& ou
       text += dump_row(r.row) + "\n";
     }
   }
-  const fs::path out_path(output);
-  std::error_code ec;
-  if (out_path.has_parent_path()) fs::create_directories(out_path.parent_path(), ec);
-  const std::string tmp = output + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  SPECLAB_INPUT_CHECK(fd >= 0, tmp, ": cannot create: ", std::strerror(errno));
-  try {
-    write_all(fd, text, tmp);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), output.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    fail_input(output, ": cannot write: ", why);
-  }
+  output_file_write_atomic(output, text);
 }
 
 }  // namespace speclab

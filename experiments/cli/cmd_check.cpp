@@ -14,6 +14,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "experiments/cli/commands.h"
 #include "experiments/experiment_session.h"
 #include "experiments/results_store.h"
@@ -72,13 +73,9 @@ void run_check(const CheckArgs& a) {
                 b["tau"].get<double>(), zt, ok ? "ok" : "REGRESSION");
   }
   if (a.update) {
-    const std::string tmp = a.baseline + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::trunc);
-      SPECLAB_INPUT_CHECK(f.good(), a.baseline, ": cannot write");
-      for (const auto& r : rows) f << r.dump() << "\n";
-    }
-    std::rename(tmp.c_str(), a.baseline.c_str());
+    std::string text;
+    for (const auto& r : rows) text += r.dump() + "\n";
+    output_file_write_atomic(a.baseline, text);
     std::printf("wrote %zu baseline rows to %s\n", rows.size(), a.baseline.c_str());
     return;
   }

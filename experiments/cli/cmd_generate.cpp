@@ -13,6 +13,8 @@
 #include "core/threads.h"
 #include "experiments/backend.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/number_checks.h"
+#include "experiments/experiment_config.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
@@ -147,6 +149,11 @@ void run_generate(const GenerateArgs& a) {
   req.seed = a.seed;
   if (!a.ignore_eos) req.stop_ids = target->config.eos_token_ids;
 
+  // Positions past the model's trained context are garbage, and a huge --ctx only allocates
+  // a huge KV cache: refuse it as `run` refuses generation.ctx.
+  const int64_t model_ctx = target->config.max_seq_len;
+  SPECLAB_INPUT_CHECK(model_ctx <= 0 || a.ctx <= model_ctx, "--ctx: ", a.ctx,
+                      " exceeds the target's context length ", model_ctx, " (", a.target, ")");
   auto runner_ptr = backend_create_runner(a.backend, *target, a.ctx, "--backend");
   TokenRunner& runner = *runner_ptr;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
@@ -276,27 +283,30 @@ void register_generate(CLI::App& app) {
   c->add_option("--gamma-max", args->gamma_max, "entropy policy upper bound")
       ->check(CLI::Range(1, 64));
   c->add_option("--p-min", args->p_min, "stop drafting when the draft's top probability < p_min")
-      ->check(CLI::Range(0.0, 1.0));
-  c->add_option("--lenience", args->lenience, "paper A.5 lenience l in (0, 1]; 1 = exact");
+      ->check(finite_range(0.0, 1.0));
+  c->add_option("--lenience", args->lenience, "paper A.5 lenience l in (0, 1]; 1 = exact")
+      ->check(finite_range(0.0, 1.0));
   c->add_option("--synthetic-acceptance", args->synthetic_acceptance,
                 "timing only: accept each draft with probability A (or A1,A2,... per position, "
                 "the last repeating) instead of the exact test; the text is not the target's");
   c->add_option("--tree", args->tree,
                 "tree speculation: branching per depth, e.g. 3x2x1 (top-k of the draft) or "
-                "2x2:sample (independent draft samples); replaces --gamma");
-  c->add_option("--temperature", args->temperature, "0 = greedy")->check(CLI::Range(0.0, 100.0));
+                "2x2:sample (independent draft samples); replaces --gamma")
+      ->check(non_empty("a tree shape such as 3x2x1 or 2x2:sample"));
+  c->add_option("--temperature", args->temperature, "0 = greedy")->check(finite_range(0.0, 100.0));
   c->add_option("--draft-temperature", args->draft_temperature,
-                "draft temperature (default: the target's)");
+                "draft temperature (default: the target's)")
+      ->check(finite_range(0.0, 100.0));
   c->add_option("--top-k", args->top_k, "0 = off")->check(CLI::NonNegativeNumber);
-  c->add_option("--top-p", args->top_p, "1 = off")->check(CLI::Range(0.0, 1.0));
+  c->add_option("--top-p", args->top_p, "1 = off")->check(finite_range(0.0, 1.0));
   c->add_option("--seed", args->seed, "random seed");
   c->add_option("--max-new-tokens", args->max_new_tokens, "tokens to generate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   c->add_option("--ctx", args->ctx, "context limit (default min(model's, 4096))")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, int64_t{kMaxContextTokens}));
   c->add_option("--backend", args->backend, "where the target runs: cpu | cuda");
   c->add_option("--threads", args->threads, "CPU threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, kMaxThreads));
   c->add_flag("--ignore-eos", args->ignore_eos, "do not stop at EOS");
   c->add_flag("--json", args->json, "print one JSON object with tokens, text and stats");
   c->add_flag("--show-drafts", args->show_drafts,

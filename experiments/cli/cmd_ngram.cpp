@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "experiments/cli/commands.h"
 #include "models/drafters/ngram_drafter.h"
 #include "models/tokenizer/tokenizer_factory.h"
@@ -44,10 +45,9 @@ void register_ngram(CLI::App& app) {
     std::vector<std::vector<int32_t>> docs;
     int64_t n_tokens = 0;
     for (const auto& f : files) {
-      std::ifstream in(f);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      docs.push_back(tok->encode(ss.str(), /*add_bos=*/false, /*parse_special=*/false));
+      // Regular files only (a FIFO or /dev/zero named *.txt would hang or fill memory).
+      const std::string text = input_file_read(f, "corpus file", 4ull << 30);
+      docs.push_back(tok->encode(text, /*add_bos=*/false, /*parse_special=*/false));
       n_tokens += static_cast<int64_t>(docs.back().size());
     }
     const NgramTable t = NgramTable::count(docs, tok->vocab_size(), a->order);

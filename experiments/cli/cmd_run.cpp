@@ -3,8 +3,9 @@
 // Runs every (not yet finished) cell of the config's sweep and appends one result row per
 // cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
 // DIR/tables.md and, when python3 with matplotlib is available, the plots (analysis/).
-// SIGINT abandons the cell in flight and exits after the rows already written (exit 130);
-// a later --resume completes the sweep.
+// SIGINT and SIGTERM abandon the cell in flight and exit after the rows already written, with
+// one line, the lock removed and exit code 128 + signal (130 for SIGINT, 143 for SIGTERM); a
+// later --resume completes the sweep.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "experiments/cli/commands.h"
 #include "experiments/experiment_config.h"
 #include "experiments/experiment_session.h"
@@ -27,7 +29,19 @@ namespace speclab {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_sigint(int) { g_interrupted.store(true); }
+std::atomic<int> g_signal{0};
+extern "C" void on_stop_signal(int sig) {
+  g_signal.store(sig);
+  g_interrupted.store(true);
+}
+void stop_signals_catch() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+void stop_signals_default() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
 
 struct RunArgs {
   std::string config, out, shard = "0/1";
@@ -57,9 +71,9 @@ void run_experiment(const RunArgs& a) {
   for (const auto& c : cells)
     if (!store.finished_cell_ids().count(c.cell_id)) todo.push_back(&c);
 
-  // Ctrl-C from here on (model loading included) stops before the next cell: exit 130 with
-  // the lock released and only complete rows written.
-  std::signal(SIGINT, on_sigint);
+  // Ctrl-C or SIGTERM from here on (model loading included) stops before the next cell: exit
+  // 130 / 143 with the lock released and only complete rows written.
+  stop_signals_catch();
   // Bad models, tokenizers or prompts are found while the session loads: leave no empty
   // results file behind for them.
   std::unique_ptr<ExperimentSession> session_ptr;
@@ -83,9 +97,12 @@ void run_experiment(const RunArgs& a) {
       row = session.run_cell(*c);
     } catch (const CellInterrupted&) {
       bar.finish();
-      std::signal(SIGINT, SIG_DFL);
-      throw Interrupted(str_cat("interrupted; ", done, " cells written to ", store.results_path(),
-                                " (rerun with --resume)"));
+      stop_signals_default();
+      const int sig = g_signal.load();
+      throw Interrupted(
+          str_cat(sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted", "; ", done,
+                  " cells written to ", store.results_path(), " (rerun with --resume)"),
+          128 + (sig > 0 ? sig : SIGINT));
     }
     store.append_row(row);
     done++;
@@ -95,11 +112,11 @@ void run_experiment(const RunArgs& a) {
     bar.update(done, label);
   }
   bar.finish();
-  std::signal(SIGINT, SIG_DFL);
+  stop_signals_default();
 
   // Tables and plots from everything in the results file (other shards' rows included).
   const auto rows = results_read(store.results_path());
-  std::ofstream(dir + "/tables.md") << result_tables_render(rows, TableFormat::kMarkdown);
+  output_file_write_atomic(dir + "/tables.md", result_tables_render(rows, TableFormat::kMarkdown));
   std::fprintf(stderr, "speclab: %zu rows in %s; tables in %s/tables.md\n", rows.size(),
                store.results_path().c_str(), dir.c_str());
   if (!a.no_plots) run_plots(dir);

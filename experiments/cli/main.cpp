@@ -1,6 +1,7 @@
 // speclab: the one executable. Verbs live in cmd_<verb>.cpp.
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -17,6 +18,9 @@ int main(int argc, char** argv) {
     setenv("OMP_WAIT_POLICY", "passive", 1);
     execv("/proc/self/exe", argv);  // returns only on failure: then run with the default
   }
+  // A file-size limit (RLIMIT_FSIZE) would kill us with SIGXFSZ mid-write; ignored, the
+  // write fails with EFBIG and is reported like a full disk (one line, no torn output).
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"speclab: a laboratory for speculative decoding"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("speclab ") + SPECLAB_GIT_COMMIT);
@@ -39,19 +43,22 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Bad arguments are bad input: one line, exit code 2.
-    std::fprintf(stderr, "speclab: arguments: %s (see speclab --help)\n", e.what());
+    std::fprintf(stderr, "speclab: arguments: %s (see speclab --help)\n",
+                 speclab::detail::one_line(e.what()).c_str());
     return 2;
   } catch (const speclab::InputError& e) {
     std::fprintf(stderr, "speclab: %s\n", e.what());
     return 2;
   } catch (const speclab::Interrupted& e) {
-    std::fprintf(stderr, "speclab: %s\n", e.what());
-    return 130;
+    std::fprintf(stderr, "speclab: %s\n", speclab::detail::one_line(e.what()).c_str());
+    return e.exit_code;
   } catch (const speclab::CheckFailed& e) {
-    std::fprintf(stderr, "speclab: check failed: %s\n", e.what());
+    std::fprintf(stderr, "speclab: check failed: %s\n",
+                 speclab::detail::one_line(e.what()).c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "speclab: internal error: %s\n", e.what());
+    std::fprintf(stderr, "speclab: internal error: %s\n",
+                 speclab::detail::one_line(e.what()).c_str());
     return 3;
   }
   return 0;

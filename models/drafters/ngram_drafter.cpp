@@ -6,9 +6,11 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "core/output_file.h"
 #include "models/drafters/draft_sampling.h"
 
 namespace speclab {
@@ -71,10 +73,8 @@ void NgramTable::log_probs(int32_t prev, float* out) const {
 }
 
 void ngram_table_save(const NgramTable& t, const std::string& path) {
-  const std::string tmp = path + ".tmp";
+  std::ostringstream f;
   {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    SPECLAB_INPUT_CHECK(f.good(), path, ": cannot open for writing");
     const uint32_t order = static_cast<uint32_t>(t.order), reserved = 0;
     const int64_t n_bigrams = static_cast<int64_t>(t.bigrams.size());
     f.write(kMagic, 8);
@@ -89,9 +89,8 @@ void ngram_table_save(const NgramTable& t, const std::string& path) {
       f.write(reinterpret_cast<const char*>(&b.next), 4);
       f.write(reinterpret_cast<const char*>(&b.count), 4);
     }
-    SPECLAB_INPUT_CHECK(f.good(), path, ": write failed");
   }
-  std::rename(tmp.c_str(), path.c_str());
+  output_file_write_atomic(path, f.str());
 }
 
 NgramTable ngram_table_load(const std::string& path) {

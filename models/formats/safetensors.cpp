@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/mapped_file.h"
 
 namespace speclab {
@@ -69,7 +70,22 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
 
   json header;
   try {
-    header = json::parse(bytes + 8, bytes + 8 + header_len);
+    const std::string_view text(reinterpret_cast<const char*>(bytes) + 8, header_len);
+    json_input_check_depth(text, path);
+    // JSON objects keep the last of two equal keys; two tensors of one name are a broken
+    // file, not a choice for us to make silently.
+    std::set<std::string> names;
+    std::string duplicate;
+    const json::parser_callback_t refuse_duplicates = [&](int depth, json::parse_event_t event,
+                                                          json& parsed) {
+      if (depth == 1 && event == json::parse_event_t::key &&
+          !names.insert(parsed.get<std::string>()).second && duplicate.empty())
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
+    header = json::parse(text.begin(), text.end(), refuse_duplicates);
+    SPECLAB_INPUT_CHECK(duplicate.empty(), path, ": header names tensor '", duplicate,
+                        "' twice, expected unique tensor names");
   } catch (const json::exception& e) {
     fail_input(path, ": header is not valid JSON (", e.what(), ")");
   }
@@ -178,7 +194,9 @@ std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir)
   std::shared_ptr<MappedFile> index_file = mapped_file_open(index_path);
   json index;
   try {
-    index = json::parse(index_file->data(), index_file->data() + index_file->size());
+    index = json_input_parse(
+        std::string_view(reinterpret_cast<const char*>(index_file->data()), index_file->size()),
+        index_path);
   } catch (const json::exception& e) {
     fail_input(index_path, ": not valid JSON (", e.what(), ")");
   }

@@ -12,11 +12,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_input.h"
 #include "core/mapped_file.h"
 #include "models/formats/gguf.h"
 #include "models/formats/safetensors.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_synthetic.h"
+#include "models/llama/weights_finite.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
@@ -31,6 +33,12 @@ bool path_is_dir(const std::string& p) {
 bool path_is_file(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+// Something is at `p` (a file, a FIFO, a device, ...): the opener then says what it is
+// rather than treating a FIFO config.json as absent.
+bool path_exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
 }
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -141,7 +149,8 @@ TensorView checked_tensor(const TensorView* t, const std::string& name,
 json read_json_file(const std::string& path) {
   std::shared_ptr<MappedFile> f = mapped_file_open(path);
   try {
-    return json::parse(f->data(), f->data() + f->size());
+    return json_input_parse(std::string_view(reinterpret_cast<const char*>(f->data()), f->size()),
+                            path);
   } catch (const json::exception& e) {
     fail_input(path, ": not valid JSON (", e.what(), ")");
   }
@@ -272,13 +281,13 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
   model->path = dir;
   model->format = "hf";
   const std::string config_path = dir + "/config.json";
-  SPECLAB_INPUT_CHECK(path_is_file(config_path), dir, ": not a model directory (no config.json)");
+  SPECLAB_INPUT_CHECK(path_exists(config_path), dir, ": not a model directory (no config.json)");
   ConfigJson cj{config_path, read_json_file(config_path)};
   LlamaConfig& c = model->config;
   c = llama_parse_hf_config(cj);
   // Instruct models list their end-of-turn ids in generation_config.json.
   const std::string gen_path = dir + "/generation_config.json";
-  if (path_is_file(gen_path)) {
+  if (path_exists(gen_path)) {
     ConfigJson gen{gen_path, read_json_file(gen_path)};
     if (gen.j.is_object()) {
       for (int64_t id : gen.get_id_list("eos_token_id")) add_unique(&c.eos_token_ids, id);
@@ -313,10 +322,14 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
     w.output = w.tok_embeddings;
   }
   model->storage = set->storage();
+  llama_check_finite_weights(w, [&](const std::string& name) {
+    const std::string file = set->file_of(name);
+    return file.empty() ? dir : file;
+  });
 
-  if (path_is_file(dir + "/tokenizer.json")) {
+  if (path_exists(dir + "/tokenizer.json")) {
     model->tokenizer = tokenizer_load_hf_json(dir + "/tokenizer.json");
-  } else if (path_is_file(dir + "/tokenizer.model")) {
+  } else if (path_exists(dir + "/tokenizer.model")) {
     model->tokenizer = tokenizer_load_sentencepiece(dir + "/tokenizer.model");
   }
   if (model->tokenizer) {
@@ -412,6 +425,7 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
   w.final_norm = tensor("output_norm.weight", {c.dim});
   w.output = output ? tensor("output.weight", {c.vocab_size, c.dim}) : w.tok_embeddings;
   model->storage.push_back(g->storage());
+  llama_check_finite_weights(w, [&](const std::string&) { return path; });
   if (g->has("tokenizer.ggml.model")) {
     model->tokenizer = tokenizer_from_gguf(*g);
     SPECLAB_INPUT_CHECK(model->tokenizer->vocab_size() <= c.vocab_size, path,

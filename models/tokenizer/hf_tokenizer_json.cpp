@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_input.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
@@ -18,13 +20,13 @@ namespace {
 
 using nlohmann::json;
 
+// Llama 3's tokenizer.json (128k tokens, 280k merges) has 9 MB; a file 50x that is not one.
+constexpr uint64_t kMaxTokenizerJsonBytes = 512ull << 20;
+
 json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  SPECLAB_INPUT_CHECK(in.good(), path, ": cannot open file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+  const std::string text = input_file_read(path, "tokenizer file", kMaxTokenizerJsonBytes);
   try {
-    return json::parse(buffer.str());
+    return json_input_parse(text, path);
   } catch (const json::parse_error& e) {
     fail_input(path, ": not valid JSON at byte ", e.byte, ", expected a tokenizer JSON object");
   } catch (const json::out_of_range& e) {  // a number like 1e999 (found by fuzzing, issue 8)

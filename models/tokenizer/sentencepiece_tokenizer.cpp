@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "models/tokenizer/special_token_splitter.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
@@ -14,14 +15,17 @@ namespace speclab {
 
 namespace {
 
+// Llama 2's tokenizer.model has 500 KB, Gemma's 4 MB; 256 MB is not a tokenizer.
+constexpr uint64_t kMaxTokenizerModelBytes = 256ull << 20;
+
 class SentencePieceTokenizer : public Tokenizer {
  public:
   explicit SentencePieceTokenizer(const std::string& path) : path_(path) {
-    SPECLAB_INPUT_CHECK(std::filesystem::is_regular_file(path), path,
-                        ": cannot open file, expected a SentencePiece tokenizer.model");
+    const std::string bytes =
+        input_file_read(path, "SentencePiece tokenizer.model", kMaxTokenizerModelBytes);
     sentencepiece::util::Status status;
     try {
-      status = processor_.Load(path);
+      status = processor_.LoadFromSerializedProto(bytes);
     } catch (const std::exception& e) {
       // libsentencepiece's trie builder throws on some malformed models (an empty piece:
       // "darts.h: failed to insert key: zero-length key"), found by fuzzing (issue 8).

@@ -1,8 +1,10 @@
 // tokenizer_load: picks the loader for a path by what the file is, not by its name.
+#include <unistd.h>
+
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "models/formats/gguf.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
@@ -14,24 +16,25 @@ std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path) {
   if (fs::is_directory(path, ec)) {
     for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
       const fs::path candidate = fs::path(path) / name;
-      if (fs::is_regular_file(candidate, ec)) return tokenizer_load(candidate.string());
+      if (fs::exists(candidate, ec)) return tokenizer_load(candidate.string());
     }
     fail_input(path, ": directory has no tokenizer.json or tokenizer.model");
   }
-  SPECLAB_INPUT_CHECK(fs::is_regular_file(path, ec), path,
+  SPECLAB_INPUT_CHECK(fs::exists(path, ec), path,
                       ": no such file, expected a tokenizer.json, tokenizer.model, .gguf or a "
                       "model directory");
-  std::ifstream in(path, std::ios::binary);
-  SPECLAB_INPUT_CHECK(in.good(), path, ": cannot open file");
+  uint64_t size = 0;
+  const int fd = input_file_open(path, "tokenizer file", &size);
   char head[4] = {0, 0, 0, 0};
-  in.read(head, sizeof(head));
-  if (in.gcount() == 4 && std::string(head, 4) == "GGUF") {
+  const ssize_t got = ::read(fd, head, sizeof(head));
+  ::close(fd);
+  if (got == 4 && std::string(head, 4) == "GGUF") {
     auto gguf = GgufFile::open(path);
     return tokenizer_from_gguf(*gguf);  // copies the vocabulary out of the mapping
   }
   // JSON starts with '{' after optional whitespace; a SentencePiece protobuf never does
   // (its first field tag is a binary byte).
-  for (long i = 0; i < in.gcount(); ++i) {
+  for (ssize_t i = 0; i < got; ++i) {
     if (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t') continue;
     if (head[i] == '{') return tokenizer_load_hf_json(path);
     break;

@@ -2,7 +2,11 @@
 //   - SIGKILL at random moments, several times, each followed by `--resume`: the final
 //     results.jsonl holds exactly the cells of an uninterrupted run, each once, every line
 //     a complete JSON row;
-//   - SIGINT: exit code 130 and only complete rows; --resume completes the sweep;
+//   - SIGINT and SIGTERM: exit code 130 / 143, one line, only complete rows, no lock left;
+//     --resume completes the sweep;
+//   - a full disk (RLIMIT_FSIZE in the child, so it works in any CI): the failed row is cut
+//     back (no torn line), exit 2 naming results.jsonl, --resume completes the sweep; tables.md
+//     that cannot be written is exit 2, never an empty file with exit 0;
 //   - a second run on the same --out while one holds it: exit 2, the message names the lock.
 //
 // The model is built here, so the test depends on no trained file: a 2-layer random Llama
@@ -12,6 +16,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +43,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // A random-weight Llama in an HF directory: vocab 400 (the fixture's), dim 128, 2 layers.
-void write_tiny_model(const std::string& dir) {
+void write_tiny_model(const std::string& dir, int max_position_embeddings = 512) {
   fs::create_directories(dir);
   const int vocab = 400, dim = 128, hidden = 256, n_layers = 2, n_heads = 4, n_kv = 2, hd = 32;
   nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
@@ -50,7 +55,7 @@ void write_tiny_model(const std::string& dir) {
                            {"num_attention_heads", n_heads},
                            {"num_key_value_heads", n_kv},
                            {"head_dim", hd},
-                           {"max_position_embeddings", 512},
+                           {"max_position_embeddings", max_position_embeddings},
                            {"rms_norm_eps", 1e-5},
                            {"rope_theta", 10000.0},
                            {"tie_word_embeddings", true},
@@ -251,12 +256,14 @@ TEST(CliRunResume, SigkillAtRandomPointsThenResumeEqualsUninterrupted) {
                           [](size_t r) { return r > 0 && r < 12; }));
 }
 
-TEST(CliRunResume, SigintStopsWithCompleteRowsAndExit130) {
+// Sends `sig` once the first row is written (the handler is installed by then): the run
+// stops with 128 + sig, one line naming what stopped it, complete rows only and no lock;
+// --resume then completes the sweep.
+void expect_stop_signal_then_resume(int sig, const std::string& said) {
   ScratchDir d;
   const std::string config = write_config(d);
   const std::string out = d.file("out"), results = out + "/results.jsonl";
   const pid_t pid = spawn_run(config, out, d.file("run.log"));
-  // Interrupt once the first row is written (the handler is installed by then).
   const auto give_up = Clock::now() + std::chrono::seconds(300);
   int status = 0;
   bool exited = false;
@@ -269,11 +276,14 @@ TEST(CliRunResume, SigintStopsWithCompleteRowsAndExit130) {
   }
   ASSERT_FALSE(exited) << "the run ended before it could be interrupted: "
                        << slurp(d.file("run.log"));
-  kill(pid, SIGINT);
-  EXPECT_EQ(wait_exit(pid), 130) << slurp(d.file("run.log"));
+  kill(pid, sig);
+  EXPECT_EQ(wait_exit(pid), 128 + sig) << slurp(d.file("run.log"));
   const std::string log = slurp(d.file("run.log"));
-  EXPECT_NE(log.find("interrupted"), std::string::npos) << log;
-  EXPECT_NE(log.find("--resume"), std::string::npos) << log;
+  const std::string last_line = log.substr(log.rfind('\n', log.size() - 2) + 1);
+  EXPECT_EQ(last_line.find("speclab: " + said + "; "), 0u) << log;
+  EXPECT_NE(last_line.find("cells written to " + results + " (rerun with --resume)"),
+            std::string::npos)
+      << log;
   const std::vector<std::string> ids = cell_ids_of(results, /*allow_torn_tail=*/false);
   EXPECT_GE(ids.size(), 1u);
   EXPECT_LT(ids.size(), 12u);
@@ -284,6 +294,119 @@ TEST(CliRunResume, SigintStopsWithCompleteRowsAndExit130) {
   const std::vector<std::string> all = cell_ids_of(results, false);
   EXPECT_EQ(all.size(), 12u);
   EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 12u);
+}
+
+TEST(CliRunResume, SigintStopsWithCompleteRowsAndExit130) {
+  expect_stop_signal_then_resume(SIGINT, "interrupted");
+}
+
+// Seen: exit 143 with no message and the .lock left behind.
+TEST(CliRunResume, SigtermStopsLikeSigintWithExit143) {
+  expect_stop_signal_then_resume(SIGTERM, "terminated (SIGTERM)");
+}
+
+struct LimitedRun {
+  int exit_code = -1;
+  std::string err;
+};
+
+// `speclab run CONFIG --out OUT --no-plots [extra]` with every file it writes limited to
+// `max_file_bytes` (RLIMIT_FSIZE; SIGXFSZ ignored, so writes past it fail with EFBIG as on a
+// full disk). stderr comes through a pipe, which the limit does not touch.
+LimitedRun run_with_file_size_limit(const std::string& config, const std::string& out,
+                                    rlim_t max_file_bytes,
+                                    const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {SPECLAB_BIN, "run", config, "--out", out, "--no-plots"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    signal(SIGXFSZ, SIG_IGN);
+    const struct rlimit lim = {max_file_bytes, max_file_bytes};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  LimitedRun r;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    r.err.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  r.exit_code = wait_exit(pid);
+  return r;
+}
+
+std::string last_line_of(const std::string& text) {
+  if (text.size() < 2) return text;
+  const size_t nl = text.rfind('\n', text.size() - 2);
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
+// Seen: a torn results.jsonl line left behind with exit 2. Expected: the disk fills while
+// row 4 is written; the row is cut back, exit 2 names results.jsonl, no lock is left, and
+// --resume (with room again) ends with exactly the cells of an uninterrupted run.
+TEST(CliRunResume, FullDiskCutsTheTornRowThenResumeEqualsUninterrupted) {
+  ScratchDir d;
+  const std::string config = write_config(d);
+  const pid_t ref = spawn_run(config, d.file("ref"), d.file("ref.log"));
+  ASSERT_EQ(wait_exit(ref), 0) << slurp(d.file("ref.log"));
+  const std::vector<std::string> ref_ids = cell_ids_of(d.file("ref/results.jsonl"), false);
+  ASSERT_EQ(ref_ids.size(), 12u);
+  // Room for 3 rows and half of the 4th (rows of the same sweep have similar lengths).
+  const std::string ref_text = slurp(d.file("ref/results.jsonl"));
+  size_t end3 = 0;
+  for (int k = 0; k < 3; k++) end3 = ref_text.find('\n', end3) + 1;
+  const size_t row4 = ref_text.find('\n', end3) + 1 - end3;
+  const rlim_t limit = static_cast<rlim_t>(end3 + row4 / 2);
+
+  const std::string out = d.file("full"), results = out + "/results.jsonl";
+  const LimitedRun full = run_with_file_size_limit(config, out, limit);
+  EXPECT_EQ(full.exit_code, 2) << full.err;
+  const std::string line = last_line_of(full.err);
+  EXPECT_EQ(line.find("speclab: " + results + ": cannot write the row of cell "), 0u) << full.err;
+  EXPECT_NE(line.find("File too large"), std::string::npos) << full.err;
+  EXPECT_NE(line.find("complete rows only (rerun with --resume)"), std::string::npos) << full.err;
+  const std::string text = slurp(results);
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n') << "torn final row";
+  EXPECT_LE(text.size(), static_cast<size_t>(limit));
+  const std::vector<std::string> partial = cell_ids_of(results, /*allow_torn_tail=*/false);
+  EXPECT_GE(partial.size(), 1u);
+  EXPECT_LT(partial.size(), 12u);
+  EXPECT_FALSE(fs::exists(out + "/.lock"));
+  EXPECT_FALSE(fs::exists(out + "/tables.md"));
+
+  const pid_t again = spawn_run(config, out, d.file("resume.log"), {"--resume"});
+  ASSERT_EQ(wait_exit(again), 0) << slurp(d.file("resume.log"));
+  const std::vector<std::string> all = cell_ids_of(results, false);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()),
+            std::set<std::string>(ref_ids.begin(), ref_ids.end()));
+  EXPECT_EQ(all.size(), 12u);
+
+  // Seen: with room for the rows but not for tables.md, an empty tables.md and exit 0 saying
+  // the tables were written. Expected: exit 2 naming tables.md; the old tables.md stays whole.
+  const std::string tables = slurp(out + "/tables.md");
+  ASSERT_GT(tables.size(), 200u);
+  const LimitedRun no_room = run_with_file_size_limit(config, out, 100, {"--resume"});
+  EXPECT_EQ(no_room.exit_code, 2) << no_room.err;
+  EXPECT_EQ(last_line_of(no_room.err).find("speclab: " + out + "/tables.md: cannot write ("), 0u)
+      << no_room.err;
+  EXPECT_EQ(slurp(out + "/tables.md"), tables);
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_EQ(e.path().filename().string().find("tables.md.tmp"), std::string::npos) << e.path();
+  EXPECT_FALSE(fs::exists(out + "/.lock"));
 }
 
 TEST(CliRunResume, SecondRunOnTheSameOutIsRefusedNamingTheLock) {
@@ -329,6 +452,41 @@ TEST(CliRunRefusals, PromptLongerThanTheContextIsRefusedBeforeWork) {
   EXPECT_NE(log.find(d.file("prompts.jsonl") + ":2: prompt 'long' has"), std::string::npos) << log;
   EXPECT_NE(log.find("exceeds generation.ctx = 64"), std::string::npos) << log;
   EXPECT_EQ(complete_rows(d.file("out/results.jsonl")), 0u);
+}
+
+// Seen: a drafter with a shorter context than generation.ctx (256 against 2048) let the other
+// drafters' cells run for minutes, then stopped at its first cell. Expected: refused before
+// the first cell, naming the drafter and both lengths; another vocabulary likewise.
+TEST(CliRunRefusals, DrafterThatCannotServeTheSweepIsRefusedBeforeTheFirstCell) {
+  ScratchDir d;
+  const std::string base = slurp(write_config(d));
+  write_tiny_model(d.file("short"), /*max_position_embeddings=*/64);
+  auto with_drafter = [&](const std::string& spec) {
+    std::string config = base;
+    config.replace(config.find("  self: \"self:skip=1\"\n"), 22, "  other: " + spec + "\n");
+    config.replace(config.find("drafter: [lookup, self]"), 23, "drafter: [lookup, other]");
+    return d.write("other.yaml", config);
+  };
+  const pid_t pid = spawn_run(with_drafter(d.file("short")), d.file("out"), d.file("run.log"));
+  EXPECT_EQ(wait_exit(pid), 2);
+  std::string log = slurp(d.file("run.log"));
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  EXPECT_NE(log.find("drafters.other: drafter '" + d.file("short") +
+                     "': a context of 128 tokens (generation.ctx) exceeds the draft model's "
+                     "context length 64"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(fs::exists(d.file("out/results.jsonl"))) << "a cell ran before the refusal";
+
+  const std::string zoo_draft = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/tiny-draft-0.5m";
+  const pid_t pid2 = spawn_run(with_drafter(zoo_draft), d.file("out2"), d.file("run2.log"));
+  EXPECT_EQ(wait_exit(pid2), 2);
+  log = slurp(d.file("run2.log"));
+  EXPECT_NE(log.find("drafters.other: draft '" + zoo_draft +
+                     "': vocabulary of 4096 tokens, the target has 400"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(fs::exists(d.file("out2/results.jsonl")));
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ TEST(MappedFile, EmptyFile) {
 // A device cannot be mapped as a model file. (Permission-denied files are not tested: the
 // tests run as root in CI, where permission bits do not stop reads.)
 TEST(MappedFile, NotARegularFile) {
-  expect_input_error([] { mapped_file_open("/dev/null"); }, {"/dev/null", "not a regular file"});
+  expect_input_error([] { mapped_file_open("/dev/null"); },
+                     {"/dev/null", "is a character device, expected a regular file"});
 }
 
 }  // namespace

@@ -3,6 +3,11 @@
 //
 // Input: either one safetensors file, or "<index json>\0SHARD\0<shard file>" which is
 // written as model.safetensors.index.json plus model-00001-of-00001.safetensors.
+// Special files sit beside them for the index to name: fifo.safetensors (a FIFO with no
+// writer: opening it would block) and zero.safetensors (a link to /dev/zero).
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <string>
 
@@ -24,6 +29,12 @@ static void touch_tensors(const std::vector<const TensorView*>& tensors) {
     sink ^= p[t->nbytes - 1];
   }
   (void)sink;
+}
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  mkfifo((fuzz::fuzz_dir() + "/fifo.safetensors").c_str(), 0600);
+  symlink("/dev/zero", (fuzz::fuzz_dir() + "/zero.safetensors").c_str());
+  return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -186,3 +186,47 @@ os.makedirs(d, exist_ok=True)
 for name in sorted(os.listdir(os.path.join(ROOT, "configs"))):
     if name.endswith(".yaml"):
         shutil.copy(os.path.join(ROOT, "configs", name), os.path.join(d, name))
+
+# --- hostile cases: nesting depth and special files --------------------------------------
+# JSON nested deeper than the readers' limit (256), inside otherwise valid files; indexes
+# naming the special files that fuzz_safetensors places beside them (a FIFO, /dev/zero).
+DEEP = 1000
+deep = "[" * DEEP + "2" + "]" * DEEP
+deep_header = '{"w":{"dtype":"F32","shape":' + deep + ',"data_offsets":[0,8]}}'
+out("fuzz_safetensors", "deep_shape.safetensors",
+    struct.pack("<Q", len(deep_header)) + deep_header.encode() + b"\0" * 8)
+dup_header = ('{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+              '"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}')
+out("fuzz_safetensors", "duplicate_names.safetensors",
+    struct.pack("<Q", len(dup_header)) + dup_header.encode() + b"\0" * 8)
+for special in ("fifo", "zero"):
+    idx = json.dumps({"weight_map": {"a": special + ".safetensors"}})
+    out("fuzz_safetensors", "index_" + special + "_shard", idx.encode() + b"\0SHARD\0" + st)
+out("fuzz_safetensors", "index_deep", ('{"weight_map":' + deep + "}").encode() + b"\0SHARD\0" + st)
+out("fuzz_tokenizer_json", "deep_pretokenizer.json",
+    tok_json(pre_tokenizer="DEEP").replace('"pre_tokenizer": "DEEP"', '"pre_tokenizer": ' + deep))
+out("fuzz_gguf", "nested_array.gguf", gguf(
+    [kv_str("general.architecture", "llama"),
+     gstr("x") + struct.pack("<IIQ", ARRAY, ARRAY, 1) + struct.pack("<IQ", U32, 1) + b"\1\0\0\0"], []))
+cfg_head = ("name: hostile\nquestion: \"q\"\ntarget: synthetic:tiny\ndrafters:\n  lookup: lookup\n"
+            "generation:\n  max_new_tokens: 8\n  ctx: 64\n")
+out("fuzz_experiment_config", "deep_flow.yaml",
+    cfg_head + "measure:\n  cost_only: true\nsweep:\n  drafter: [lookup]\n  gamma: "
+    + "[" * DEEP + "2" + "]" * DEEP + "\n")
+out("fuzz_experiment_config", "special_paths.yaml",
+    "name: hostile\nquestion: \"q\"\ntarget: /dev/zero\ndrafters:\n  n: ngram:/dev/zero\n"
+    "prompts:\n  file: [/dev/zero, /dev/stdin]\n  tokenizer: /dev/zero\nsweep:\n  drafter: [n]\n")
+out("fuzz_experiment_config", "nul_byte.yaml", cfg_head.replace("hostile", "hos\0tile"))
+out("fuzz_experiment_config", "many_cells.yaml",
+    cfg_head + "measure:\n  cost_only: true\nsweep:\n  drafter: [lookup]\n  gamma: [1, 2, 3]\n"
+    "  temperature: [" + ", ".join(str(i / 100) for i in range(100)) + "]\n"
+    "  top_p: [" + ", ".join(str((i + 1) / 100) for i in range(100)) + "]\n")
+
+# --- JSON lines: prompts, result rows, replay traces -------------------------------------
+out("fuzz_jsonl_inputs", "prompts.jsonl",
+    '{"id": "a", "text": "hello", "task": "t"}\n{"id": "b", "text": "w\\u00f6rld"}\n')
+out("fuzz_jsonl_inputs", "results.jsonl",
+    '{"cell_id": "c1", "alpha": 0.5, "per_position": [1, 2]}\n{"cell_id": "c2", "x": null}\n')
+out("fuzz_jsonl_inputs", "trace.jsonl",
+    '{"n_draft": 3, "n_accepted": 1, "beta": [0.9, 0.5]}\n{"n_draft": 2, "n_accepted": 2}\n')
+out("fuzz_jsonl_inputs", "deep.jsonl", '{"cell_id": "c", "id": "a", "text": ' + deep + "}\n")

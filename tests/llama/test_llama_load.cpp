@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "models/llama/llama_model.h"
+#include "models/llama/weights_finite.h"
 #include "tests/formats/expect_input_error.h"
 #include "tests/formats/file_writers.h"
 
@@ -449,6 +452,81 @@ TEST(LlamaLoadSynthetic, DispatchesToSyntheticModels) {
   const int64_t output = c.tie_embeddings ? 0 : c.vocab_size * c.dim;
   EXPECT_EQ(m->parameter_count(), c.vocab_size * c.dim + c.n_layers * per_layer + c.dim + output);
   expect_input_error([] { llama_load("synthetic:no-such-shape"); }, {"no-such-shape"});
+}
+
+}  // namespace
+}  // namespace speclab
+
+namespace speclab {
+namespace {
+
+// Seen: a config.json nested 200,000 deep crashed in the messages that dump() a value; a FIFO
+// config.json was reported as absent. Expected: both named and refused.
+TEST(LlamaLoadHf, HostileConfigJson) {
+  testing::TempDir dir;
+  testing::write_text(dir.file("config.json"),
+                      R"({"hidden_size": )" + std::string(200000, '[') + "}");
+  testing::expect_input_error([&] { llama_load(dir.path()); },
+                              {dir.file("config.json"), "JSON nested deeper than 256 levels"});
+  ASSERT_EQ(::unlink(dir.file("config.json").c_str()), 0);
+  ASSERT_EQ(mkfifo(dir.file("config.json").c_str(), 0600), 0);
+  testing::expect_input_error([&] { llama_load(dir.path()); },
+                              {dir.file("config.json"), "is a FIFO (named pipe)"});
+}
+
+// Seen: a NaN weight surfaced only as "sampling: logits have no finite maximum", naming no
+// file. Expected: refused at load, naming the tensor, the file and the element.
+TEST(LlamaLoadHf, NonFiniteWeightIsNamedAtLoad) {
+  for (const uint16_t bad : {uint16_t{0x7fc0} /* bf16 NaN */, uint16_t{0xff80} /* bf16 -inf */}) {
+    testing::TempDir dir;
+    std::map<std::string, std::vector<float>> values;
+    auto tensors = tiny_tensors(&values);
+    for (auto& t : tensors)
+      if (t.name == "model.layers.1.mlp.up_proj.weight") std::memcpy(&t.data[2 * 37], &bad, 2);
+    write_hf_dir(dir, tiny_config(), tensors);
+    testing::expect_input_error([&] { llama_load(dir.path()); },
+                                {dir.file("model.safetensors") +
+                                 ": tensor 'model.layers.1.mlp.up_proj.weight' holds a non-finite "
+                                 "value (NaN or infinity) at element 37"});
+  }
+}
+
+// The exponent test per dtype: the first bad element (or block start) is found, finite
+// extremes (max f16 65504, subnormals) are not flagged.
+TEST(WeightsFinite, FindsTheFirstNonFiniteElementPerDtype) {
+  auto view = [](DType dt, std::vector<int64_t> shape, const std::vector<uint8_t>& bytes) {
+    TensorView t;
+    t.name = "t";
+    t.dtype = dt;
+    t.shape = std::move(shape);
+    t.data = bytes.data();
+    t.nbytes = bytes.size();
+    return t;
+  };
+  std::vector<float> f = {1.0f, -3.4e38f, 1e-45f, 0.0f};
+  std::vector<uint8_t> fb(f.size() * 4);
+  std::memcpy(fb.data(), f.data(), fb.size());
+  EXPECT_EQ(tensor_find_non_finite(view(DType::F32, {4}, fb)), -1);
+  f[3] = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(fb.data(), f.data(), fb.size());
+  EXPECT_EQ(tensor_find_non_finite(view(DType::F32, {4}, fb)), 3);
+  std::vector<uint16_t> h = {0x3c00, 0x7bff /* 65504 */, 0x0001, 0xfc00 /* -inf */};
+  std::vector<uint8_t> hb(8);
+  std::memcpy(hb.data(), h.data(), 8);
+  EXPECT_EQ(tensor_find_non_finite(view(DType::F16, {4}, hb)), 3);
+  // Q8_0: two blocks of 34 bytes; the second block's scale is NaN.
+  std::vector<uint8_t> q8(68, 0x7f);
+  const uint16_t one = 0x3c00, nan = 0x7e00;
+  std::memcpy(&q8[0], &one, 2);
+  std::memcpy(&q8[34], &one, 2);
+  EXPECT_EQ(tensor_find_non_finite(view(DType::Q8_0, {64}, q8)), -1);  // codes 0x7f are ints
+  std::memcpy(&q8[34], &nan, 2);
+  EXPECT_EQ(tensor_find_non_finite(view(DType::Q8_0, {64}, q8)), 32);
+  // Q4_1: the min (second f16) of block 0 is infinite.
+  std::vector<uint8_t> q41(40, 0);
+  const uint16_t inf = 0x7c00;
+  std::memcpy(&q41[2], &inf, 2);
+  EXPECT_EQ(tensor_find_non_finite(view(DType::Q4_1, {64}, q41)), 0);
 }
 
 }  // namespace

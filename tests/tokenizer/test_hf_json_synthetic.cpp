@@ -181,3 +181,29 @@ TEST_F(HfJsonSynthetic, NoByteLevelStep) {
 
 }  // namespace
 }  // namespace speclab
+
+namespace speclab {
+namespace {
+
+// Seen: a pre_tokenizer nested 200,000 deep crashed (stack overflow) in the recursive walk.
+TEST_F(HfJsonSynthetic, PreTokenizerNestedDeepIsRefused) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  std::string text = doc_.dump();
+  text.insert(text.rfind('}'), R"(, "pre_tokenizer": )" + deep);
+  testing::write_file_bytes(path_, text);
+  testing::expect_input_error([&] { tokenizer_load_hf_json(path_); },
+                              {"tokenizer.json", "JSON nested deeper than 256 levels"});
+}
+
+// Seen: /dev/zero as a tokenizer read until memory ran out. Expected: named and refused.
+TEST(HostileTokenizerFiles, SpecialFilesAreRefused) {
+  testing::expect_input_error([] { tokenizer_load("/dev/zero"); },
+                              {"/dev/zero: is a character device, expected a regular file"});
+  testing::expect_input_error([] { tokenizer_load_hf_json("/dev/zero"); },
+                              {"/dev/zero: is a character device"});
+  testing::expect_input_error([] { tokenizer_load_sentencepiece("/dev/zero"); },
+                              {"/dev/zero: is a character device"});
+}
+
+}  // namespace
+}  // namespace speclab

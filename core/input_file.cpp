@@ -1,0 +1,102 @@
+#include "core/input_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace speclab {
+
+std::string input_file_kind(unsigned mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFIFO:
+      return "a FIFO (named pipe)";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFLNK:
+      return "a symbolic link";
+    default:
+      return "not a regular file";
+  }
+}
+
+namespace {
+
+[[noreturn]] void fail_open(const std::string& path, const char* what, int err) {
+  if (err == ENOENT) fail_input(path, ": cannot open ", what, " (no such file)");
+  fail_input(path, ": cannot open ", what, " (", std::strerror(err), ")");
+}
+
+[[noreturn]] void fail_kind(const std::string& path, const char* what, unsigned mode,
+                            const char* expected) {
+  fail_input(path, ": is ", input_file_kind(mode), ", expected ", expected, " (", what, ")");
+}
+
+}  // namespace
+
+int input_file_open(const std::string& path, const char* what, uint64_t* size) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) fail_open(path, what, errno);
+  if (!S_ISREG(st.st_mode)) fail_kind(path, what, st.st_mode, "a regular file");
+  // O_NONBLOCK: a FIFO swapped in after the stat must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail_open(path, what, errno);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const unsigned mode = st.st_mode;
+    ::close(fd);
+    fail_kind(path, what, mode, "a regular file");
+  }
+  // Regular files ignore O_NONBLOCK, but clear it so later reads never see EAGAIN.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+std::string input_file_read(const std::string& path, const char* what, uint64_t max_bytes) {
+  uint64_t size = 0;
+  const int fd = input_file_open(path, what, &size);
+  if (size > max_bytes) {
+    ::close(fd);
+    fail_input(path, ": ", what, " has ", size, " bytes, more than the limit of ", max_bytes);
+  }
+  std::string out(static_cast<size_t>(size), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(fd, &out[done], out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      fail_input(path, ": cannot read ", what, " (", std::strerror(err), ")");
+    }
+    if (n == 0) break;  // the file shrank while we read: keep what is there
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(done);
+  return out;
+}
+
+void input_dir_require(const std::string& path, const char* what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) fail_input(path, ": cannot open ", what, " (no such directory)");
+    fail_input(path, ": cannot open ", what, " (", std::strerror(errno), ")");
+  }
+  if (!S_ISDIR(st.st_mode)) fail_kind(path, what, st.st_mode, "a directory");
+}
+
+}  // namespace speclab
