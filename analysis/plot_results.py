@@ -109,19 +109,14 @@ def series_markers(rows, keys):
     return {l: MARKERS[i % len(MARKERS)] for i, l in enumerate(labels)}
 
 
-def legend_below(fig, axes, handles=None, labels=None, ncol=4):
+def legend_below(fig, handles, ncol=4):
     """One legend for the whole figure, under the panels (every panel shares the drafters'
-    colours, so one key serves all)."""
-    if handles is None:
-        seen = {}
-        for ax in axes:
-            for h, l in zip(*ax.get_legend_handles_labels()):
-                seen.setdefault(l, h)
-        labels, handles = list(seen.keys()), list(seen.values())
+    colours, so one key serves all). Returns the number of entries."""
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(ncol, len(handles)),
-                   fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.0))
-    return len(handles or [])
+        fig.legend(handles, [h.get_label() for h in handles], loc="lower center",
+                   ncol=min(ncol, len(handles)), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.0))
+    return len(handles)
 
 
 def finish_with_legend(fig, n_entries, ncol=4, title=None):
@@ -219,8 +214,7 @@ def plot_speedup_vs_gamma(plt, rows, plots_dir, written, notes):
                                                 if field_key(r, "predicted")), None)),
                             ("thm38", next((field_key(r, "thm38") for r in rows
                                             if field_key(r, "thm38")), None))) if k})
-    n = legend_below(fig, axes[0], handles=handles, labels=[h.get_label() for h in handles],
-                     ncol=3)
+    n = legend_below(fig, handles, ncol=3)
     finish_with_legend(fig, n, ncol=3, title="Speedup vs gamma: measured (95% bootstrap CI), "
                        "predicted (dashed), Theorem 3.8 (dotted)" if not single_gamma else
                        "Speedup at one gamma: measured (95% bootstrap CI) and predicted")
@@ -283,7 +277,7 @@ def plot_predicted_vs_measured(plt, rows, plots_dir, written, notes):
                                   label="%s: mean |error| %.1f%% (n=%d)"
                                   % (kinds[quantity], mae, len(errs[quantity]))))
     handles.append(Line2D([], [], color="grey", ls="--", label="y = x (band: +-10%)"))
-    n = legend_below(fig, [ax], handles=handles, labels=[h.get_label() for h in handles], ncol=2)
+    n = legend_below(fig, handles, ncol=2)
     finish_with_legend(fig, n, ncol=2, title="Predicted vs measured speedup, per cell")
     save(plt, fig, plots_dir, "predicted_vs_measured", written)
 
@@ -439,7 +433,7 @@ def plot_time_breakdown(plt, rows, plots_dir, written, notes):
         handles += [Patch(facecolor="white", edgecolor="#8c8c8c", hatch="///",
                           label="rest of the round"),
                     Line2D([], [], color="black", lw=2, label="target alone (baseline) per token")]
-    nl = legend_below(fig, [ax], handles=handles, labels=[h.get_label() for h in handles], ncol=3)
+    nl = legend_below(fig, handles, ncol=3)
     finish_with_legend(fig, nl, ncol=3, title="Where the time goes, per generated %s" % per)
     save(plt, fig, plots_dir, "time_breakdown", written)
 
