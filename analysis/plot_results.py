@@ -466,10 +466,12 @@ def plot_predicted_grid(plt, rows, plots_dir, written, notes):
         ax = axes[idx // cols][idx % cols]
         grid = [e for e in r["predicted_grid"] if isinstance(e, dict)]
         alphas = sorted({num(e, "alpha") for e in grid if num(e, "alpha") is not None})
-        for ci, a in enumerate(pick_alphas(alphas)):
+        chosen = pick_alphas(alphas)
+        for ci, a in enumerate(chosen):
             pts = sorted((num(e, "gamma"), num(e, "thm38"), num(e, "refined")) for e in grid
                          if num(e, "alpha") == a and num(e, "gamma") is not None)
-            color = "C%d" % (ci % 10)
+            # A sequential map for alpha: the categorical palette means drafters.
+            color = plt.cm.viridis(0.9 * ci / max(1, len(chosen) - 1))
             g = [p[0] for p in pts if p[1] is not None]
             ax.plot(g, [p[1] for p in pts if p[1] is not None], "--", color=color, lw=1.2)
             g = [p[0] for p in pts if p[2] is not None]
@@ -480,7 +482,8 @@ def plot_predicted_grid(plt, rows, plots_dir, written, notes):
         ax.set_title("%s%s%s" % (d, (" " + extra) if extra else "",
                                  (", c=%.3g" % c) if c is not None else ""), fontsize=10)
         ax.set_xlabel("gamma")
-        ax.set_ylabel("predicted speedup")
+        if idx % cols == 0:
+            ax.set_ylabel("predicted speedup")
         ax.xaxis.get_major_locator().set_params(integer=True)
         if ax.lines:
             ax.legend(fontsize=7, title="solid refined, dashed Thm 3.8", title_fontsize=7)
@@ -528,7 +531,9 @@ def plot_tk_ratio(plt, rows, plots_dir, written, notes):
 def write_index(results_dir, rows, written, notes):
     names = sorted({str(r.get("experiment")) for r in rows if r.get("experiment") is not None})
     title = ", ".join(names) if names else os.path.basename(os.path.abspath(results_dir))
-    out = ["# Results: %s" % title, ""]
+    out = ["# Results: %s" % title, "",
+           "The shareable report with figures, tables and the config: [index.html](index.html).",
+           ""]
     questions = sorted({str(r["question"]) for r in rows if r.get("question")})
     for q in questions:
         out += ["> %s" % q, ""]

@@ -241,6 +241,23 @@ def test_sparse_rows_still_make_a_page(tmp):
     assert not page.external
 
 
+def test_without_matplotlib(tmp):
+    # matplotlib made unimportable (and no rerun under /usr/bin/python3): exit 1, and the
+    # report still has its tables and config, and says why it has no figures.
+    d = make_dir(tmp, "nompl")
+    code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = [%r, %r]; "
+            "sys.path.insert(0, %r); exec(compile(open(%r).read(), %r, 'exec'))"
+            % (SCRIPT, d, HERE, SCRIPT, SCRIPT))
+    p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, SPECLAB_PLOT_REEXEC="1"))
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert "matplotlib" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    page = parse(os.path.join(d, "index.html"))
+    assert page.top_svgs == 0 and page.counts.get("table") == 4, (page.top_svgs, page.counts)
+    assert "python3 with matplotlib is needed" in page.all_text
+
+
 def test_bad_predictions_file(tmp):
     d = make_dir(tmp, "badpred", None, {"predictions.jsonl": "{\"cell_id\": \"a\"}\n[1]\n"})
     rc, _, err = run(SCRIPT, d)
