@@ -2,7 +2,10 @@
 //
 // Runs every (not yet finished) cell of the config's sweep and appends one result row per
 // cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
-// DIR/tables.md and, when python3 with matplotlib is available, the plots (analysis/).
+// DIR/tables.md, the config as written (DIR/config.yaml) and resolved (DIR/config.resolved.json)
+// and, when python3 with matplotlib is available, the plots and the report DIR/index.html
+// (analysis/plot_results.py, docs/report.md). Each output is written whole or not at all
+// (core/output_file.h): a full disk is exit 2 naming the file, never an empty table.
 // SIGINT and SIGTERM abandon the cell in flight and exit after the rows already written, with
 // one line, the lock removed and exit code 128 + signal (130 for SIGINT, 143 for SIGTERM); a
 // later --resume completes the sweep.
@@ -15,6 +18,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "experiments/cli/commands.h"
 #include "experiments/experiment_config.h"
@@ -117,6 +121,10 @@ void run_experiment(const RunArgs& a) {
   // Tables and plots from everything in the results file (other shards' rows included).
   const auto rows = results_read(store.results_path());
   output_file_write_atomic(dir + "/tables.md", result_tables_render(rows, TableFormat::kMarkdown));
+  // The report shows the config's header comment and the resolved config (--set applied).
+  output_file_write_atomic(dir + "/config.yaml",
+                           input_file_read(a.config, "config file", 16ull << 20));
+  output_file_write_atomic(dir + "/config.resolved.json", cfg.to_json().dump(2) + "\n");
   std::fprintf(stderr, "speclab: %zu rows in %s; tables in %s/tables.md\n", rows.size(),
                store.results_path().c_str(), dir.c_str());
   if (!a.no_plots) run_plots(dir);
@@ -133,7 +141,7 @@ void register_run(CLI::App& app) {
   c->add_flag("--resume", a->resume, "skip cells already in the results file");
   c->add_option("--shard", a->shard, "run shard I of N (0-based), e.g. 2/8");
   c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
-  c->add_flag("--no-plots", a->no_plots, "skip the matplotlib plots");
+  c->add_flag("--no-plots", a->no_plots, "skip the plots and the HTML report");
   c->callback([a] { run_experiment(*a); });
 }
 
