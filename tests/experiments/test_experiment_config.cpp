@@ -159,7 +159,7 @@ TEST_F(ConfigTest, OutOfRange) {
   EXPECT_EQ(error_of(std::string(kBase) + "  draft_temperature: -2\n"),
             f() + ":13: sweep.draft_temperature[0]: expected \"same\" or a number >= 0, got -2");
   EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  max_new_tokens: 0\n"),
-            f() + ":14: generation.max_new_tokens: expected an integer >= 1, got 0");
+            f() + ":14: generation.max_new_tokens: expected an integer in 1..1048576, got 0");
   EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  max_new_tokens: 64\n  ctx: 64\n"),
             f() +
                 ":15: generation.ctx: expected an integer > generation.max_new_tokens (64), "
@@ -167,17 +167,18 @@ TEST_F(ConfigTest, OutOfRange) {
   EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  seed: -3\n"),
             f() + ":14: generation.seed: expected an integer >= 0, got -3");
   EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  repeats: 0\n"),
-            f() + ":14: generation.repeats: expected an integer >= 1, got 0");
+            f() + ":14: generation.repeats: expected an integer in 1..1000, got 0");
   EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  warmup: -1\n"),
-            f() + ":14: generation.warmup: expected an integer >= 0, got -1");
-  EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  threads: -1\n"),
-            f() + ":14: generation.threads: expected an integer >= 0 (0 = all cores), got -1");
+            f() + ":14: generation.warmup: expected an integer in 0..1000, got -1");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "generation:\n  threads: -1\n"),
+      f() + ":14: generation.threads: expected an integer in 0..1024 (0 = all cores), got -1");
   EXPECT_EQ(error_of(std::string(kBase) + "generation:\n  ctx: 99999999999\n"),
             f() + ":14: generation.ctx: expected an integer, got 99999999999 (too large)");
   EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  confidence: 1\n"),
             f() + ":14: measure.confidence: expected a number in (0, 1), got 1");
   EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  bootstrap_resamples: 0\n"),
-            f() + ":14: measure.bootstrap_resamples: expected an integer >= 1, got 0");
+            f() + ":14: measure.bootstrap_resamples: expected an integer in 1..1000000, got 0");
   EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  cost_curve_max_k: 3\n"),
             f() +
                 ":14: measure.cost_curve_max_k: expected at least max(sweep.gamma) + 1 = 5 (the "

@@ -67,7 +67,7 @@ TEST(PromptSet, BadLinesNameFileAndLine) {
             dir.file("empty.jsonl") +
                 ": no prompts (expected JSONL, one {\"id\", \"text\"} object per line)");
   EXPECT_EQ(error_of(dir.file("missing.jsonl")),
-            dir.file("missing.jsonl") + ": cannot open prompt file");
+            dir.file("missing.jsonl") + ": cannot open prompt file (no such file)");
 }
 
 TEST(PromptSet, SeveralFilesKeepOrderAndRejectSharedIds) {

@@ -15,7 +15,8 @@ SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(fuzz_safetensors fuzz_gguf fuzz_tokenizer_json fuzz_tokenizer_model fuzz_experiment_config)
+  TARGETS=(fuzz_safetensors fuzz_gguf fuzz_tokenizer_json fuzz_tokenizer_model fuzz_experiment_config
+    fuzz_jsonl_inputs)
 fi
 BUILD=build-fuzz
 
