@@ -137,6 +137,8 @@ void run_generate(const GenerateArgs& a) {
   }
 
   SPECLAB_INPUT_CHECK(a.tree.empty() || !a.draft.empty(), "--tree: needs --draft");
+  // Parsed once (depth 0: a chain).
+  const TreeShape tree = a.tree.empty() ? TreeShape() : tree_shape_parse(a.tree, "--tree");
   SPECLAB_INPUT_CHECK(
       a.synthetic_acceptance.empty() || !a.draft.empty(),
       "--synthetic-acceptance: needs --draft (it replaces the drafts' accept test)");
@@ -184,7 +186,7 @@ void run_generate(const GenerateArgs& a) {
                         "--tree: tree speculation is exact only; it does not combine with "
                         "--synthetic-acceptance, --lenience, --p-min or --gamma-policy");
     TreeSpeculativeConfig cfg;
-    cfg.shape = tree_shape_parse(a.tree, "--tree");
+    cfg.shape = tree;
     cfg.draft_sampling = req.sampling;
     if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
     sampling_validate(cfg.draft_sampling);
@@ -238,7 +240,7 @@ void run_generate(const GenerateArgs& a) {
     j["target_calls"] = res.n_target_calls;
     if (drafter) {
       if (!a.tree.empty()) {
-        j["tree"] = tree_shape_parse(a.tree, "--tree").to_string();
+        j["tree"] = tree.to_string();
         j["tree_nodes"] = stats.n_tree_nodes;
       } else {
         j["gamma"] = a.gamma;
