@@ -38,6 +38,17 @@ std::string speedup_interval(const nlohmann::json& r) {
   return "[" + maybe(num(r, "speedup_ci_lo")) + ", " + maybe(num(r, "speedup_ci_hi")) + "]";
 }
 
+// The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "-" when none.
+std::string flag_codes(const nlohmann::json& r) {
+  std::string o;
+  auto it = r.find("flags");
+  if (it == r.end() || !it->is_array()) return "-";
+  for (const auto& f : *it)
+    if (f.is_string())
+      o += (o.empty() ? "" : " ") + f.get<std::string>().substr(0, f.get<std::string>().find(':'));
+  return o.empty() ? "-" : o;
+}
+
 std::string latex_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -69,110 +80,154 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
         .push_back(&r);
 
   if (!gen.empty()) {
-    // Table 3 analog: alpha per target x drafter x temperature, pooled over gamma.
+    // Table 3 analog: the pair's acceptance per target x drafter x temperature. alpha_profile
+    // (Corollary 3.6 along the target's own text, teacher-forced) does not depend on gamma;
+    // accepted/tested pooled over the cells is the runs' diagnostic, which does.
     struct Acc {
-      double accepted = 0, tested = 0, beta = 0;
+      double accepted = 0, tested = 0;
+      std::string profile = "-";
     };
     std::map<std::tuple<std::string, std::string, double>, Acc> by;
     for (const auto* r : gen) {
       auto& a = by[{str(*r, "target_spec"), str(*r, "drafter"), num(*r, "temperature", 0)}];
-      const double tested = num(*r, "tested", 0);
       a.accepted += num(*r, "accepted", 0);
-      a.tested += tested;
-      a.beta += num(*r, "alpha_beta", 0) * tested;
+      a.tested += num(*r, "tested", 0);
+      if (!std::isnan(num(*r, "alpha_profile")))
+        a.profile = fmt(num(*r, "alpha_profile"), 3) + " [" +
+                    maybe(num(*r, "alpha_profile_ci_lo"), 3) + ", " +
+                    maybe(num(*r, "alpha_profile_ci_hi"), 3) + "]";
     }
     Table t3{
-        "Acceptance (Table 3 analog): alpha per target, draft and temperature, pooled over "
-        "gamma; alpha = accepted/tested, beta = Corollary 3.6 estimate",
-        {"target", "draft", "T", "alpha", "beta", "tested"},
+        "Acceptance (Table 3 analog): alpha_profile = Corollary 3.6 along the target's own text "
+        "(95% interval, prompts as clusters), the pair's alpha; accepted/tested = pooled over "
+        "the measured cells (depends on where rounds start)",
+        {"target", "draft", "T", "alpha_profile", "accepted/tested", "tested"},
         {}};
     for (const auto& [k, a] : by) {
-      t3.rows.push_back({std::get<0>(k), std::get<1>(k), fmt(std::get<2>(k), 1),
-                         a.tested ? fmt(a.accepted / a.tested) : "-",
-                         a.tested ? fmt(a.beta / a.tested) : "-", fmt(a.tested, 0)});
+      t3.rows.push_back({std::get<0>(k), std::get<1>(k), fmt(std::get<2>(k), 1), a.profile,
+                         a.tested ? fmt(a.accepted / a.tested, 3) : "-", fmt(a.tested, 0)});
     }
     out.push_back(t3);
 
     // Table 4 analog.
     Table t4{
-        "Speedup (Table 4 analog): measured (95% bootstrap interval over prompts) vs "
-        "Theorem 3.8 and the refined model",
-        {"draft", "T", "gamma", "policy", "alpha", "c", "tau", "speedup", "interval", "thm 3.8",
-         "err", "refined", "err"},
+        "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) vs the "
+        "out-of-sample prediction (cost and acceptance profiles, no speculative run) and "
+        "Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
+        {"draft", "T", "gamma", "policy", "alpha_profile", "c", "tau", "predicted tau", "speedup",
+         "interval", "predicted", "err", "thm 3.8", "err", "flags"},
         {}};
     for (const auto* r : gen) {
-      const double s = num(*r, "speedup");
       t4.rows.push_back(
           {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
            std::to_string(static_cast<int>(num(*r, "gamma", 0))), str(*r, "gamma_policy"),
-           maybe(num(*r, "alpha_beta")), maybe(num(*r, "c_measured"), 3), maybe(num(*r, "tau")),
-           maybe(s), speedup_interval(*r), maybe(num(*r, "predicted_speedup_thm38")),
-           std::isnan(num(*r, "error_thm38")) ? "-" : pct(num(*r, "error_thm38")),
-           maybe(num(*r, "predicted_speedup_refined")),
-           std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
+           maybe(num(*r, "alpha_profile"), 3), maybe(num(*r, "c_profile"), 3),
+           maybe(num(*r, "tau")), maybe(num(*r, "predicted_tokens_per_round")),
+           maybe(num(*r, "speedup")), speedup_interval(*r), maybe(num(*r, "predicted_speedup")),
+           std::isnan(num(*r, "prediction_error")) ? "-" : pct(num(*r, "prediction_error")),
+           maybe(num(*r, "thm38_speedup")),
+           std::isnan(num(*r, "thm38_error")) ? "-" : pct(num(*r, "thm38_error")), flag_codes(*r)});
     }
     out.push_back(t4);
 
-    // Speedup vs gamma.
+    // Speedup vs gamma, and the best gamma: measured vs predicted.
     std::set<int> gammas;
-    std::map<std::pair<std::string, double>, std::map<int, double>> grid;
+    struct Gammas {
+      std::map<int, double> measured, predicted;
+    };
+    std::map<std::vector<std::string>, Gammas> grid;
     for (const auto* r : gen) {
       if (str(*r, "gamma_policy") != "fixed" && !str(*r, "gamma_policy").empty()) continue;
       const int g = static_cast<int>(num(*r, "gamma", 0));
       gammas.insert(g);
-      grid[{str(*r, "drafter"), num(*r, "temperature", 0)}][g] = num(*r, "speedup");
+      // Cells that differ only in gamma.
+      const std::vector<std::string> key{str(*r, "drafter"),
+                                         fmt(num(*r, "temperature", 0), 2),
+                                         fmt(num(*r, "draft_temperature", 0), 2),
+                                         fmt(num(*r, "top_k", 0), 0),
+                                         fmt(num(*r, "top_p", 1), 2),
+                                         fmt(num(*r, "lenience", 1), 2),
+                                         fmt(num(*r, "p_min", 0), 2)};
+      grid[key].measured[g] = num(*r, "speedup");
+      grid[key].predicted[g] = num(*r, "predicted_speedup");
     }
-    Table tg{"Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}};
+    Table tg{"Measured speedup vs gamma (fixed gamma); in brackets the out-of-sample prediction",
+             {"draft", "T"},
+             {}};
     for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
+    Table tb{
+        "Best gamma per group: measured best vs predicted best (and the measured speedup "
+        "at the predicted best; 'ok' when within 3% of the measured best)",
+        {"draft", "T", "measured best", "speedup", "predicted best", "its measured speedup",
+         "within 3%"},
+        {}};
     for (const auto& [k, m] : grid) {
-      std::vector<std::string> row{k.first, fmt(k.second, 1)};
-      for (int g : gammas) row.push_back(m.count(g) ? maybe(m.at(g)) : "-");
+      std::vector<std::string> row{k[0], k[1]};
+      int best_m = 0, best_p = 0;
+      for (int g : gammas) {
+        const bool has = m.measured.count(g) > 0;
+        row.push_back(has ? maybe(m.measured.at(g)) + " (" + maybe(m.predicted.at(g)) + ")" : "-");
+        if (has && !std::isnan(m.measured.at(g)) &&
+            (best_m == 0 || m.measured.at(g) > m.measured.at(best_m)))
+          best_m = g;
+        if (has && !std::isnan(m.predicted.at(g)) &&
+            (best_p == 0 || m.predicted.at(g) > m.predicted.at(best_p)))
+          best_p = g;
+      }
       tg.rows.push_back(row);
+      if (best_m && best_p) {
+        const double at_p = m.measured.at(best_p), best = m.measured.at(best_m);
+        tb.rows.push_back({k[0], k[1], std::to_string(best_m), maybe(best), std::to_string(best_p),
+                           maybe(at_p), at_p >= 0.97 * best ? "ok" : "miss"});
+      }
     }
     out.push_back(tg);
+    if (!tb.rows.empty()) out.push_back(tb);
   }
 
   if (!tree.empty()) {
     Table tt{
         "Tree speculation: tokens per round (tau) and measured speedup per tree shape "
         "(AxBxC: A children of the root, B of each, ...; topk = the draft's top tokens, sample "
-        "= independent draft samples) vs the refined model (per-depth acceptance, measured cost "
-        "of the draft per round and of verifying all nodes); Theorem 3.8 has no tree form",
-        {"draft", "T", "tree", "nodes/round", "tau", "speedup", "interval", "refined", "err"},
+        "= independent draft samples) vs the out-of-sample prediction (chain profile with "
+        "siblings as independent tries per depth: an approximation); Theorem 3.8 has no tree "
+        "form",
+        {"draft", "T", "tree", "nodes/round", "tau", "predicted tau", "speedup", "interval",
+         "predicted", "err", "flags"},
         {}};
     for (const auto* r : tree) {
-      const double sp = num(*r, "speedup");
       tt.rows.push_back(
           {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1), str(*r, "tree"),
-           maybe(num(*r, "mean_tree_nodes_per_round"), 1), maybe(num(*r, "tau")), maybe(sp),
-           speedup_interval(*r), maybe(num(*r, "predicted_speedup_refined")),
-           std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
+           maybe(num(*r, "mean_tree_nodes_per_round"), 1), maybe(num(*r, "tau")),
+           maybe(num(*r, "predicted_tokens_per_round")), maybe(num(*r, "speedup")),
+           speedup_interval(*r), maybe(num(*r, "predicted_speedup")),
+           std::isnan(num(*r, "prediction_error")) ? "-" : pct(num(*r, "prediction_error")),
+           flag_codes(*r)});
     }
     out.push_back(tt);
   }
 
   if (!synthetic.empty()) {
     Table ts{
-        "Synthetic acceptance (known alpha): measured speedup vs Theorem 3.8 and the refined "
-        "model at the configured alpha; alpha set = configured per position (last repeats), "
-        "alpha = measured accepted/tested",
-        {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "speedup", "interval", "thm 3.8",
-         "err", "refined", "err"},
+        "Synthetic acceptance (known alpha): measured speedup vs the prediction from the cost "
+        "profile at the configured acceptance, and Theorem 3.8; alpha set = configured per "
+        "position (last repeats), alpha = measured accepted/tested",
+        {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "predicted tau", "speedup",
+         "interval", "predicted", "err", "thm 3.8", "err", "flags"},
         {}};
     for (const auto* r : synthetic) {
       std::string set;
       for (const auto& a : (*r)["synthetic_acceptance"])
         set += (set.empty() ? "" : "/") + fmt(a.is_number() ? a.get<double>() : NAN);
-      const double s = num(*r, "speedup");
       ts.rows.push_back(
           {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
            std::to_string(static_cast<int>(num(*r, "gamma", 0))), set,
-           maybe(num(*r, "alpha_empirical")), maybe(num(*r, "c_measured"), 3),
-           maybe(num(*r, "tau")), maybe(s), speedup_interval(*r),
-           maybe(num(*r, "predicted_speedup_thm38")),
-           std::isnan(num(*r, "error_thm38")) ? "-" : pct(num(*r, "error_thm38")),
-           maybe(num(*r, "predicted_speedup_refined")),
-           std::isnan(num(*r, "error_refined")) ? "-" : pct(num(*r, "error_refined"))});
+           maybe(num(*r, "alpha_empirical")), maybe(num(*r, "c_profile"), 3), maybe(num(*r, "tau")),
+           maybe(num(*r, "predicted_tokens_per_round")), maybe(num(*r, "speedup")),
+           speedup_interval(*r), maybe(num(*r, "predicted_speedup")),
+           std::isnan(num(*r, "prediction_error")) ? "-" : pct(num(*r, "prediction_error")),
+           maybe(num(*r, "thm38_speedup")),
+           std::isnan(num(*r, "thm38_error")) ? "-" : pct(num(*r, "thm38_error")), flag_codes(*r)});
     }
     out.push_back(ts);
   }

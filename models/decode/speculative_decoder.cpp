@@ -8,6 +8,7 @@
 #include "core/rng.h"
 #include "core/sampling.h"
 #include "core/speculative_verify.h"
+#include "models/decode/decode_counters.h"
 #include "models/decode/decode_steps.h"
 
 namespace speclab {
@@ -15,6 +16,7 @@ namespace speclab {
 GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
                                       const GenerationRequest& request,
                                       const SpeculativeConfig& config) {
+  decode_count_speculative_generation();
   decode_check_prompt(request, target);
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   const int64_t vocab = target.vocab();
