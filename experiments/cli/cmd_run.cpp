@@ -2,7 +2,9 @@
 //
 // Runs every (not yet finished) cell of the config's sweep and appends one result row per
 // cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
-// DIR/tables.md and, when python3 with matplotlib is available, the plots (analysis/).
+// DIR/tables.md, the config as written (DIR/config.yaml) and resolved (DIR/config.resolved.json)
+// and, when python3 with matplotlib is available, the plots and the report DIR/index.html
+// (analysis/plot_results.py, docs/report.md).
 // SIGINT abandons the cell in flight and exits after the rows already written (exit 130);
 // a later --resume completes the sweep.
 #include <csignal>
@@ -103,6 +105,11 @@ void run_experiment(const RunArgs& a) {
   // Tables and plots from everything in the results file (other shards' rows included).
   const auto rows = results_read(store.results_path());
   std::ofstream(dir + "/tables.md") << result_tables_render(rows, TableFormat::kMarkdown);
+  // The report shows the config's header comment and the resolved config (--set applied).
+  std::error_code ec;
+  std::filesystem::copy_file(a.config, dir + "/config.yaml",
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  std::ofstream(dir + "/config.resolved.json") << cfg.to_json().dump(2) << "\n";
   std::fprintf(stderr, "speclab: %zu rows in %s; tables in %s/tables.md\n", rows.size(),
                store.results_path().c_str(), dir.c_str());
   if (!a.no_plots) run_plots(dir);
@@ -132,7 +139,7 @@ void register_run(CLI::App& app) {
   c->add_flag("--resume", a->resume, "skip cells already in the results file");
   c->add_option("--shard", a->shard, "run shard I of N (0-based), e.g. 2/8");
   c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
-  c->add_flag("--no-plots", a->no_plots, "skip the matplotlib plots");
+  c->add_flag("--no-plots", a->no_plots, "skip the plots and the HTML report");
   c->callback([a] { run_experiment(*a); });
 }
 
