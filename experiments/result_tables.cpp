@@ -1,5 +1,6 @@
 #include "experiments/result_tables.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -230,6 +231,35 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
            std::isnan(num(*r, "thm38_error")) ? "-" : pct(num(*r, "thm38_error")), flag_codes(*r)});
     }
     out.push_back(ts);
+  }
+
+  // How good the out-of-sample prediction was over every measured cell that has one.
+  {
+    std::vector<double> errs, thm_errs;
+    int flagged = 0;
+    for (const auto& r : rows) {
+      if (std::isnan(num(r, "prediction_error"))) continue;
+      errs.push_back(std::fabs(num(r, "prediction_error")));
+      if (!std::isnan(num(r, "thm38_error"))) thm_errs.push_back(std::fabs(num(r, "thm38_error")));
+      if (flag_codes(r) != "-") flagged++;
+    }
+    if (!errs.empty()) {
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+      };
+      Table tq{"Prediction quality: |predicted / measured - 1| over the measured cells (the "
+               "out-of-sample prediction, then Theorem 3.8 for comparison)",
+               {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
+                "thm 3.8 max |err|"},
+               {}};
+      tq.rows.push_back({std::to_string(errs.size()), std::to_string(flagged), pct(median(errs)),
+                         pct(*std::max_element(errs.begin(), errs.end())),
+                         thm_errs.empty() ? "-" : pct(median(thm_errs)),
+                         thm_errs.empty() ? "-" : pct(*std::max_element(thm_errs.begin(), thm_errs.end()))});
+      out.push_back(tq);
+    }
   }
 
   if (!cost.empty()) {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include "core/error.h"
@@ -85,14 +86,22 @@ void predict_experiment(const PredictArgs& a) {
     r["speculative_generations_run"] = spec_runs;
     rows.push_back(r);
   }
+  std::map<std::string, const Cell*> by_id;
+  for (const Cell& c : cells) by_id[c.cell_id] = &c;
   for (const auto& g : CellPredictor::best_per_group(cells, predictions)) {
-    rows.push_back({{"row_type", "group"},
+    // The group's shared parameters (everything but gamma and policy), so readers can match
+    // it to measured rows.
+    nlohmann::json shared = by_id.at(g.best_cell_id)->to_json();
+    for (const char* k : {"gamma", "gamma_policy", "cell_id", "cell_index"}) shared.erase(k);
+    nlohmann::json row = {{"row_type", "group"},
                     {"group", g.group},
                     {"cell_ids", g.cell_ids},
                     {"predicted_best_cell_id", g.best_cell_id},
                     {"predicted_best_gamma", g.best_gamma},
                     {"predicted_best_policy", g.best_policy},
-                    {"predicted_best_speedup", g.best_speedup}});
+                    {"predicted_best_speedup", g.best_speedup}};
+    shared.update(row);
+    rows.push_back(shared);
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
