@@ -127,11 +127,11 @@ def finish_with_legend(fig, n_entries, ncol=4, title=None):
     fig.tight_layout(rect=(0, bottom, 1, 0.95 if title else 1))
 
 
-def style_key(colors, markers, single_gamma, kinds):
+def style_key(colors, drafters, markers, single_gamma, kinds):
     """Legend handles: one colour per drafter, then what each line style (or marker) means."""
     from matplotlib.lines import Line2D
 
-    h = [Line2D([], [], marker="s", ls="", color=colors[d], ms=8, label=d) for d in sorted(colors)]
+    h = [Line2D([], [], marker="s", ls="", color=colors[d], ms=8, label=d) for d in drafters]
     h.append(Line2D([], [], marker="o", ls="" if single_gamma else "-", color="black", ms=4,
                     label="measured (95% CI)"))
     for quantity, style, marker in (("predicted", "--", "_"), ("thm38", ":", "x")):
@@ -145,14 +145,13 @@ def style_key(colors, markers, single_gamma, kinds):
     return h
 
 
-def plot_speedup_vs_gamma(plt, rows, plots_dir, written, notes):
+def plot_speedup_vs_gamma(plt, rows, colors, plots_dir, written, notes):
     rows = [r for r in rows if num(r, "speedup") is not None and num(r, "gamma") is not None]
     if not rows:
         notes.append("speedup vs gamma: no measured speedups (runs without `measure.baseline` "
                      "have none)")
         return
-    colors = drafter_colors(rows)
-    drafters = sorted(colors)
+    drafters = sorted({drafter_of(r) for r in rows})
     temps = temperatures(rows)
     keys = panel_varying_keys(rows)
     markers = series_markers(rows, keys)
@@ -208,7 +207,7 @@ def plot_speedup_vs_gamma(plt, rows, plots_dir, written, notes):
             ax.xaxis.get_major_locator().set_params(integer=True)
         if j == 0:
             ax.set_ylabel("speedup over the target alone")
-    handles = style_key(colors, markers, single_gamma,
+    handles = style_key(colors, drafters, markers, single_gamma,
                         {q: FIELD_LABELS.get(k, k) for q, k in (
                             ("predicted", next((field_key(r, "predicted") for r in rows
                                                 if field_key(r, "predicted")), None)),
@@ -221,7 +220,7 @@ def plot_speedup_vs_gamma(plt, rows, plots_dir, written, notes):
     save(plt, fig, plots_dir, "speedup_vs_gamma", written)
 
 
-def plot_predicted_vs_measured(plt, rows, plots_dir, written, notes):
+def plot_predicted_vs_measured(plt, rows, colors, plots_dir, written, notes):
     """The summary figure: every cell's predicted speedup against its measured one, one colour
     per drafter, with the y = x line."""
     rows = [r for r in rows if num(r, "speedup") is not None and
@@ -229,12 +228,12 @@ def plot_predicted_vs_measured(plt, rows, plots_dir, written, notes):
     if not rows:
         notes.append("predicted vs measured: no rows with both a measured and a predicted speedup")
         return
-    colors = drafter_colors(rows)
+    drafters = sorted({drafter_of(r) for r in rows})
     fig, ax = plt.subplots(figsize=(6.2, 6.0))
     allv = []
     errs = {"predicted": [], "thm38": []}
     kinds = {}
-    for d in sorted(colors):
+    for d in drafters:
         sel = [r for r in rows if drafter_of(r) == d]
         for quantity, marker, filled in (("predicted", "o", True), ("thm38", "^", False)):
             pts = [r for r in sel if field(r, quantity) is not None]
@@ -268,7 +267,7 @@ def plot_predicted_vs_measured(plt, rows, plots_dir, written, notes):
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], marker="s", ls="", color=colors[d], ms=8, label=d)
-               for d in sorted(colors)]
+               for d in drafters]
     for quantity, marker, filled in (("predicted", "o", True), ("thm38", "^", False)):
         if errs[quantity]:
             mae = 100 * sum(abs(e) for e in errs[quantity]) / len(errs[quantity])
@@ -303,12 +302,11 @@ def position_counts(r):
     return out
 
 
-def plot_acceptance(plt, rows, plots_dir, written, notes):
+def plot_acceptance(plt, rows, colors, plots_dir, written, notes):
     rows = [r for r in rows if position_counts(r)]
     if not rows:
         notes.append("acceptance by position: no rows with `acceptance_by_position`")
         return
-    colors = drafter_colors(rows)
     temps = temperatures(rows)
     keys = panel_varying_keys(rows)
     markers = series_markers(rows, keys)
@@ -375,7 +373,7 @@ def tokens_of(r):
     return num(r, "tokens_spec")
 
 
-def plot_time_breakdown(plt, rows, plots_dir, written, notes):
+def plot_time_breakdown(plt, rows, colors, plots_dir, written, notes):
     """Milliseconds per generated token, split into draft / verify / sample / the rest, one
     bar per cell, with the target-alone (baseline) time per token marked on each bar: a bar
     that ends left of its mark is a speedup."""
@@ -389,7 +387,6 @@ def plot_time_breakdown(plt, rows, plots_dir, written, notes):
         notes.append("time breakdown: no rows with tokens_spec (or rounds) and draft_s / "
                      "verify_s / sample_s")
         return
-    colors = drafter_colors(sel)
     keys = panel_varying_keys(sel)
     sel.sort(key=lambda r: (drafter_of(r), temp_of(r), series_label(r, keys), num(r, "gamma") or 0))
     n = len(sel)
@@ -426,7 +423,8 @@ def plot_time_breakdown(plt, rows, plots_dir, written, notes):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles = [Patch(facecolor=colors[d], label="draft: " + d) for d in sorted(colors)]
+    handles = [Patch(facecolor=colors[d], label="draft: " + d)
+               for d in sorted({drafter_of(r) for r in sel})]
     handles += [Patch(facecolor=shades["verify_s"], label="verify (target)"),
                 Patch(facecolor=shades["sample_s"], label="sample")]
     if per == "token":
@@ -466,10 +464,12 @@ def plot_predicted_grid(plt, rows, plots_dir, written, notes):
         ax = axes[idx // cols][idx % cols]
         grid = [e for e in r["predicted_grid"] if isinstance(e, dict)]
         alphas = sorted({num(e, "alpha") for e in grid if num(e, "alpha") is not None})
-        for ci, a in enumerate(pick_alphas(alphas)):
+        chosen = pick_alphas(alphas)
+        for ci, a in enumerate(chosen):
             pts = sorted((num(e, "gamma"), num(e, "thm38"), num(e, "refined")) for e in grid
                          if num(e, "alpha") == a and num(e, "gamma") is not None)
-            color = "C%d" % (ci % 10)
+            # A sequential map for alpha: the categorical palette means drafters.
+            color = plt.cm.viridis(0.9 * ci / max(1, len(chosen) - 1))
             g = [p[0] for p in pts if p[1] is not None]
             ax.plot(g, [p[1] for p in pts if p[1] is not None], "--", color=color, lw=1.2)
             g = [p[0] for p in pts if p[2] is not None]
@@ -480,7 +480,8 @@ def plot_predicted_grid(plt, rows, plots_dir, written, notes):
         ax.set_title("%s%s%s" % (d, (" " + extra) if extra else "",
                                  (", c=%.3g" % c) if c is not None else ""), fontsize=10)
         ax.set_xlabel("gamma")
-        ax.set_ylabel("predicted speedup")
+        if idx % cols == 0:
+            ax.set_ylabel("predicted speedup")
         ax.xaxis.get_major_locator().set_params(integer=True)
         if ax.lines:
             ax.legend(fontsize=7, title="solid refined, dashed Thm 3.8", title_fontsize=7)
@@ -528,7 +529,9 @@ def plot_tk_ratio(plt, rows, plots_dir, written, notes):
 def write_index(results_dir, rows, written, notes):
     names = sorted({str(r.get("experiment")) for r in rows if r.get("experiment") is not None})
     title = ", ".join(names) if names else os.path.basename(os.path.abspath(results_dir))
-    out = ["# Results: %s" % title, ""]
+    out = ["# Results: %s" % title, "",
+           "The shareable report with figures, tables and the config: [index.html](index.html).",
+           ""]
     questions = sorted({str(r["question"]) for r in rows if r.get("question")})
     for q in questions:
         out += ["> %s" % q, ""]
@@ -600,10 +603,11 @@ def main(argv):
     os.makedirs(plots_dir, exist_ok=True)
     written, notes = [], []
     measured = [r for r in rows if not is_cost_only(r)]
-    plot_speedup_vs_gamma(plt, measured, plots_dir, written, notes)
-    plot_predicted_vs_measured(plt, measured, plots_dir, written, notes)
-    plot_acceptance(plt, measured, plots_dir, written, notes)
-    plot_time_breakdown(plt, measured, plots_dir, written, notes)
+    colors = drafter_colors(rows)  # every row: the same colours as the report's tables
+    plot_speedup_vs_gamma(plt, measured, colors, plots_dir, written, notes)
+    plot_predicted_vs_measured(plt, measured, colors, plots_dir, written, notes)
+    plot_acceptance(plt, measured, colors, plots_dir, written, notes)
+    plot_time_breakdown(plt, measured, colors, plots_dir, written, notes)
     plot_predicted_grid(plt, rows, plots_dir, written, notes)
     plot_tk_ratio(plt, rows, plots_dir, written, notes)
     if not measured:

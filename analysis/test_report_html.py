@@ -180,6 +180,25 @@ def test_one_colour_per_drafter(tmp):
     assert "target alone (baseline) per token" in svg_of(d, "time_breakdown")
 
 
+def test_colours_stable_when_a_drafter_is_missing_from_a_figure(tmp):
+    # draft-0.5m without speedups: left out of the speedup figures, and the others keep the
+    # colours they have in the tables and the other figures.
+    rows = fixture_rows()
+    for r in rows:
+        if r["drafter"] == "draft-0.5m":
+            for k in ("speedup", "speedup_ci_lo", "speedup_ci_hi"):
+                r.pop(k)
+    d = make_dir(tmp, "missing", rows)
+    report(d)
+    names = drafters(rows)
+    assert names[0] == "draft-0.5m"
+    for fig in ("speedup_vs_gamma", "predicted_vs_measured"):
+        svg = svg_of(d, fig)
+        assert PALETTE[1] in svg and PALETTE[2] in svg, fig
+        assert PALETTE[0] not in svg and "draft-0.5m" not in svg, fig
+    assert PALETTE[0] in svg_of(d, "acceptance_by_position")
+
+
 def test_single_gamma(tmp):
     rows = [r for r in fixture_rows() if r["gamma"] == 2]
     d = make_dir(tmp, "onegamma", rows)
@@ -239,6 +258,23 @@ def test_sparse_rows_still_make_a_page(tmp):
     page = parse(report(d))
     assert "No config.resolved.json" in page.all_text
     assert not page.external
+
+
+def test_without_matplotlib(tmp):
+    # matplotlib made unimportable (and no rerun under /usr/bin/python3): exit 1, and the
+    # report still has its tables and config, and says why it has no figures.
+    d = make_dir(tmp, "nompl")
+    code = ("import sys; sys.modules['matplotlib'] = None; sys.argv = [%r, %r]; "
+            "sys.path.insert(0, %r); exec(compile(open(%r).read(), %r, 'exec'))"
+            % (SCRIPT, d, HERE, SCRIPT, SCRIPT))
+    p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, SPECLAB_PLOT_REEXEC="1"))
+    assert p.returncode == 1, (p.returncode, p.stderr)
+    assert "matplotlib" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    page = parse(os.path.join(d, "index.html"))
+    assert page.top_svgs == 0 and page.counts.get("table") == 4, (page.top_svgs, page.counts)
+    assert "python3 with matplotlib is needed" in page.all_text
 
 
 def test_bad_predictions_file(tmp):

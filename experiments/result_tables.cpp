@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
@@ -13,16 +14,44 @@ namespace speclab {
 
 namespace {
 
-std::string fmt(double v, int digits = 2) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.*f", digits, v);
-  return b;
-}
-std::string pct(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%+.1f%%", 100 * v);
-  return b;
-}
+// How cells are written: for reading (fixed digits, "-" for none, "+5.0%", "[lo, hi]") or
+// for machines (csv/json: every digit that matters, "" for none, fractions, lo and hi in
+// columns of their own).
+struct CellFormat {
+  bool machine = false;
+
+  std::string fmt(double v, int digits = 2) const {
+    char b[64];
+    if (machine)
+      std::snprintf(b, sizeof b, "%.10g", v);
+    else
+      std::snprintf(b, sizeof b, "%.*f", digits, v);
+    return b;
+  }
+  std::string none() const { return machine ? "" : "-"; }
+  std::string maybe(double v, int digits = 2) const {
+    return std::isnan(v) ? none() : fmt(v, digits);
+  }
+  std::string pct(double v) const {
+    if (std::isnan(v)) return none();
+    if (machine) return fmt(v);
+    char b[64];
+    std::snprintf(b, sizeof b, "%+.1f%%", 100 * v);
+    return b;
+  }
+  // The speedup interval: one "[lo, hi]" column ("-" for rows without a speedup), or for
+  // machines two columns speedup_ci_lo, speedup_ci_hi.
+  void interval_header(std::vector<std::string>* h) const {
+    if (machine) {
+      h->push_back("speedup_ci_lo");
+      h->push_back("speedup_ci_hi");
+    } else {
+      h->push_back("interval");
+    }
+  }
+  void interval_cells(const nlohmann::json& r, std::vector<std::string>* row) const;
+};
+
 double num(const nlohmann::json& r, const char* key, double def = NAN) {
   auto it = r.find(key);
   return it != r.end() && it->is_number() ? it->get<double>() : def;
@@ -31,12 +60,17 @@ std::string str(const nlohmann::json& r, const char* key) {
   auto it = r.find(key);
   return it != r.end() && it->is_string() ? it->get<std::string>() : "";
 }
-std::string maybe(double v, int digits = 2) { return std::isnan(v) ? "-" : fmt(v, digits); }
 
-// "[lo, hi]" of a row's speedup interval, "-" for rows without a speedup.
-std::string speedup_interval(const nlohmann::json& r) {
-  if (std::isnan(num(r, "speedup"))) return "-";
-  return "[" + maybe(num(r, "speedup_ci_lo")) + ", " + maybe(num(r, "speedup_ci_hi")) + "]";
+void CellFormat::interval_cells(const nlohmann::json& r, std::vector<std::string>* row) const {
+  const bool no_speedup = std::isnan(num(r, "speedup"));
+  if (machine) {
+    row->push_back(no_speedup ? "" : maybe(num(r, "speedup_ci_lo")));
+    row->push_back(no_speedup ? "" : maybe(num(r, "speedup_ci_hi")));
+  } else {
+    row->push_back(no_speedup ? "-"
+                              : "[" + maybe(num(r, "speedup_ci_lo")) + ", " +
+                                    maybe(num(r, "speedup_ci_hi")) + "]");
+  }
 }
 
 // The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "-" when none.
@@ -65,20 +99,25 @@ TableFormat table_format_parse(const std::string& name) {
   if (name == "md" || name == "markdown") return TableFormat::kMarkdown;
   if (name == "csv") return TableFormat::kCsv;
   if (name == "latex" || name == "tex") return TableFormat::kLatex;
-  fail_input("--format: '", name, "' (expected md, csv or latex)");
+  if (name == "json") return TableFormat::kJson;
+  fail_input("--format: '", name, "' (expected md, csv, latex or json)");
 }
 
-std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) {
+namespace {
+
+// The tables of the rows of one config.
+std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& rows,
+                                    const CellFormat& f) {
   std::vector<Table> out;
   // Synthetic-acceptance cells get their own table: their alpha is configured, not the pair's.
   // Tree cells too: their acceptance is per depth of a tree, not a chain's alpha.
   std::vector<const nlohmann::json*> gen, cost, synthetic, tree;
-  for (const auto& r : rows)
-    (r.contains("predicted_grid")         ? cost
-     : r.contains("synthetic_acceptance") ? synthetic
-     : r.contains("tree")                 ? tree
-                                          : gen)
-        .push_back(&r);
+  for (const auto* r : rows)
+    (r->contains("predicted_grid")         ? cost
+     : r->contains("synthetic_acceptance") ? synthetic
+     : r->contains("tree")                 ? tree
+                                           : gen)
+        .push_back(r);
 
   if (!gen.empty()) {
     // Table 3 analog: the pair's acceptance per target x drafter x temperature. alpha_profile
@@ -86,48 +125,62 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
     // accepted/tested pooled over the cells is the runs' diagnostic, which does.
     struct Acc {
       double accepted = 0, tested = 0;
-      std::string profile = "-";
+      double profile = NAN, lo = NAN, hi = NAN;
     };
     std::map<std::tuple<std::string, std::string, double>, Acc> by;
     for (const auto* r : gen) {
       auto& a = by[{str(*r, "target_spec"), str(*r, "drafter"), num(*r, "temperature", 0)}];
       a.accepted += num(*r, "accepted", 0);
       a.tested += num(*r, "tested", 0);
-      if (!std::isnan(num(*r, "alpha_profile")))
-        a.profile = fmt(num(*r, "alpha_profile"), 3) + " [" +
-                    maybe(num(*r, "alpha_profile_ci_lo"), 3) + ", " +
-                    maybe(num(*r, "alpha_profile_ci_hi"), 3) + "]";
+      if (!std::isnan(num(*r, "alpha_profile"))) {
+        a.profile = num(*r, "alpha_profile");
+        a.lo = num(*r, "alpha_profile_ci_lo");
+        a.hi = num(*r, "alpha_profile_ci_hi");
+      }
     }
-    Table t3{
-        "Acceptance (Table 3 analog): alpha_profile = Corollary 3.6 along the target's own text "
-        "(95% interval, prompts as clusters), the pair's alpha; accepted/tested = pooled over "
-        "the measured cells (depends on where rounds start)",
-        {"target", "draft", "T", "alpha_profile", "accepted/tested", "tested"},
-        {}};
+    Table t3{"acceptance",
+             "Acceptance (Table 3 analog): alpha_profile = Corollary 3.6 along the target's own "
+             "text with its 95% interval (prompts as clusters), the pair's alpha; "
+             "accepted/tested = pooled over the measured cells (it depends on where rounds "
+             "start, hence on gamma)",
+             {"target", "draft", "T", "alpha_profile", "alpha_profile_ci_lo", "alpha_profile_ci_hi",
+              "accepted/tested", "tested"},
+             {}};
     for (const auto& [k, a] : by) {
-      t3.rows.push_back({std::get<0>(k), std::get<1>(k), fmt(std::get<2>(k), 1), a.profile,
-                         a.tested ? fmt(a.accepted / a.tested, 3) : "-", fmt(a.tested, 0)});
+      t3.rows.push_back({std::get<0>(k), std::get<1>(k), f.fmt(std::get<2>(k), 1),
+                         f.maybe(a.profile, 3), f.maybe(a.lo, 3), f.maybe(a.hi, 3),
+                         a.tested ? f.fmt(a.accepted / a.tested, 3) : f.maybe(NAN),
+                         f.fmt(a.tested, 0)});
     }
     out.push_back(t3);
 
     // Table 4 analog.
     Table t4{
-        "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) vs the "
-        "out-of-sample prediction (cost and acceptance profiles, no speculative run) and "
-        "Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
-        {"draft", "T", "gamma", "policy", "alpha_profile", "c", "tau", "predicted tau", "speedup",
-         "interval", "predicted", "err", "thm 3.8", "err", "flags"},
+        "speedup",
+        "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) "
+        "vs the out-of-sample prediction (cost and acceptance profiles, no speculative run) "
+        "and Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
+        {"draft", "T", "gamma", "policy", "alpha_profile", "c", "tau", "predicted tau", "speedup"},
         {}};
+    f.interval_header(&t4.headers);
+    for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
+      t4.headers.push_back(h);
     for (const auto* r : gen) {
-      t4.rows.push_back(
-          {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
-           std::to_string(static_cast<int>(num(*r, "gamma", 0))), str(*r, "gamma_policy"),
-           maybe(num(*r, "alpha_profile"), 3), maybe(num(*r, "c_profile"), 3),
-           maybe(num(*r, "tau")), maybe(num(*r, "predicted_tokens_per_round")),
-           maybe(num(*r, "speedup")), speedup_interval(*r), maybe(num(*r, "predicted_speedup")),
-           std::isnan(num(*r, "prediction_error")) ? "-" : pct(num(*r, "prediction_error")),
-           maybe(num(*r, "thm38_speedup")),
-           std::isnan(num(*r, "thm38_error")) ? "-" : pct(num(*r, "thm38_error")), flag_codes(*r)});
+      std::vector<std::string> row{str(*r, "drafter"),
+                                   f.fmt(num(*r, "temperature", 0), 1),
+                                   std::to_string(static_cast<int>(num(*r, "gamma", 0))),
+                                   str(*r, "gamma_policy"),
+                                   f.maybe(num(*r, "alpha_profile"), 3),
+                                   f.maybe(num(*r, "c_profile"), 3),
+                                   f.maybe(num(*r, "tau")),
+                                   f.maybe(num(*r, "predicted_tokens_per_round")),
+                                   f.maybe(num(*r, "speedup"))};
+      f.interval_cells(*r, &row);
+      for (const auto& x :
+           {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
+            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")), flag_codes(*r)})
+        row.push_back(x);
+      t4.rows.push_back(row);
     }
     out.push_back(t4);
 
@@ -143,31 +196,35 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
       gammas.insert(g);
       // Cells that differ only in gamma.
       const std::vector<std::string> key{str(*r, "drafter"),
-                                         fmt(num(*r, "temperature", 0), 2),
-                                         fmt(num(*r, "draft_temperature", 0), 2),
-                                         fmt(num(*r, "top_k", 0), 0),
-                                         fmt(num(*r, "top_p", 1), 2),
-                                         fmt(num(*r, "lenience", 1), 2),
-                                         fmt(num(*r, "p_min", 0), 2)};
+                                         f.fmt(num(*r, "temperature", 0), 1),
+                                         f.fmt(num(*r, "draft_temperature", 0), 2),
+                                         f.fmt(num(*r, "top_k", 0), 0),
+                                         f.fmt(num(*r, "top_p", 1), 2),
+                                         f.fmt(num(*r, "lenience", 1), 2),
+                                         f.fmt(num(*r, "p_min", 0), 2)};
       grid[key].measured[g] = num(*r, "speedup");
       grid[key].predicted[g] = num(*r, "predicted_speedup");
     }
-    Table tg{"Measured speedup vs gamma (fixed gamma); in brackets the out-of-sample prediction",
+    Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}};
+    for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
+    Table tp{"gamma_predicted",
+             "Predicted speedup vs gamma (fixed gamma, out of sample)",
              {"draft", "T"},
              {}};
-    for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
-    Table tb{
-        "Best gamma per group: measured best vs predicted best (and the measured speedup "
-        "at the predicted best; 'ok' when within 3% of the measured best)",
-        {"draft", "T", "measured best", "speedup", "predicted best", "its measured speedup",
-         "within 3%"},
-        {}};
+    for (int g : gammas) tp.headers.push_back("g=" + std::to_string(g));
+    Table tb{"best_gamma",
+             "Best gamma per group: measured best vs predicted best, and the measured speedup "
+             "at the predicted best ('ok' when within 3% of the measured best)",
+             {"draft", "T", "measured best", "speedup at measured best", "predicted best",
+              "speedup at predicted best", "within 3%"},
+             {}};
     for (const auto& [k, m] : grid) {
-      std::vector<std::string> row{k[0], k[1]};
+      std::vector<std::string> row{k[0], k[1]}, prow{k[0], k[1]};
       int best_m = 0, best_p = 0;
       for (int g : gammas) {
         const bool has = m.measured.count(g) > 0;
-        row.push_back(has ? maybe(m.measured.at(g)) + " (" + maybe(m.predicted.at(g)) + ")" : "-");
+        row.push_back(has ? f.maybe(m.measured.at(g)) : f.maybe(NAN));
+        prow.push_back(has ? f.maybe(m.predicted.at(g)) : f.maybe(NAN));
         if (has && !std::isnan(m.measured.at(g)) &&
             (best_m == 0 || m.measured.at(g) > m.measured.at(best_m)))
           best_m = g;
@@ -176,59 +233,77 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
           best_p = g;
       }
       tg.rows.push_back(row);
+      tp.rows.push_back(prow);
       if (best_m && best_p) {
         const double at_p = m.measured.at(best_p), best = m.measured.at(best_m);
-        tb.rows.push_back({k[0], k[1], std::to_string(best_m), maybe(best), std::to_string(best_p),
-                           maybe(at_p), at_p >= 0.97 * best ? "ok" : "miss"});
+        tb.rows.push_back({k[0], k[1], std::to_string(best_m), f.maybe(best),
+                           std::to_string(best_p), f.maybe(at_p),
+                           at_p >= 0.97 * best ? "ok" : "miss"});
       }
     }
     out.push_back(tg);
+    out.push_back(tp);
     if (!tb.rows.empty()) out.push_back(tb);
   }
 
   if (!tree.empty()) {
     Table tt{
+        "tree",
         "Tree speculation: tokens per round (tau) and measured speedup per tree shape "
         "(AxBxC: A children of the root, B of each, ...; topk = the draft's top tokens, sample "
         "= independent draft samples) vs the out-of-sample prediction (chain profile with "
         "siblings as independent tries per depth: an approximation); Theorem 3.8 has no tree "
         "form",
-        {"draft", "T", "tree", "nodes/round", "tau", "predicted tau", "speedup", "interval",
-         "predicted", "err", "flags"},
+        {"draft", "T", "tree", "nodes/round", "tau", "predicted tau", "speedup"},
         {}};
+    f.interval_header(&tt.headers);
+    for (const char* h : {"predicted", "err predicted", "flags"}) tt.headers.push_back(h);
     for (const auto* r : tree) {
-      tt.rows.push_back(
-          {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1), str(*r, "tree"),
-           maybe(num(*r, "mean_tree_nodes_per_round"), 1), maybe(num(*r, "tau")),
-           maybe(num(*r, "predicted_tokens_per_round")), maybe(num(*r, "speedup")),
-           speedup_interval(*r), maybe(num(*r, "predicted_speedup")),
-           std::isnan(num(*r, "prediction_error")) ? "-" : pct(num(*r, "prediction_error")),
-           flag_codes(*r)});
+      std::vector<std::string> row{str(*r, "drafter"),
+                                   f.fmt(num(*r, "temperature", 0), 1),
+                                   str(*r, "tree"),
+                                   f.maybe(num(*r, "mean_tree_nodes_per_round"), 1),
+                                   f.maybe(num(*r, "tau")),
+                                   f.maybe(num(*r, "predicted_tokens_per_round")),
+                                   f.maybe(num(*r, "speedup"))};
+      f.interval_cells(*r, &row);
+      row.push_back(f.maybe(num(*r, "predicted_speedup")));
+      row.push_back(f.pct(num(*r, "prediction_error")));
+      row.push_back(flag_codes(*r));
+      tt.rows.push_back(row);
     }
     out.push_back(tt);
   }
 
   if (!synthetic.empty()) {
-    Table ts{
-        "Synthetic acceptance (known alpha): measured speedup vs the prediction from the cost "
-        "profile at the configured acceptance, and Theorem 3.8; alpha set = configured per "
-        "position (last repeats), alpha = measured accepted/tested",
-        {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "predicted tau", "speedup",
-         "interval", "predicted", "err", "thm 3.8", "err", "flags"},
-        {}};
+    Table ts{"synthetic",
+             "Synthetic acceptance (known alpha): measured speedup vs the prediction from the "
+             "cost profile at the configured acceptance, and Theorem 3.8; alpha set = "
+             "configured per position (last repeats), alpha = measured accepted/tested",
+             {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "predicted tau", "speedup"},
+             {}};
+    f.interval_header(&ts.headers);
+    for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
+      ts.headers.push_back(h);
     for (const auto* r : synthetic) {
       std::string set;
       for (const auto& a : (*r)["synthetic_acceptance"])
-        set += (set.empty() ? "" : "/") + fmt(a.is_number() ? a.get<double>() : NAN);
-      ts.rows.push_back(
-          {str(*r, "drafter"), fmt(num(*r, "temperature", 0), 1),
-           std::to_string(static_cast<int>(num(*r, "gamma", 0))), set,
-           maybe(num(*r, "alpha_empirical")), maybe(num(*r, "c_profile"), 3), maybe(num(*r, "tau")),
-           maybe(num(*r, "predicted_tokens_per_round")), maybe(num(*r, "speedup")),
-           speedup_interval(*r), maybe(num(*r, "predicted_speedup")),
-           std::isnan(num(*r, "prediction_error")) ? "-" : pct(num(*r, "prediction_error")),
-           maybe(num(*r, "thm38_speedup")),
-           std::isnan(num(*r, "thm38_error")) ? "-" : pct(num(*r, "thm38_error")), flag_codes(*r)});
+        set += (set.empty() ? "" : "/") + f.fmt(a.is_number() ? a.get<double>() : NAN);
+      std::vector<std::string> row{str(*r, "drafter"),
+                                   f.fmt(num(*r, "temperature", 0), 1),
+                                   std::to_string(static_cast<int>(num(*r, "gamma", 0))),
+                                   set,
+                                   f.maybe(num(*r, "alpha_empirical")),
+                                   f.maybe(num(*r, "c_profile"), 3),
+                                   f.maybe(num(*r, "tau")),
+                                   f.maybe(num(*r, "predicted_tokens_per_round")),
+                                   f.maybe(num(*r, "speedup"))};
+      f.interval_cells(*r, &row);
+      for (const auto& x :
+           {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
+            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")), flag_codes(*r)})
+        row.push_back(x);
+      ts.rows.push_back(row);
     }
     out.push_back(ts);
   }
@@ -237,11 +312,12 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
   {
     std::vector<double> errs, thm_errs;
     int flagged = 0;
-    for (const auto& r : rows) {
-      if (std::isnan(num(r, "prediction_error"))) continue;
-      errs.push_back(std::fabs(num(r, "prediction_error")));
-      if (!std::isnan(num(r, "thm38_error"))) thm_errs.push_back(std::fabs(num(r, "thm38_error")));
-      if (flag_codes(r) != "-") flagged++;
+    for (const auto* r : rows) {
+      if (std::isnan(num(*r, "prediction_error"))) continue;
+      errs.push_back(std::fabs(num(*r, "prediction_error")));
+      if (!std::isnan(num(*r, "thm38_error")))
+        thm_errs.push_back(std::fabs(num(*r, "thm38_error")));
+      if (flag_codes(*r) != "-") flagged++;
     }
     if (!errs.empty()) {
       auto median = [](std::vector<double> v) {
@@ -249,38 +325,75 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows) 
         const size_t n = v.size();
         return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
       };
-      Table tq{"Prediction quality: |predicted / measured - 1| over the measured cells (the "
+      Table tq{"prediction_quality",
+               "Prediction quality: |predicted / measured - 1| over the measured cells (the "
                "out-of-sample prediction, then Theorem 3.8 for comparison)",
                {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
                 "thm 3.8 max |err|"},
                {}};
-      tq.rows.push_back({std::to_string(errs.size()), std::to_string(flagged), pct(median(errs)),
-                         pct(*std::max_element(errs.begin(), errs.end())),
-                         thm_errs.empty() ? "-" : pct(median(thm_errs)),
-                         thm_errs.empty() ? "-" : pct(*std::max_element(thm_errs.begin(), thm_errs.end()))});
+      const double none = NAN;
+      tq.rows.push_back(
+          {std::to_string(errs.size()), std::to_string(flagged), f.pct(median(errs)),
+           f.pct(*std::max_element(errs.begin(), errs.end())),
+           f.pct(thm_errs.empty() ? none : median(thm_errs)),
+           f.pct(thm_errs.empty() ? none : *std::max_element(thm_errs.begin(), thm_errs.end()))});
       out.push_back(tq);
     }
   }
 
   if (!cost.empty()) {
-    Table tc{"Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",
+    Table tc{"cost",
+             "Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",
              {"draft", "c", "bytes ratio", "T(1) ms"},
              {}};
     size_t kmax = 0;
     for (const auto* r : cost) kmax = std::max(kmax, (*r)["target_tk_ratio"].size());
     for (size_t k = 2; k <= kmax; k++) tc.headers.push_back("T(" + std::to_string(k) + ")/T(1)");
     for (const auto* r : cost) {
-      std::vector<std::string> row{str(*r, "drafter"), maybe(num(*r, "c_measured"), 3),
-                                   maybe(num(*r, "weight_bytes_ratio"), 3),
-                                   maybe(1e3 * num(*r, "target_t1_s"), 1)};
+      std::vector<std::string> row{str(*r, "drafter"), f.maybe(num(*r, "c_measured"), 3),
+                                   f.maybe(num(*r, "weight_bytes_ratio"), 3),
+                                   f.maybe(1e3 * num(*r, "target_t1_s"), 1)};
       const auto& ratios = (*r)["target_tk_ratio"];
       for (size_t k = 1; k < kmax; k++)
-        row.push_back(k < ratios.size() ? fmt(ratios[k].get<double>()) : "-");
+        row.push_back(k < ratios.size() ? f.fmt(ratios[k].get<double>()) : f.maybe(NAN));
       tc.rows.push_back(row);
     }
     out.push_back(tc);
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows, bool machine) {
+  const CellFormat f{machine};
+  // Rows of different configs (config_hash) measure different things under the same names
+  // (other prompts, lengths, models): never pooled, one set of tables per config, in the order
+  // the configs first appear.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const nlohmann::json*>> by_config;
+  for (const auto& r : rows) {
+    const std::string h = str(r, "config_hash");
+    if (!by_config.count(h)) order.push_back(h);
+    by_config[h].push_back(&r);
+  }
+  std::vector<Table> out;
+  for (const auto& h : order) {
+    for (Table t : tables_of_config(by_config[h], f)) {
+      t.config_hash = h;
+      t.experiment = str(*by_config[h].front(), "experiment");
+      if (order.size() > 1)
+        t.title = "config " + (h.empty() ? std::string("(no config_hash)") : h) + " (" +
+                  t.experiment + "): " + t.title;
+      SPECLAB_ASSERT(table_headers_unique(t));
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+bool table_headers_unique(const Table& t) {
+  return std::set<std::string>(t.headers.begin(), t.headers.end()).size() == t.headers.size();
 }
 
 std::string table_render(const Table& t, TableFormat f) {
@@ -300,18 +413,23 @@ std::string table_render(const Table& t, TableFormat f) {
       break;
     }
     case TableFormat::kCsv: {
+      // RFC 4180: the header line, then one line per row; nothing else (no title, no blank
+      // line), so that a CSV reader (pandas.read_csv) loads it with its defaults.
       auto quote = [](std::vector<std::string> v) {
         for (auto& x : v)
-          if (x.find_first_of(",\"") != std::string::npos) {
+          if (x.find_first_of(",\"\n\r") != std::string::npos) {
             std::string q = "\"";
             for (char c : x) q += c == '"' ? std::string("\"\"") : std::string(1, c);
             x = q + "\"";
           }
         return v;
       };
-      s += "# " + t.title + "\n" + join(quote(t.headers), ",") + "\n";
+      s += join(quote(t.headers), ",") + "\n";
       for (const auto& r : t.rows) s += join(quote(r), ",") + "\n";
-      s += "\n";
+      break;
+    }
+    case TableFormat::kJson: {
+      s += table_json(t).dump() + "\n";
       break;
     }
     case TableFormat::kLatex: {
@@ -332,10 +450,47 @@ std::string table_render(const Table& t, TableFormat f) {
   return s;
 }
 
+nlohmann::json table_json(const Table& t) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : t.rows) {
+    nlohmann::json o = nlohmann::json::object();
+    for (size_t i = 0; i < t.headers.size() && i < r.size(); i++) {
+      // A cell that is a whole number is written as one; "" (no value) as null.
+      const std::string& x = r[i];
+      char* end = nullptr;
+      const double v = x.empty() ? 0 : std::strtod(x.c_str(), &end);
+      if (x.empty())
+        o[t.headers[i]] = nullptr;
+      else if (end && *end == '\0' && std::isfinite(v))
+        o[t.headers[i]] = v;
+      else
+        o[t.headers[i]] = x;
+    }
+    rows.push_back(o);
+  }
+  return {{"name", t.name},
+          {"title", t.title},
+          {"config_hash", t.config_hash},
+          {"experiment", t.experiment},
+          {"columns", t.headers},
+          {"rows", rows}};
+}
+
 std::string result_tables_render(const std::vector<nlohmann::json>& rows, TableFormat format) {
+  const bool machine = format == TableFormat::kCsv || format == TableFormat::kJson;
+  const std::vector<Table> tables = result_tables_build(rows, machine);
+  if (format == TableFormat::kJson) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& t : tables) all.push_back(table_json(t));
+    return nlohmann::json{{"tables", all}}.dump(1) + "\n";
+  }
   std::string s;
-  for (const auto& t : result_tables_build(rows)) s += table_render(t, format);
+  for (const auto& t : tables) s += table_render(t, format);
   return s;
+}
+
+std::string table_file_stem(const Table& t, bool several_configs) {
+  return several_configs ? t.name + "-" + (t.config_hash.empty() ? "none" : t.config_hash) : t.name;
 }
 
 }  // namespace speclab
