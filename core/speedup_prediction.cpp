@@ -139,13 +139,14 @@ void cost_profile_validate(const CostProfile& c, const std::string& where) {
 AcceptanceSummary acceptance_summarize(const AcceptanceProfile& profile) {
   AcceptanceSummary s;
   std::vector<double> sum(static_cast<size_t>(profile.max_depth), 0.0);
-  double beta_sum = 0;
+  double beta_sum = 0, tv_sum = 0;
   int64_t n_beta = 0, n = 0;
   for (const auto& p : profile.prompts) {
     for (const auto& r : p.positions) {
       n++;
       if (r.beta >= 0) {
         beta_sum += r.beta;
+        tv_sum += r.lenient_tv;
         n_beta++;
       }
       double surv = 1;
@@ -157,6 +158,7 @@ AcceptanceSummary acceptance_summarize(const AcceptanceProfile& profile) {
   }
   s.n_positions = n;
   s.alpha_beta = n_beta ? beta_sum / n_beta : 0.0;
+  s.lenient_tv = n_beta ? tv_sum / n_beta : 0.0;
   for (size_t j = 0; j < sum.size(); j++) {
     s.survival.push_back(n ? sum[j] / n : 0.0);
     const double before = j == 0 ? 1.0 : s.survival[j - 1];

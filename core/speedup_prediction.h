@@ -65,6 +65,8 @@ struct AcceptanceRollout {
   std::vector<float> entropy;   // [m] H(q_j) / log(vocab) (entropy-guided gamma policy)
   float beta = 0;               // Corollary 3.6 at this position: sum_x min(p_t(x), q_t(x)/...)
                                 // with lenience; -1 when the drafter proposed nothing here
+  float lenient_tv = 0;         // sampling with lenience < 1: total variation between the
+                                // emitted token's law and p_t (0 when exact)
 };
 
 struct AcceptancePrompt {
@@ -84,6 +86,7 @@ struct AcceptanceProfile {
 struct AcceptanceSummary {
   std::vector<double> survival, conditional;
   double alpha_beta = 0;
+  double lenient_tv = 0;    // mean over positions with a rollout
   int64_t n_positions = 0;  // positions with a rollout
 };
 AcceptanceSummary acceptance_summarize(const AcceptanceProfile& profile);

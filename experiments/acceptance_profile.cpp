@@ -17,10 +17,8 @@ double acceptance_token_probability(const float* p, const float* p_raw, const fl
                                     int64_t vocab, bool greedy, double lenience) {
   if (greedy) {
     if (d == sampling_argmax(p, vocab)) return 1.0;
-    if (lenience < 1.0 && p_raw != nullptr) {
-      const float top = p_raw[sampling_argmax(p_raw, vocab)];
-      return p_raw[d] >= lenience * top ? 1.0 : 0.0;
-    }
+    if (lenience < 1.0 && p_raw != nullptr)
+      return verify_greedy_lenient_accepts(p_raw, vocab, d, lenience) ? 1.0 : 0.0;
     return 0.0;
   }
   const double qd = q ? q[d] : 1.0;
@@ -101,16 +99,20 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
         // over d ~ q that has probability sum of q over the accepted tokens.
         const int32_t best = sampling_argmax(p.data(), vocab);
         double b = prop.q[static_cast<size_t>(best)];
-        if (lenient_greedy) {
-          const float top = p_raw[static_cast<size_t>(sampling_argmax(p_raw.data(), vocab))];
+        if (lenient_greedy)
           for (int64_t x = 0; x < vocab; x++)
-            if (x != best && p_raw[static_cast<size_t>(x)] >= r.lenience * top)
+            if (x != best && verify_greedy_lenient_accepts(p_raw.data(), vocab,
+                                                           static_cast<int32_t>(x), r.lenience))
               b += prop.q[static_cast<size_t>(x)];
-        }
         roll.beta = static_cast<float>(b);
       } else {
-        roll.beta =
-            static_cast<float>(verify_accept_prob(p.data(), prop.q.data(), vocab, r.lenience));
+        roll.beta = static_cast<float>(
+            verify_expected_acceptance(p.data(), prop.q.data(), vocab, r.lenience));
+        // The quality cost of lenience at this position (Leviathan et al. A.5): how far the
+        // emitted token's law is from p.
+        if (r.lenience < 1.0)
+          roll.lenient_tv =
+              static_cast<float>(verify_lenient_tv(p.data(), prop.q.data(), vocab, r.lenience));
       }
       ap.positions.push_back(std::move(roll));
       target.truncate(L);  // keep x_{t-1}; forget the rollout

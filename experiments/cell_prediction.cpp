@@ -82,19 +82,20 @@ nlohmann::json CellPrediction::to_json() const {
   j["acceptance_profile_by_position"] = acceptance.conditional;
   j["survival_profile_by_position"] = acceptance.survival;
   j["c_profile"] = c;
+  // Lenient cells are lossy: alpha_profile is then alpha_l = E[sum_x min(q, p / l)], and the
+  // quality cost is the mean total variation between the emitted law and the target's.
+  j["lenient_tv_profile"] = acceptance.lenient_tv;
   if (thm38_speedup > 0) {
     j["thm38_alpha"] = thm38_alpha;
     j["thm38_speedup"] = thm38_speedup;
   }
-  if (cost) {
-    j["cost_profile_source"] = cost->source;
-    j["cost_profile_context_len"] = cost->context_len;
-    j["cost_profile_target_s"] = cost->target_s;
-    j["cost_profile_draft_round_s"] = cost->draft_round_s;
-    j["cost_profile_draft_catchup_s"] = cost->draft_catchup_s;
-    j["cost_profile_draft_prefill_s"] = cost->draft_prefill_s;
-    j["cost_profile_host_round_s"] = cost->host_round_s;
-  }
+  j["cost_profile_source"] = cost.source;
+  j["cost_profile_context_len"] = cost.context_len;
+  j["cost_profile_target_s"] = cost.target_s;
+  j["cost_profile_draft_round_s"] = cost.draft_round_s;
+  j["cost_profile_draft_catchup_s"] = cost.draft_catchup_s;
+  j["cost_profile_draft_prefill_s"] = cost.draft_prefill_s;
+  j["cost_profile_host_round_s"] = cost.host_round_s;
   return j;
 }
 
@@ -199,7 +200,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   Profiles& prof = profiles_for(cell, drafter);
   CellPrediction out;
   out.group = group_of(config_, cell);
-  out.cost = &prof.cost;
+  out.cost = prof.cost;
   out.c = prof.cost.c();
   out.acceptance = prof.summary;
   out.alpha_ci = prof.alpha_ci;

@@ -38,7 +38,7 @@ struct CellPrediction {
   double thm38_alpha = 0;    // alpha_profile; under a configured per-position list, the
                              // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
   double thm38_speedup = 0;  // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
-  const CostProfile* cost = nullptr;
+  CostProfile cost;          // a copy: predictions outlive their predictor
   // Fields for a result / prediction row.
   nlohmann::json to_json() const;
 };

@@ -193,12 +193,14 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
   nlohmann::json prompts = nlohmann::json::array();
   for (const auto& p : a.prompts) {
     nlohmann::json acc = nlohmann::json::array(), top = nlohmann::json::array(),
-                   ent = nlohmann::json::array(), beta = nlohmann::json::array();
+                   ent = nlohmann::json::array(), beta = nlohmann::json::array(),
+                   tv = nlohmann::json::array();
     for (const auto& r : p.positions) {
       acc.push_back(r.accept);
       top.push_back(r.top_prob);
       ent.push_back(r.entropy);
       beta.push_back(r.beta);
+      tv.push_back(r.lenient_tv);
     }
     prompts.push_back({{"id", p.prompt_id},
                        {"accept", acc},
@@ -254,6 +256,13 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
           pos, ": accept, top_prob and entropy must have one entry per depth (<= max_depth)");
       SPECLAB_INPUT_CHECK(pj["beta"][t].is_number(), pos, ": beta: expected a number");
       r.beta = pj["beta"][t].get<float>();
+      if (pj.contains("lenient_tv")) {
+        SPECLAB_INPUT_CHECK(pj["lenient_tv"].is_array() &&
+                                pj["lenient_tv"].size() == pj["accept"].size() &&
+                                pj["lenient_tv"][t].is_number(),
+                            pos, ": lenient_tv: expected one number per position");
+        r.lenient_tv = pj["lenient_tv"][t].get<float>();
+      }
       SPECLAB_INPUT_CHECK(r.beta == -1.0f || (r.beta >= 0 && r.beta <= 1), pos,
                           ": beta: expected a number in [0, 1] or -1");
       p.positions.push_back(std::move(r));

@@ -73,15 +73,15 @@ void CellFormat::interval_cells(const nlohmann::json& r, std::vector<std::string
   }
 }
 
-// The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "-" when none.
+// The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "" when none.
 std::string flag_codes(const nlohmann::json& r) {
   std::string o;
   auto it = r.find("flags");
-  if (it == r.end() || !it->is_array()) return "-";
+  if (it == r.end() || !it->is_array()) return "";
   for (const auto& f : *it)
     if (f.is_string())
       o += (o.empty() ? "" : " ") + f.get<std::string>().substr(0, f.get<std::string>().find(':'));
-  return o.empty() ? "-" : o;
+  return o;
 }
 
 std::string latex_escape(const std::string& s) {
@@ -178,7 +178,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       f.interval_cells(*r, &row);
       for (const auto& x :
            {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
-            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")), flag_codes(*r)})
+            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")),
+            flag_codes(*r).empty() ? f.none() : flag_codes(*r)})
         row.push_back(x);
       t4.rows.push_back(row);
     }
@@ -242,7 +243,9 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       }
     }
     out.push_back(tg);
-    out.push_back(tp);
+    bool any_prediction = false;
+    for (const auto* r : gen) any_prediction |= !std::isnan(num(*r, "predicted_speedup"));
+    if (any_prediction) out.push_back(tp);
     if (!tb.rows.empty()) out.push_back(tb);
   }
 
@@ -269,7 +272,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       f.interval_cells(*r, &row);
       row.push_back(f.maybe(num(*r, "predicted_speedup")));
       row.push_back(f.pct(num(*r, "prediction_error")));
-      row.push_back(flag_codes(*r));
+      row.push_back(flag_codes(*r).empty() ? f.none() : flag_codes(*r));
       tt.rows.push_back(row);
     }
     out.push_back(tt);
@@ -301,7 +304,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       f.interval_cells(*r, &row);
       for (const auto& x :
            {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
-            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")), flag_codes(*r)})
+            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")),
+            flag_codes(*r).empty() ? f.none() : flag_codes(*r)})
         row.push_back(x);
       ts.rows.push_back(row);
     }
@@ -317,7 +321,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       errs.push_back(std::fabs(num(*r, "prediction_error")));
       if (!std::isnan(num(*r, "thm38_error")))
         thm_errs.push_back(std::fabs(num(*r, "thm38_error")));
-      if (flag_codes(*r) != "-") flagged++;
+      if (!flag_codes(*r).empty()) flagged++;
     }
     if (!errs.empty()) {
       auto median = [](std::vector<double> v) {
