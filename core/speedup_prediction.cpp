@@ -32,10 +32,7 @@ int drafts_allowed(const AcceptanceRollout& r, int cap, double p_min) {
 }
 
 std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {
-  if (s.policy == "heuristic") return std::make_unique<GammaHfHeuristic>(s.gamma);
-  if (s.policy == "entropy") return std::make_unique<GammaEntropyGuided>(1, s.gamma, 0.5);
-  SPECLAB_INPUT_CHECK(s.policy == "fixed", "prediction: unknown gamma policy '", s.policy, "'");
-  return std::make_unique<GammaFixed>(s.gamma);
+  return gamma_policy_create(s.policy, s.gamma);  // the decoder's own factory
 }
 
 struct PromptTotals {

@@ -32,8 +32,8 @@ nlohmann::json group_settings(const ExperimentConfig& config, const Cell& c) {
 
 // Rollout depth and T(k) range a cell needs.
 void cell_needs(const Cell& c, int cost_curve_max_k, int* depth, int* k_max) {
-  if (!c.tree.empty()) {
-    const TreeShape shape = tree_shape_parse(c.tree, "sweep.tree");
+  if (c.tree.depth() > 0) {
+    const TreeShape& shape = c.tree;
     *depth = std::max(*depth, shape.depth());
     *k_max = std::max<int>(*k_max, static_cast<int>(shape.n_drafted()) + 1);
     return;
@@ -220,8 +220,8 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     out.prediction = predict_chain(prof.cost, configured, s);
     out.acceptance = acceptance_summarize(configured);
     out.alpha_ci = {out.acceptance.alpha_beta, out.acceptance.alpha_beta};
-  } else if (!cell.tree.empty()) {
-    const TreeShape shape = tree_shape_parse(cell.tree, "sweep.tree");
+  } else if (cell.tree.depth() > 0) {
+    const TreeShape& shape = cell.tree;
     s.gamma = shape.depth();
     s.tree_nodes = static_cast<int>(shape.n_drafted());
     out.model = "tree-approx";
@@ -247,7 +247,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     out.thm38_alpha = constant ? a[0] : (lo + hi) / 2;
   }
   const double alpha = std::min(out.thm38_alpha, 1.0 - 1e-12);
-  out.thm38_speedup = cell.tree.empty() ? theory_walltime_speedup(alpha, out.c, cell.gamma) : 0.0;
+  out.thm38_speedup = cell.tree.depth() == 0 ? theory_walltime_speedup(alpha, out.c, cell.gamma) : 0.0;
   return out;
 }
 
@@ -262,7 +262,7 @@ std::vector<PredictionGroupRow> CellPredictor::best_per_group(
     nlohmann::json k = {{"group", predictions[i].group},
                         {"p_min", c.p_min},
                         {"synthetic", c.synthetic_acceptance},
-                        {"tree", c.tree}};
+                        {"tree", c.tree.depth() > 0 ? c.tree.to_string() : ""}};
     const std::string key = experiment_hash_hex(k.dump()).substr(0, 12);
     auto [it, fresh] = groups.try_emplace(key);
     if (fresh) order.push_back(key);

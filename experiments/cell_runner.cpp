@@ -16,6 +16,7 @@
 #include "experiments/model_identity.h"
 #include "experiments/run_conditions.h"
 #include "experiments/run_flags.h"
+#include "experiments/round_trace.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
@@ -34,13 +35,6 @@ struct Sample {
   int64_t rounds = 0, drafted = 0, accepted = 0;
   bool outputs_match = false;
 };
-
-std::unique_ptr<GammaPolicy> make_policy(const Cell& cell) {
-  if (cell.gamma_policy == "heuristic") return std::make_unique<GammaHfHeuristic>(cell.gamma);
-  if (cell.gamma_policy == "entropy")
-    return std::make_unique<GammaEntropyGuided>(1, cell.gamma, 0.5);
-  return std::make_unique<GammaFixed>(cell.gamma);
-}
 
 // Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
 // prompt's repeats share its text, so they are not independent draws).
@@ -166,12 +160,12 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   spec.stop_rule.p_min = static_cast<float>(cell.p_min);
   spec.synthetic_accept = cell.synthetic_acceptance;  // empty = off
   const bool synthetic = !cell.synthetic_acceptance.empty();
-  const bool tree = !cell.tree.empty();
+  const bool tree = cell.tree.depth() > 0;
 
   // Tree cells (sweep.tree) run the tree decoder with the same draft sampling.
   TreeSpeculativeConfig tree_cfg;
   if (tree) {
-    tree_cfg.shape = tree_shape_parse(cell.tree, "sweep.tree");
+    tree_cfg.shape = cell.tree;
     tree_cfg.draft_sampling = spec.draft_sampling;
   }
   auto run_speculative = [&](const GenerationRequest& r) {
@@ -185,7 +179,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     wreq.prompt = ctx.prompts[static_cast<size_t>(w) % ctx.prompts.size()].ids;
     wreq.max_new_tokens = std::min<int64_t>(req.max_new_tokens, 8);
     generate_autoregressive(target, wreq);
-    auto policy = make_policy(cell);
+    auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
     spec.policy = policy.get();
     run_speculative(wreq);
   }
@@ -202,7 +196,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
       req.prompt = ctx.prompts[pi].ids;
       req.request_id = pi;  // same seed and request id for both: same random streams
-      auto policy = make_policy(cell);
+      auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
       spec.policy = policy.get();
       Sample s;
       s.prompt_id = ctx.prompts[pi].id;
@@ -211,6 +205,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
       if (baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       out = run_speculative(req);
+      if (ctx.trace) ctx.trace->write_cell(cell, s.prompt_id, rep, req, out, target.max_ctx());
       if (!baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       s.baseline_s = base.decode_s;
       s.baseline_tokens = static_cast<int64_t>(base.tokens.size());

@@ -33,6 +33,8 @@
 
 namespace speclab {
 
+class RoundTraceWriter;  // experiments/round_trace.h
+
 // Everything shared by the cells of one run.
 struct RunContext {
   const ExperimentConfig* config = nullptr;
@@ -48,6 +50,7 @@ struct RunContext {
   nlohmann::json run_static;                 // run_conditions_static()
   double baseline_reference_s = 0;           // the run's first measured baseline s/token
   std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: abandon the cell in flight
+  RoundTraceWriter* trace = nullptr;         // --trace: each speculative generation's rounds
 };
 
 // A drafter prepared for measurement, with its identity for the result rows.

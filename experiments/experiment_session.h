@@ -31,6 +31,8 @@ class ExperimentSession {
   nlohmann::json run_cell(const Cell& cell);
   // Predicts one cell from profiles only (enable_prediction first).
   CellPrediction predict_cell(const Cell& cell);
+  // Cells run from now on write their speculative rounds to `trace` (nullptr: none).
+  void set_trace(RoundTraceWriter* trace) { ctx_.trace = trace; }
 
  private:
   const ExperimentConfig& config_;

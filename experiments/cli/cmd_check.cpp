@@ -225,7 +225,7 @@ void register_check(CLI::App& app) {
   c->add_option("--baseline", a->baseline, "baseline results (JSONL)")->required();
   c->add_flag("--update", a->update, "rewrite the baseline from this run");
   c->add_flag("--two-sided", a->two_sided,
-              "fail on a rise of acceptance too (default: only a drop fails)");
+              "fail on a rise of acceptance too (one-sided: only a drop fails)");
   c->add_flag("--allow-missing-cells", a->allow_missing_cells,
               "report, but do not fail on, cells in only one of baseline and rerun");
   c->add_flag("--allow-model-change", a->allow_model_change,
@@ -233,7 +233,7 @@ void register_check(CLI::App& app) {
   c->add_flag("--json", a->json, "one JSON object per cell, then a verdict object");
   c->add_option("--junit", a->junit, "also write a JUnit XML report to FILE");
   c->add_option("--bands", a->bands,
-                "calibrated bands file (default: <baseline>.bands.json when it exists)");
+                "calibrated bands file; unset: <baseline>.bands.json when it exists");
   c->add_option("--calibrate", a->calibrate,
                 "re-run the cells under N seeds and write the tolerance bands");
   c->add_option("--set", a->set, "override a config key");

@@ -115,7 +115,7 @@ void predict_experiment(const PredictArgs& a) {
     const Cell& c = cells[i];
     const CellPrediction& p = predictions[i];
     std::printf("| %s | %g | %s | %s | %.3f | %.3f | %.3f | %.3f |\n", c.drafter.c_str(),
-                c.temperature, c.tree.empty() ? std::to_string(c.gamma).c_str() : c.tree.c_str(),
+                c.temperature, c.tree.depth() == 0 ? std::to_string(c.gamma).c_str() : c.tree.to_string().c_str(),
                 c.gamma_policy.c_str(), p.prediction.speedup, p.prediction.tokens_per_round,
                 p.acceptance.alpha_beta, p.c);
   }

@@ -22,6 +22,7 @@
 #include "experiments/progress_bar.h"
 #include "experiments/result_tables.h"
 #include "experiments/results_store.h"
+#include "experiments/round_trace.h"
 #include "experiments/sweep.h"
 
 namespace speclab {
@@ -32,7 +33,7 @@ std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
 struct RunArgs {
-  std::string config, out, shard = "0/1";
+  std::string config, out, shard = "0/1", trace;
   bool resume = false, no_plots = false;
   std::vector<std::string> set;
 };
@@ -75,6 +76,16 @@ void run_experiment(const RunArgs& a) {
   // Every cell is predicted from profiles before it is measured (cost-only runs measure
   // costs alone). The profiles land in DIR/profiles for `speclab predict --profiles DIR`.
   if (!cfg.measure.cost_only) session.enable_prediction(all, dir + "/profiles", false, nullptr);
+  std::unique_ptr<RoundTraceWriter> trace;  // --trace: every speculative round of the run
+  if (!a.trace.empty()) {
+    try {
+      trace = std::make_unique<RoundTraceWriter>(a.trace);
+    } catch (...) {
+      store.remove_if_empty();
+      throw;
+    }
+    session.set_trace(trace.get());
+  }
   std::fprintf(stderr, "speclab: %s: %zu cells (%zu in shard %d/%d, %zu already done)\n",
                cfg.name.c_str(), all.size(), cells.size(), shard.index, shard.count,
                cells.size() - todo.size());
@@ -101,6 +112,12 @@ void run_experiment(const RunArgs& a) {
   }
   bar.finish();
   std::signal(SIGINT, SIG_DFL);
+  if (trace) {
+    trace->close();
+    std::fprintf(stderr, "speclab: %lld rounds traced in %s (%lld tree generations not traced)\n",
+                 static_cast<long long>(trace->rounds_written()), a.trace.c_str(),
+                 static_cast<long long>(trace->skipped_tree_generations()));
+  }
 
   // Tables and plots from everything in the results file (other shards' rows included).
   const auto rows = results_read(store.results_path());
@@ -140,6 +157,8 @@ void register_run(CLI::App& app) {
   c->add_option("--shard", a->shard, "run shard I of N (0-based), e.g. 2/8");
   c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
   c->add_flag("--no-plots", a->no_plots, "skip the plots and the HTML report");
+  c->add_option("--trace", a->trace,
+                "write every speculative round to FILE (JSON lines; speclab simulate --replay)");
   c->callback([a] { run_experiment(*a); });
 }
 
