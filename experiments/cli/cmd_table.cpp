@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "experiments/cli/commands.h"
 #include "experiments/result_tables.h"
 #include "experiments/results_store.h"
@@ -60,13 +61,8 @@ void run_table(const TableArgs& a) {
                                                  : ".md";
     for (const auto& t : tables) {
       const std::string path = a.out + "/" + table_file_stem(t, several_configs) + ext;
-      const std::string tmp = path + ".tmp";
-      {
-        std::ofstream o(tmp, std::ios::trunc | std::ios::binary);
-        o << (f == TableFormat::kJson ? table_json(t).dump(1) + "\n" : table_render(t, f));
-        SPECLAB_INPUT_CHECK(o.good(), path, ": cannot write");
-      }
-      SPECLAB_INPUT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write");
+      output_file_write_atomic(
+          path, f == TableFormat::kJson ? table_json(t).dump(1) + "\n" : table_render(t, f));
       std::printf("%s\n", path.c_str());
     }
     return;
