@@ -108,19 +108,26 @@ void run_experiment(const RunArgs& a) {
 
   ProgressBar bar(static_cast<int>(todo.size()));
   int done = 0;
+  auto stop = [&]() {
+    bar.finish();
+    stop_signals_default();
+    const int sig = g_signal.load();
+    throw Interrupted(str_cat(sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted", "; ", done,
+                              " cells written to ", store.results_path(), " (rerun with --resume)"),
+                      128 + (sig > 0 ? sig : SIGINT));
+  };
   for (const Cell* c : todo) {
     nlohmann::json row;
     try {
       if (g_interrupted.load()) throw CellInterrupted{};
       row = session.run_cell(*c);
     } catch (const CellInterrupted&) {
-      bar.finish();
-      stop_signals_default();
-      const int sig = g_signal.load();
-      throw Interrupted(
-          str_cat(sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted", "; ", done,
-                  " cells written to ", store.results_path(), " (rerun with --resume)"),
-          128 + (sig > 0 ? sig : SIGINT));
+      stop();
+    } catch (const InputError&) {
+      // A cell cut short by the signal may fail on its partial measurement (nothing to
+      // predict from): it is the cell in flight being dropped, not bad input.
+      if (!g_interrupted.load()) throw;
+      stop();
     }
     store.append_row(row);
     done++;
