@@ -66,32 +66,40 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
     rec.draft_s = proposal.seconds;
     result.n_draft_calls += proposal.n_forward_calls;
 
-    // Verify: one target pass over [last, d1..dk] gives p for k+1 positions.
+    // Verify: one target pass over [last, d1..dk] gives p for k+1 positions. A GPU runner
+    // standardizes and verifies where the logits are (TokenRunner::verify_on_device); the
+    // host path below is the reference, and the one synthetic acceptance takes.
     auto tv = DecodeClock::now();
     batch.assign(1, context.back());
     batch.insert(batch.end(), proposal.tokens.begin(), proposal.tokens.end());
-    const float* logits = target.forward(batch.data(), n_draft + 1);
-    result.n_target_calls++;
-    rec.verify_s = seconds_since(tv);
-
-    auto ts = DecodeClock::now();
-    p.resize(static_cast<size_t>((n_draft + 1) * vocab));
-    for (int i = 0; i <= n_draft; i++)
-      sampling_standardize(p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
-    VerifyRound round;
-    round.n_draft = n_draft;
-    round.draft = proposal.tokens.data();
-    round.q = proposal.q.empty() ? nullptr : proposal.q.data();
-    round.p = p.data();
-    round.vocab = vocab;
+    const float* q = proposal.q.empty() ? nullptr : proposal.q.data();
     VerifyConfig vcfg;
     vcfg.greedy = greedy;
     vcfg.lenience = config.lenience;
-    const VerifyOutcome out =
-        config.synthetic_accept.empty()
-            ? speculative_verify(round, vcfg, base)
-            : speculative_verify_synthetic(round, config.synthetic_accept, greedy, base);
-    rec.sample_s = seconds_since(ts);
+    VerifyOutcome out;
+    result.n_target_calls++;
+    if (config.synthetic_accept.empty() &&
+        target.verify_on_device(batch.data(), n_draft, q, request.sampling, vcfg, base, &out)) {
+      rec.verify_s = seconds_since(tv);
+    } else {
+      const float* logits = target.forward(batch.data(), n_draft + 1);
+      rec.verify_s = seconds_since(tv);
+
+      auto ts = DecodeClock::now();
+      p.resize(static_cast<size_t>((n_draft + 1) * vocab));
+      for (int i = 0; i <= n_draft; i++)
+        sampling_standardize(p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
+      VerifyRound round;
+      round.n_draft = n_draft;
+      round.draft = proposal.tokens.data();
+      round.q = q;
+      round.p = p.data();
+      round.vocab = vocab;
+      out = config.synthetic_accept.empty()
+                ? speculative_verify(round, vcfg, base)
+                : speculative_verify_synthetic(round, config.synthetic_accept, greedy, base);
+      rec.sample_s = seconds_since(ts);
+    }
 
     // Roll the target back to the accepted prefix: its cache keeps [.., last, d1..dn].
     target.truncate(L + out.n_accepted);
