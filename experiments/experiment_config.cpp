@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/tree_verify.h"
+#include "models/formats/hf_hub_cache.h"
 #include "models/tokenizer/utf8.h"
 
 namespace fs = std::filesystem;
@@ -218,9 +219,17 @@ std::string resolve_path(const std::string& p, const fs::path& repo_root) {
   return (repo_root / p).lexically_normal().string();
 }
 
+// A Hugging Face model id ("org/name") that is not a local path (neither in the current
+// directory nor under the repository root) is kept as written: the loader looks it up in the
+// Hugging Face cache (models/formats/hf_hub_cache.h).
+bool is_hf_model_id(const std::string& spec, const fs::path& repo_root) {
+  std::error_code ec;
+  return hf_model_id_like(spec) && !fs::exists(spec, ec) && !fs::exists(repo_root / spec, ec);
+}
+
 // Model strings: synthetic:<shape> is not a path.
 std::string resolve_model(const std::string& spec, const fs::path& repo_root) {
-  if (starts_with(spec, "synthetic:")) return spec;
+  if (starts_with(spec, "synthetic:") || is_hf_model_id(spec, repo_root)) return spec;
   return resolve_path(spec, repo_root);
 }
 
@@ -486,7 +495,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
       p.chat_template = r.scalar_bool(m.get("chat_template"), "prompts.chat_template");
     if (m.has("tokenizer")) {
       const std::string spec = expanded(m.get("tokenizer"), "prompts.tokenizer");
-      p.tokenizer = ModelRef{spec, resolve_path(spec, repo_root)};
+      p.tokenizer = ModelRef{spec, resolve_model(spec, repo_root)};
     }
     c.prompts = p;
   }

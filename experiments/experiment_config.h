@@ -79,8 +79,9 @@
 // the current directory if it exists there, otherwise against the repository root (the
 // nearest ancestor of the config file's directory holding both CMakeLists.txt and configs/;
 // the config's own directory if there is none). Nothing is required to exist at load time:
-// model paths are opened by the run. Model strings starting with `synthetic:` and the
-// non-path drafters (lookup, self:) are kept as written.
+// model paths are opened by the run. Model strings starting with `synthetic:`, the non-path
+// drafters (lookup, self:) and Hugging Face model ids ("org/name" that is no local path; the
+// run finds them in the local HF cache, models/formats/hf_hub_cache.h) are kept as written.
 #pragma once
 
 #include <cstdint>

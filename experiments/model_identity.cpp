@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/formats/hf_hub_cache.h"
 
 namespace speclab {
 
@@ -47,8 +48,9 @@ std::string hash_files(const std::vector<std::string>& paths) {
 
 std::string file_sha256(const std::string& path) { return hash_files({path}); }
 
-nlohmann::json model_identity(const std::string& spec, const std::string& resolved_path,
+nlohmann::json model_identity(const std::string& spec, const std::string& path_as_resolved,
                               const LlamaModel& model) {
+  const std::string resolved_path = hf_resolve_model_path(path_as_resolved);  // org/name ids
   static std::map<std::string, std::string> cache;  // resolved path -> sha256
   namespace fs = std::filesystem;
   std::string sha = "synthetic";

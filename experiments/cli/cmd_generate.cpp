@@ -12,7 +12,9 @@
 #include "core/gamma_policy.h"
 #include "core/threads.h"
 #include "experiments/backend.h"
+#include "experiments/chat_template.h"
 #include "experiments/cli/commands.h"
+#include "experiments/round_trace.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
@@ -28,8 +30,11 @@ namespace {
 
 struct GenerateArgs {
   std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed", backend = "cpu";
-  std::string synthetic_acceptance;  // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
-  std::string tree;                  // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
+  std::string trace;                   // --trace FILE: the rounds, for speclab simulate --replay
+  std::string synthetic_acceptance;    // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
+  std::string tree;                    // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
+  std::string chat_template = "none";  // none | auto | chatml | llama3 (wraps --prompt)
+  std::vector<std::string> drafting_options_given;  // e.g. "--gamma": need --draft
   int gamma = 4, gamma_min = 1, gamma_max = 8, top_k = 0, threads = 0;
   float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
   double lenience = 1.0;
@@ -111,6 +116,16 @@ void run_generate(const GenerateArgs& a) {
   if (a.threads > 0) threads_set(a.threads);
   SPECLAB_INPUT_CHECK(a.prompt.empty() != a.prompt_ids.empty(),
                       "arguments: give exactly one of --prompt and --prompt-ids");
+  // Options of the drafting loop mean nothing without a drafter: refuse rather than ignore.
+  for (const std::string& option : a.drafting_options_given)
+    SPECLAB_INPUT_CHECK(!a.draft.empty(), option,
+                        ": needs --draft (without a drafter generation is autoregressive)");
+  SPECLAB_INPUT_CHECK(a.chat_template == "none" || a.chat_template == "auto" ||
+                          a.chat_template == "chatml" || a.chat_template == "llama3",
+                      "--chat-template: unknown chat template '", a.chat_template,
+                      "' (expected auto, none, chatml or llama3)");
+  SPECLAB_INPUT_CHECK(a.chat_template == "none" || a.prompt_ids.empty(),
+                      "--chat-template: wraps --prompt text; --prompt-ids are used as given");
   auto target = llama_load(a.target);
   std::unique_ptr<Tokenizer> override_tok;
   if (!a.tokenizer.empty()) override_tok = tokenizer_load(a.tokenizer);
@@ -139,7 +154,11 @@ void run_generate(const GenerateArgs& a) {
   } else {
     SPECLAB_INPUT_CHECK(tok != nullptr, a.target,
                         ": model has no tokenizer; pass --tokenizer PATH or use --prompt-ids");
-    req.prompt = tok->encode(a.prompt, !a.no_bos);
+    const std::string text =
+        a.chat_template == "none"
+            ? a.prompt
+            : chat_template_apply(*tok, a.prompt, a.chat_template, "--chat-template");
+    req.prompt = tok->encode(text, !a.no_bos);
   }
   req.max_new_tokens = a.max_new_tokens;
   req.sampling = SamplingParams{a.temperature, a.top_k, a.top_p};
@@ -152,6 +171,9 @@ void run_generate(const GenerateArgs& a) {
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
                       "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
                       runner.max_ctx(), " tokens (see --ctx)");
+  SPECLAB_INPUT_CHECK(a.trace.empty() || (!a.draft.empty() && a.tree.empty()),
+                      "--trace: records the rounds of chain speculation; it needs --draft and "
+                      "does not combine with --tree");
   GenerationResult res;
   std::unique_ptr<Drafter> drafter;
   AcceptanceStats stats;
@@ -186,6 +208,20 @@ void run_generate(const GenerateArgs& a) {
     cfg.policy = policy.get();
     res = generate_speculative(runner, *drafter, req, cfg);
     stats.add(res.rounds);
+  }
+
+  if (!a.trace.empty()) {
+    RoundTraceSource src;
+    src.fixed_gamma = a.gamma_policy == "fixed" ? a.gamma : 0;
+    src.max_ctx = runner.max_ctx();
+    try {
+      RoundTraceWriter trace(a.trace);
+      trace.write(req, res, src);
+      trace.close();
+    } catch (...) {
+      std::remove(a.trace.c_str());  // no partial trace
+      throw;
+    }
   }
 
   const double n = static_cast<double>(res.tokens.size());
@@ -298,10 +334,21 @@ void register_generate(CLI::App& app) {
   c->add_option("--threads", args->threads, "CPU threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   c->add_flag("--ignore-eos", args->ignore_eos, "do not stop at EOS");
+  c->add_option("--trace", args->trace,
+                "write every round to FILE (JSON lines, read by speclab simulate --replay)");
   c->add_flag("--json", args->json, "print one JSON object with tokens, text and stats");
   c->add_flag("--show-drafts", args->show_drafts,
               "mark accepted, [-rejected-] and {+target-sampled+} tokens");
-  c->callback([args] { run_generate(*args); });
+  c->add_option("--chat-template", args->chat_template,
+                "wrap --prompt in an instruct chat format: none | auto (by the tokenizer's "
+                "special tokens) | chatml | llama3");
+  c->callback([args, c] {
+    for (const char* name : {"--gamma", "--gamma-policy", "--gamma-min", "--gamma-max", "--p-min",
+                             "--lenience", "--draft-temperature", "--show-drafts"}) {
+      if (c->get_option(name)->count() > 0) args->drafting_options_given.push_back(name);
+    }
+    run_generate(*args);
+  });
 }
 
 }  // namespace speclab

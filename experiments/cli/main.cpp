@@ -8,6 +8,25 @@
 #include "core/error.h"
 #include "experiments/cli/commands.h"
 
+namespace {
+
+// Every verb's --help lists each option with its default: CLI11 prints "=VALUE" after the
+// type for captured defaults; flags and options whose default is "unset" get it in words.
+void describe_defaults(CLI::App& app) {
+  for (CLI::App* verb : app.get_subcommands({})) {
+    for (CLI::Option* opt : verb->get_options({})) {
+      if (opt == verb->get_help_ptr() || opt->get_required() || opt->get_positional()) continue;
+      if (opt->get_expected_max() == 0) {  // a flag
+        opt->description(opt->get_description() + " [default: off]");
+      } else if (opt->get_default_str().empty()) {
+        opt->description(opt->get_description() + " [default: unset]");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // OpenMP threads that spin at barriers are catastrophic on a shared machine (a decode step
   // of a loaded 2-core box ran 10-50x slower). libgomp reads OMP_WAIT_POLICY when it loads,
@@ -20,6 +39,7 @@ int main(int argc, char** argv) {
   CLI::App app{"speclab: a laboratory for speculative decoding"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("speclab ") + SPECLAB_GIT_COMMIT);
+  app.option_defaults()->always_capture_default();  // the verbs inherit this
   speclab::register_generate(app);
   speclab::register_inspect(app);
   speclab::register_tokenize(app);
@@ -29,6 +49,7 @@ int main(int argc, char** argv) {
   speclab::register_check(app);
   speclab::register_ngram(app);
   speclab::register_merge(app);
+  describe_defaults(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

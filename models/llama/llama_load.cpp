@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "models/formats/gguf.h"
+#include "models/formats/hf_hub_cache.h"
 #include "models/formats/safetensors.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_synthetic.h"
@@ -467,12 +468,14 @@ void synthetic_check_memory(const std::string& spec) {
 
 }  // namespace
 
-std::unique_ptr<LlamaModel> llama_load(const std::string& path) {
+std::unique_ptr<LlamaModel> llama_load(const std::string& path_as_written) {
   const std::string synthetic_prefix = "synthetic:";
-  if (path.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0) {
-    synthetic_check_memory(path.substr(synthetic_prefix.size()));
-    return llama_make_synthetic(path.substr(synthetic_prefix.size()));
+  if (path_as_written.compare(0, synthetic_prefix.size(), synthetic_prefix) == 0) {
+    synthetic_check_memory(path_as_written.substr(synthetic_prefix.size()));
+    return llama_make_synthetic(path_as_written.substr(synthetic_prefix.size()));
   }
+  // "org/name" that is not a local path: the snapshot in the Hugging Face cache.
+  const std::string path = hf_resolve_model_path(path_as_written);
   if (path_is_dir(path)) return llama_load_hf_dir(path);
   SPECLAB_INPUT_CHECK(path_is_file(path), path,
                       ": no such file or directory (expected an HF model directory, a .gguf "

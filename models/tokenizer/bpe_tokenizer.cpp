@@ -65,7 +65,6 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
   }
 
   byte_fallback_ids_.assign(256, -1);
-  const auto& alphabet = ByteLevelAlphabet::instance();
   for (int b = 0; b < 256; ++b) {
     byte_fallback_ids_[b] = id_of_piece(byte_token_text(static_cast<unsigned char>(b)));
     if (byte_fallback_ids_[b] >= 0) byte_of_fallback_id_[byte_fallback_ids_[b]] = b;

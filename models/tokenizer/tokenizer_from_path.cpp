@@ -4,12 +4,15 @@
 
 #include "core/error.h"
 #include "models/formats/gguf.h"
+#include "models/formats/hf_hub_cache.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
 
-std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path) {
+std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path_as_written) {
   namespace fs = std::filesystem;
+  // "org/name" that is not a local path: the snapshot in the Hugging Face cache.
+  const std::string path = hf_resolve_model_path(path_as_written);
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     for (const char* name : {"tokenizer.json", "tokenizer.model"}) {

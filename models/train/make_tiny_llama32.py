@@ -17,7 +17,7 @@ config.json is rewritten in the format of the real meta-llama/Llama-3.2-1B confi
 (it writes `rope_parameters`); the script checks that transformers reads it back identically.
 
 The tokenizer is deliberately not copied here (Llama 3 Community License): tests pass
-../shared/data/llama3-tokenizer separately.
+the Llama 3 tokenizer.json separately (see docs/models-and-tokenizers.md).
 
 Run from the repository root:  nice -n 10 /opt/speclab-venv/bin/python models/train/make_tiny_llama32.py
 """

@@ -10,7 +10,7 @@ import os
 import sentencepiece as spm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.path.join(HERE, "../../../shared/data/corpus/moby-dick")
+CORPUS = os.path.join(HERE, "../../tests/data/corpus/moby-dick")
 OUT_PREFIX = os.path.join(HERE, "../../tests/data/tiny_spm_bpe")
 
 

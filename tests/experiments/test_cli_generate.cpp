@@ -2,9 +2,11 @@
 // for every drafter, JSON stats are consistent, and each bad input exits 2 with one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "tests/experiments/cli_runner.h"
+#include "tests/external_test_data.h"
 
 namespace speclab {
 namespace {
@@ -15,8 +17,8 @@ using testing_util::run_speclab;
 const auto& have = testing_util::file_exists;
 
 const std::string kTiny = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny-llama32";
-const std::string kLlama3Tok =
-    std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
+const std::string kSpm = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny_spm_bpe.model";
+const std::string kLlama3Tok = speclab::testing::external_data("llama3-tokenizer/tokenizer.json");
 
 // The greedy continuation of the golden "plain" SmolLM2 prompt, autoregressive and with each
 // drafter, must be transformers' token for token (tests/golden/smollm2.json).
@@ -47,7 +49,8 @@ TEST(CliGenerate, SmolLM2GreedyMatchesTransformersForEveryDrafter) {
 }
 
 TEST(CliGenerate, TinyLlama32WithSeparateTokenizer) {
-  if (!have(kLlama3Tok)) GTEST_SKIP() << kLlama3Tok << " absent";
+  if (kLlama3Tok.empty())
+    GTEST_SKIP() << speclab::testing::external_data_skip_reason("llama3-tokenizer/tokenizer.json");
   const CliResult r = run_speclab("generate --target '" + kTiny + "' --tokenizer '" + kLlama3Tok +
                                   "' --prompt 'Hello world' --max-new-tokens 8 --seed 3 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -124,6 +127,24 @@ TEST(CliGenerate, BadInputExitsTwoWithOneLine) {
        "--synthetic-acceptance: '0.5,'"},
       {"synthetic no draft", t + "--prompt-ids 1 --synthetic-acceptance 0.5",
        "--synthetic-acceptance: needs --draft"},
+      // Options of the drafting loop without a drafter are refused, not ignored.
+      {"gamma no draft", t + "--prompt-ids 1 --gamma 4", "--gamma: needs --draft"},
+      {"policy no draft", t + "--prompt-ids 1 --gamma-policy heuristic",
+       "--gamma-policy: needs --draft"},
+      {"lenience no draft", t + "--prompt-ids 1 --lenience 0.5", "--lenience: needs --draft"},
+      {"p-min no draft", t + "--prompt-ids 1 --p-min 0.2", "--p-min: needs --draft"},
+      {"draft temperature no draft", t + "--prompt-ids 1 --draft-temperature 0.5",
+       "--draft-temperature: needs --draft"},
+      {"unknown chat template", t + "--prompt hi --chat-template fancy",
+       "--chat-template: unknown chat template 'fancy' (expected auto, none, chatml or llama3)"},
+      {"chat template with ids", t + "--prompt-ids 1 --chat-template auto",
+       "--chat-template: wraps --prompt text"},
+      {"tokenizer without chat format",
+       t + "--tokenizer '" + kSpm + "' --prompt hi --chat-template auto",
+       "--chat-template: the tokenizer has no known chat format"},
+      {"tokenizer without llama3 tokens",
+       t + "--tokenizer '" + kSpm + "' --prompt hi --chat-template llama3",
+       "--chat-template: llama3 needs the tokenizer's <|start_header_id|> special token"},
   };
   for (const auto& c : cases) {
     const CliResult r = run_speclab(c.args);
@@ -132,6 +153,34 @@ TEST(CliGenerate, BadInputExitsTwoWithOneLine) {
     EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.what << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.what;
   }
+}
+
+// --chat-template wraps --prompt like prompts.chat_template does for run: "auto" finds
+// SmolLM2's ChatML tokens, "chatml" names them, "none" leaves the text alone.
+TEST(CliGenerate, ChatTemplateWrapsThePrompt) {
+  const std::string gguf = testing_util::smollm2_gguf();
+  if (!have(gguf)) GTEST_SKIP() << gguf << " absent: run `bash .ci/install`";
+  auto prompt_of = [&](const std::string& tmpl) {
+    const CliResult r = run_speclab("generate --target '" + gguf +
+                                    "' --prompt Hi --max-new-tokens 1 --temperature 0 --json" +
+                                    (tmpl.empty() ? "" : " --chat-template " + tmpl));
+    EXPECT_EQ(r.exit_code, 0) << tmpl << ": " << r.err;
+    return nlohmann::json::parse(r.out)["prompt_tokens"].get<std::vector<int32_t>>();
+  };
+  const auto plain = prompt_of(""), none = prompt_of("none");
+  const auto chatml = prompt_of("chatml"), automatic = prompt_of("auto");
+  EXPECT_EQ(plain, none);
+  EXPECT_EQ(chatml, automatic);
+  const CliResult im_start =
+      run_speclab("tokenize --tokenizer '" + gguf + "' --text '<|im_start|>' --no-bos");
+  ASSERT_EQ(im_start.exit_code, 0) << im_start.err;
+  const int32_t im_start_id = std::stoi(im_start.out);
+  EXPECT_EQ(std::count(chatml.begin(), chatml.end(), im_start_id), 2);  // user, assistant
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), im_start_id), 0);
+  const CliResult llama3 = run_speclab("generate --target '" + gguf +
+                                       "' --prompt Hi --max-new-tokens 1 --chat-template llama3");
+  EXPECT_EQ(llama3.exit_code, 2);
+  EXPECT_TRUE(llama3.one_line_error()) << llama3.err;
 }
 
 TEST(CliGenerate, DraftWithAnotherVocabularyIsRefused) {

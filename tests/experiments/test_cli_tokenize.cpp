@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tests/experiments/cli_runner.h"
+#include "tests/external_test_data.h"
 
 namespace speclab {
 namespace {
@@ -21,11 +22,10 @@ TokenizeRun run_tokenize(const std::string& args) {
   return testing_util::run_speclab("tokenize " + args);
 }
 
-const std::string kLlama3Json =
-    std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
-
 TEST(CliTokenize, Llama3TokenizerJson) {
-  if (!std::filesystem::exists(kLlama3Json)) GTEST_SKIP() << "shared data absent: " << kLlama3Json;
+  const std::string kLlama3Json = testing::external_data("llama3-tokenizer/tokenizer.json");
+  if (kLlama3Json.empty())
+    GTEST_SKIP() << testing::external_data_skip_reason("llama3-tokenizer/tokenizer.json");
   const auto r = run_tokenize("--tokenizer '" + kLlama3Json + "' --text 'Hello world'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "128000 9906 1917\n");
@@ -35,8 +35,9 @@ TEST(CliTokenize, Llama3TokenizerJson) {
   EXPECT_EQ(no_bos.out, "9906 1917\n");
 
   // A model directory works too (it holds tokenizer.json).
-  const auto dir = run_tokenize("--tokenizer '" + std::string(SPECLAB_SHARED_DATA) +
-                                "/llama3-tokenizer' --text 'Hello world' --json");
+  const auto dir =
+      run_tokenize("--tokenizer '" + std::filesystem::path(kLlama3Json).parent_path().string() +
+                   "' --text 'Hello world' --json");
   ASSERT_EQ(dir.exit_code, 0) << dir.err;
   const auto json = nlohmann::json::parse(dir.out);
   EXPECT_EQ(json.at("ids"), nlohmann::json::parse("[128000, 9906, 1917]"));

@@ -9,6 +9,7 @@
 
 #include "core/mapped_file.h"
 #include "models/formats/gguf.h"
+#include "tests/external_test_data.h"
 #include "tests/formats/expect_input_error.h"
 #include "tests/formats/file_writers.h"
 
@@ -480,10 +481,10 @@ TEST(Gguf, RealSmolLM2File) {
 }
 
 TEST(Gguf, RealLlama2VocabOnlyFile) {
-  const std::string path =
-      std::string(SPECLAB_SHARED_DATA) + "/llama2-spm-vocab/ggml-vocab-llama-spm.gguf";
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) GTEST_SKIP() << path << " absent (shared data)";
+  const std::string path = testing::external_data("llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+  if (path.empty())
+    GTEST_SKIP() << testing::external_data_skip_reason(
+        "llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
   auto g = GgufFile::open(path);
   EXPECT_EQ(g->get_string("tokenizer.ggml.model"), "llama");
   EXPECT_EQ(g->get_string_array("tokenizer.ggml.tokens").size(), 32000u);

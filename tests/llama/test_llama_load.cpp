@@ -10,6 +10,7 @@
 #include <random>
 
 #include "models/llama/llama_model.h"
+#include "tests/external_test_data.h"
 #include "tests/formats/expect_input_error.h"
 #include "tests/formats/file_writers.h"
 
@@ -262,9 +263,9 @@ TEST(LlamaLoadHf, BadModelsCatalogue) {
 // tokenizer.json is picked up from the directory; its 128,256 tokens do not fit the
 // 100-row embedding table of the tiny model, which must be an error, not a later crash.
 TEST(LlamaLoadHf, TokenizerLargerThanEmbeddingTable) {
-  const std::string tok = std::string(SPECLAB_SHARED_DATA) + "/llama3-tokenizer/tokenizer.json";
-  struct stat st;
-  if (stat(tok.c_str(), &st) != 0) GTEST_SKIP() << tok << " absent (shared data)";
+  const std::string tok = testing::external_data("llama3-tokenizer/tokenizer.json");
+  if (tok.empty())
+    GTEST_SKIP() << testing::external_data_skip_reason("llama3-tokenizer/tokenizer.json");
   TempDir dir;
   std::map<std::string, std::vector<float>> values;
   write_hf_dir(dir, tiny_config(), tiny_tensors(&values));
@@ -398,10 +399,10 @@ TEST(LlamaLoadGguf, BadModels) {
 }
 
 TEST(LlamaLoadGguf, VocabOnlyFileIsNotAModel) {
-  const std::string path =
-      std::string(SPECLAB_SHARED_DATA) + "/llama2-spm-vocab/ggml-vocab-llama-spm.gguf";
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) GTEST_SKIP() << path << " absent (shared data)";
+  const std::string path = testing::external_data("llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+  if (path.empty())
+    GTEST_SKIP() << testing::external_data_skip_reason(
+        "llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
   expect_input_error([&] { llama_load(path); }, {path, "'token_embd.weight' missing"});
 }
 

@@ -17,7 +17,7 @@
 namespace speclab {
 namespace {
 
-using testing::shared_data;
+using testing::external_data;
 
 const std::string kSpmGguf = "llama2-spm-vocab/ggml-vocab-llama-spm.gguf";
 
@@ -26,7 +26,8 @@ std::string smollm2_path() {
   return std::string(home ? home : "/root") + "/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-// Encodes Moby-Dick whole and every tenth SOTU address; each must decode to itself.
+// Encodes Moby-Dick whole and the shipped SOTU addresses (every tenth, tests/data/corpus); each
+// must decode to itself.
 void expect_corpus_round_trip(const Tokenizer& tokenizer, const char* label) {
   std::string moby;
   for (const auto& f : testing::corpus_files("moby-dick")) {
@@ -42,7 +43,8 @@ void expect_corpus_round_trip(const Tokenizer& tokenizer, const char* label) {
   EXPECT_LT(seconds, 5.0);
   EXPECT_EQ(tokenizer.decode(ids), moby);
   const auto sotu = testing::corpus_files("sotu");
-  for (size_t i = 0; i < sotu.size(); i += 10) {
+  ASSERT_FALSE(sotu.empty());
+  for (size_t i = 0; i < sotu.size(); ++i) {
     const std::string text = testing::read_file_bytes(sotu[i]);
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(text, false)), text) << sotu[i];
   }
@@ -51,10 +53,9 @@ void expect_corpus_round_trip(const Tokenizer& tokenizer, const char* label) {
 class SpmGgufTokenizer : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(shared_data(kSpmGguf))) {
-      GTEST_SKIP() << "shared data absent: " << shared_data(kSpmGguf);
-    }
-    gguf_ = GgufFile::open(shared_data(kSpmGguf));
+    if (external_data(kSpmGguf).empty())
+      GTEST_SKIP() << testing::external_data_skip_reason(kSpmGguf);
+    gguf_ = GgufFile::open(external_data(kSpmGguf));
     tokenizer_ = tokenizer_from_gguf(*gguf_);
   }
   std::unique_ptr<GgufFile> gguf_;
@@ -62,8 +63,8 @@ class SpmGgufTokenizer : public ::testing::Test {
 };
 
 TEST_F(SpmGgufTokenizer, MatchesLlamaCppVectors) {
-  const auto vectors =
-      testing::read_vocab_vectors(shared_data(kSpmGguf + ".inp"), shared_data(kSpmGguf + ".out"));
+  const auto vectors = testing::read_vocab_vectors(external_data(kSpmGguf + ".inp"),
+                                                   external_data(kSpmGguf + ".out"));
   ASSERT_EQ(vectors.size(), 46u);
   int n_match = 0;
   for (const auto& v : vectors) {
@@ -277,10 +278,8 @@ namespace {
 // The SPM encoder cuts text into words at "▁" runs when no piece spans such a cut; adding
 // one piece that does ("x▁y") forces the whole-fragment merge loop. Both must agree.
 TEST(SpmVocabTokenizerTest, WordCutsMatchWholeFragmentMerging) {
-  if (!std::filesystem::exists(shared_data(kSpmGguf))) {
-    GTEST_SKIP() << "shared data absent: " << shared_data(kSpmGguf);
-  }
-  auto gguf = GgufFile::open(shared_data(kSpmGguf));
+  if (external_data(kSpmGguf).empty()) GTEST_SKIP() << testing::external_data_skip_reason(kSpmGguf);
+  auto gguf = GgufFile::open(external_data(kSpmGguf));
   SpmVocabulary vocab;
   vocab.source = gguf->path();
   vocab.pieces = gguf->get_string_array("tokenizer.ggml.tokens");

@@ -11,11 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace speclab::testing {
+#include "tests/external_test_data.h"
 
-inline std::string shared_data(const std::string& relative) {
-  return std::string(SPECLAB_SHARED_DATA) + "/" + relative;
-}
+namespace speclab::testing {
 
 inline std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -65,10 +63,11 @@ inline std::vector<VocabVector> read_vocab_vectors(const std::string& inp_path,
   return vectors;
 }
 
-// The corpus files of one subfolder ("moby-dick", "sotu"), sorted by name.
+// The shipped corpus files of one subfolder ("moby-dick", "sotu"), sorted by name
+// (tests/data/corpus, public domain, see its README).
 inline std::vector<std::string> corpus_files(const std::string& subfolder) {
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(shared_data("corpus/" + subfolder))) {
+  for (const auto& e : std::filesystem::directory_iterator(shipped_data("corpus/" + subfolder))) {
     files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());

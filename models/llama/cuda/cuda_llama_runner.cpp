@@ -167,6 +167,9 @@ const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, b
 bool CudaLlamaRunner::verify_on_device(const int32_t* batch, int n_draft, const float* q,
                                        const SamplingParams& sampling, const VerifyConfig& config,
                                        RngKey base, VerifyOutcome* out) {
+  // Greedy lenience (paper A.5) needs the raw softmax beside the one-hot p, which this
+  // round does not compute: the host path handles it.
+  if (config.greedy && config.lenience < 1.0) return false;
   const int64_t vocab = config_.vocab_size;
   const int64_t n_rows = n_draft + 1;
   // Host checks before any device work (same messages as the host path).

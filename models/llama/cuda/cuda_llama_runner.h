@@ -38,6 +38,7 @@ class CudaLlamaRunner : public TokenRunner {
 
   // The device round: forward_device -> cuda_sampling_standardize -> cuda_speculative_verify,
   // so only the verify record crosses to the host (a host q is uploaded first). Synchronizes.
+  // Declines (false) greedy lenience < 1, whose rule reads the raw softmax.
   bool verify_on_device(const int32_t* batch, int n_draft, const float* q,
                         const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
                         VerifyOutcome* out) override;
