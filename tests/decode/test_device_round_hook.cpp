@@ -140,9 +140,9 @@ TEST(DeviceRoundHook, DecoderUsesTheHooksOutcome) {
   EXPECT_LT(honest.rounds.size(), rejected.rounds.size());
 }
 
-// Synthetic acceptance decides on the host (Bernoulli(alpha) from its own stream): the hook
-// is not asked.
-TEST(DeviceRoundHook, SyntheticAcceptanceStaysOnTheHost) {
+// Synthetic acceptance decides on the host (Bernoulli(alpha) from its own stream), and greedy
+// lenience reads the raw softmax the device round lacks: the hook is not asked for either.
+TEST(DeviceRoundHook, SyntheticAcceptanceAndGreedyLenienceStayOnTheHost) {
   threads_set(1);
   const int64_t vocab = 64;
   decode_test::Pair pair(vocab);
@@ -153,14 +153,20 @@ TEST(DeviceRoundHook, SyntheticAcceptanceStaysOnTheHost) {
   req.prompt = decode_test::prompts(vocab)[2];
   req.max_new_tokens = 16;
   req.sampling.temperature = 0;
-  SpeculativeConfig cfg;
-  cfg.gamma = 3;
-  cfg.draft_sampling.temperature = 0;
-  cfg.synthetic_accept = {0.7};
-  const GenerationResult ref = generate_speculative(host, drafter, req, cfg);
-  const GenerationResult got = generate_speculative(hooked, drafter, req, cfg);
-  expect_same_rounds(ref, got);
-  EXPECT_EQ(hooked.calls, 0);
+  SpeculativeConfig synthetic;
+  synthetic.gamma = 3;
+  synthetic.draft_sampling.temperature = 0;
+  synthetic.synthetic_accept = {0.7};
+  SpeculativeConfig lenient;
+  lenient.gamma = 3;
+  lenient.draft_sampling.temperature = 0;
+  lenient.lenience = 0.5;
+  for (const SpeculativeConfig& cfg : {synthetic, lenient}) {
+    const GenerationResult ref = generate_speculative(host, drafter, req, cfg);
+    const GenerationResult got = generate_speculative(hooked, drafter, req, cfg);
+    expect_same_rounds(ref, got);
+    EXPECT_EQ(hooked.calls, 0);
+  }
 }
 
 // The default hook declines and touches nothing: a plain runner keeps its cache.
