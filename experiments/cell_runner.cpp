@@ -30,13 +30,6 @@ struct Sample {
   bool outputs_match = false;
 };
 
-std::unique_ptr<GammaPolicy> make_policy(const Cell& cell) {
-  if (cell.gamma_policy == "heuristic") return std::make_unique<GammaHfHeuristic>(cell.gamma);
-  if (cell.gamma_policy == "entropy")
-    return std::make_unique<GammaEntropyGuided>(1, cell.gamma, 0.5);
-  return std::make_unique<GammaFixed>(cell.gamma);
-}
-
 // Percentile bootstrap over prompts of the ratio of per-token times.
 Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double confidence,
                            uint64_t seed) {
@@ -147,13 +140,13 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
 
   // Tree cells (sweep.tree) run the tree decoder with the same draft sampling.
   TreeSpeculativeConfig tree_cfg;
-  if (!cell.tree.empty()) {
-    tree_cfg.shape = tree_shape_parse(cell.tree, "sweep.tree");
+  if (cell.tree.depth() > 0) {
+    tree_cfg.shape = cell.tree;
     tree_cfg.draft_sampling = spec.draft_sampling;
   }
   auto run_speculative = [&](const GenerationRequest& r) {
-    return cell.tree.empty() ? generate_speculative(target, drafter, r, spec)
-                             : generate_tree_speculative(target, drafter, r, tree_cfg);
+    return cell.tree.depth() == 0 ? generate_speculative(target, drafter, r, spec)
+                                  : generate_tree_speculative(target, drafter, r, tree_cfg);
   };
 
   // Warmup: short untimed runs of both.
@@ -162,7 +155,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     wreq.prompt = ctx.prompts[static_cast<size_t>(w) % ctx.prompts.size()].ids;
     wreq.max_new_tokens = std::min<int64_t>(req.max_new_tokens, 8);
     generate_autoregressive(target, wreq);
-    auto policy = make_policy(cell);
+    auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
     spec.policy = policy.get();
     run_speculative(wreq);
   }
@@ -180,7 +173,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
       req.prompt = ctx.prompts[pi].ids;
       req.request_id = pi;  // same seed and request id for both: same random streams
-      auto policy = make_policy(cell);
+      auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
       spec.policy = policy.get();
       Sample s;
       s.prompt_id = ctx.prompts[pi].id;
@@ -271,7 +264,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   // Acceptance.
   const double alpha = acc.alpha_beta();
   row["alpha_empirical"] = acc.alpha_empirical();
-  const bool tree = !cell.tree.empty();
+  const bool tree = cell.tree.depth() > 0;
   if (!tree) row["alpha_beta"] = alpha;  // tree rounds record no beta (Corollary 3.6 is per chain)
   const double a_hat = acc.alpha_empirical();
   row["alpha_se"] = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
