@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "models/decode/decode_counters.h"
 
 namespace speclab {
 
@@ -37,6 +38,7 @@ bool decode_commit_token(const GenerationRequest& request, int32_t token,
 
 GenerationResult decode_loop(TokenRunner& target, Drafter& drafter,
                              const GenerationRequest& request, const DecodeRound& round) {
+  decode_count_speculative_generation();
   decode_check_prompt(request, target);
   decode_check_drafter(drafter, target);
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());

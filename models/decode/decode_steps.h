@@ -48,8 +48,9 @@ struct DecodeRoundInput {
   bool greedy;  // target temperature 0
 };
 
-// One round: drafts, runs the target once, verifies, and leaves the target's cache holding
-// context[0..L-1) plus the accepted drafts. Fills rec: n_draft, the verify outcome
+// One round: drafts, runs the target once (feeding the last committed token first), verifies,
+// and leaves the target's cache holding all L context tokens plus the accepted drafts (the
+// correction or bonus token is fed by the next round). Fills rec: n_draft, the verify outcome
 // (n_accepted, next_token, bonus, ...), drafted (its first n_accepted ids are the accepted
 // ones, in order), timings; adds the draft model's forward calls to *n_draft_calls.
 // Returns false, having done nothing, when the context is full.
