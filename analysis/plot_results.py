@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""Plots and an index page for one speclab results directory.
+"""Plots, an index page and the HTML report for one speclab results directory.
 
     python3 analysis/plot_results.py RESULTS_DIR
 
-Reads RESULTS_DIR/results.jsonl (one flat JSON row per cell, as `speclab run` writes it) and
-nothing else except RESULTS_DIR/tables.md, which is copied into the index when present.
-Writes PNG and SVG under RESULTS_DIR/plots/ and RESULTS_DIR/index.md:
+Reads RESULTS_DIR/results.jsonl (one flat JSON row per cell, as `speclab run` writes it), and
+when present predictions.jsonl (`speclab predict`), tables.md, config.yaml and
+config.resolved.json. Writes PNG and SVG under RESULTS_DIR/plots/, RESULTS_DIR/index.md and
+the self-contained report RESULTS_DIR/index.html (report_html.py). One colour per drafter in
+every figure (result_rows.drafter_colors):
 
-  speedup_vs_gamma      measured speedup (bootstrap interval error bars) and the Theorem 3.8
-                        and refined predictions, per drafter (rows) and temperature (columns)
-  predicted_vs_measured both predictions against the measurement, with the y = x line
-  acceptance_by_position  conditional acceptance at draft position i, per drafter/temperature
-  time_breakdown        draft / verify / sample seconds per round, stacked, one bar per cell
+  speedup_vs_gamma      measured speedup (bootstrap interval) with the prediction (dashed) and
+                        Theorem 3.8 (dotted), one panel per temperature on a shared y-axis;
+                        with a single gamma, the drafters side by side instead
+  predicted_vs_measured the summary: every cell's predicted speedup against its measurement
+  acceptance_by_position  conditional acceptance at draft position i, counts pooled over
+                        gamma, 95% Wilson band, the counts in the legend
+  time_breakdown        draft / verify / sample / rest milliseconds per generated token, one
+                        bar per cell, the target-alone (baseline) time per token marked
   predicted_grid        cost-only rows: predicted speedup vs gamma for several alphas
                         (Theorem 3.8 dashed, refined solid)
   target_tk_ratio       the target's verification cost curve T(k)/T(1)
@@ -19,17 +24,21 @@ Writes PNG and SVG under RESULTS_DIR/plots/ and RESULTS_DIR/index.md:
 Missing fields are skipped (rows from runs without a baseline have no speedup; cost-only rows
 have no acceptance). Exit codes: 0 written, or nothing to plot (said on stderr); 1 matplotlib
 missing (a python3 without it reruns the script once under /usr/bin/python3, where Debian's
-python3-matplotlib lives); 2 bad input (missing directory or results file, a malformed row),
-one line on stderr naming the file and line. As in speclab's own reader, text after the last newline (a row torn
-by a killed run) is ignored.
+python3-matplotlib lives; index.html is still written, with the tables and without figures);
+2 bad input (missing directory or results file, a malformed row in results.jsonl or
+predictions.jsonl), one line on stderr naming the file and line. As in speclab's own reader,
+text after the last newline (a row torn by a killed run) is ignored.
 """
 
-import json
-import math
 import os
 import sys
 
-PROG = "plot_results"
+from result_rows import (BadInput, FIELD_LABELS, PROG, die, drafter_colors, drafter_of, field,
+                         field_key, field_list, fmt_value, is_cost_only, merge_predictions, num,
+                         num_list, panel_varying_keys, read_predictions, read_rows, same_temp,
+                         series_label, temp_of, temperatures, wilson)
+import report_html
+
 PLOT_NAMES = [
     "speedup_vs_gamma",
     "predicted_vs_measured",
@@ -38,140 +47,7 @@ PLOT_NAMES = [
     "predicted_grid",
     "target_tk_ratio",
 ]
-# Cell parameters other than drafter / temperature / gamma; those that vary within a results
-# file split a panel into separate series.
-SERIES_KEYS = [
-    "experiment",
-    "draft_temperature",
-    "top_k",
-    "top_p",
-    "lenience",
-    "gamma_policy",
-    "p_min",
-    "synthetic_acceptance",  # absent (None) when off
-]
-
-
-class BadInput(Exception):
-    pass
-
-
-def die(msg, code):
-    sys.stderr.write("%s: %s\n" % (PROG, msg))
-    sys.exit(code)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading
-
-
-def read_rows(results_dir):
-    if not os.path.isdir(results_dir):
-        raise BadInput("%s: not a directory (expected a results directory)" % results_dir)
-    path = os.path.join(results_dir, "results.jsonl")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise BadInput("%s: cannot open results file: %s" % (path, e.strerror or e))
-    complete = data[: data.rfind(b"\n") + 1]  # a torn last line (no newline) is ignored
-    rows = []
-    for lineno, raw in enumerate(complete.split(b"\n")[:-1] if complete else [], start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise BadInput("%s:%d: not a valid JSON row (%s)" % (path, lineno, str(e).splitlines()[0]))
-        if not isinstance(row, dict):
-            raise BadInput("%s:%d: expected a JSON object, got %s" % (path, lineno, type(row).__name__))
-        rows.append(row)
-    torn = len(data) - len(complete)
-    if data[len(complete):].strip():
-        sys.stderr.write("%s: %s: ignoring %d bytes after the last newline (a torn row)\n"
-                         % (PROG, path, torn))
-    return rows
-
-
-def num(row, key):
-    """row[key] as a finite float, or None."""
-    v = row.get(key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
-def num_list(row, key):
-    """row[key] as a list of floats (None for non-numbers), or None when absent / not a list."""
-    v = row.get(key)
-    if not isinstance(v, list):
-        return None
-    out = []
-    for x in v:
-        if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x):
-            out.append(float(x))
-        else:
-            out.append(None)
-    return out
-
-
-def fmt_value(v):
-    if isinstance(v, float):
-        return "%g" % v
-    if v is None:  # an optional cell parameter that is off (synthetic_acceptance)
-        return "off"
-    if isinstance(v, list):
-        return "/".join(fmt_value(x) for x in v)
-    return str(v)
-
-
-def drafter_of(row):
-    d = row.get("drafter")
-    if d is None:
-        d = row.get("draft_name", row.get("drafter_spec", "?"))
-    return str(d)
-
-
-def temp_of(row):
-    t = num(row, "temperature")
-    return t if t is not None else float("nan")
-
-
-def varying_keys(rows):
-    keys = []
-    for k in SERIES_KEYS:
-        vals = {json.dumps(r.get(k), sort_keys=True) for r in rows}
-        if len(vals) > 1:
-            keys.append(k)
-    return keys
-
-
-def panel_varying_keys(rows):
-    """SERIES_KEYS that vary among rows sharing a drafter and temperature (what tells a
-    panel's series apart; a draft temperature that follows the temperature does not)."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((drafter_of(r), json.dumps(r.get("temperature"))), []).append(r)
-    keys = set()
-    for grp in groups.values():
-        keys.update(varying_keys(grp))
-    return [k for k in SERIES_KEYS if k in keys]
-
-
-def series_label(row, keys):
-    return ", ".join("%s=%s" % (k, fmt_value(row.get(k))) for k in keys)
-
-
-def panel_grid(rows):
-    """Sorted drafters and temperatures that occur in rows."""
-    drafters = sorted({drafter_of(r) for r in rows})
-    temps = sorted({temp_of(r) for r in rows}, key=lambda t: (math.isnan(t), t))
-    return drafters, temps
-
-
-def is_cost_only(row):
-    return isinstance(row.get("predicted_grid"), list)
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,14 +71,17 @@ def reexec_with_system_python():
 
 
 def setup_matplotlib():
+    """pyplot, or None when no python3 at hand has matplotlib."""
     try:
         import matplotlib
     except ImportError:
         reexec_with_system_python()
-        die("python3 with matplotlib is needed (Debian: apt-get install python3-matplotlib)", 1)
+        return None
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "speclab"  # stable SVG ids from run to run
     matplotlib.rcParams["figure.dpi"] = 100
+    # Text stays text in the SVG: selectable and searchable in the HTML report.
+    matplotlib.rcParams["svg.fonttype"] = "none"
     import matplotlib.pyplot as plt
 
     return plt
@@ -217,146 +96,269 @@ def save(plt, fig, plots_dir, name, written):
     written.append(name)
 
 
-def make_panels(plt, n_rows, n_cols, w=4.2, h=3.2):
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(w * n_cols, h * n_rows), squeeze=False)
+def make_panels(plt, n_rows, n_cols, w=4.2, h=3.2, sharey=False):
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(w * n_cols, h * n_rows), squeeze=False,
+                             sharey=sharey)
     return fig, axes
 
 
-def plot_speedup_vs_gamma(plt, rows, plots_dir, written, notes):
+def series_markers(rows, keys):
+    """series label -> marker: drafters are told apart by colour, the other varying cell
+    parameters (top-p, lenience, ...) by marker."""
+    labels = sorted({series_label(r, keys) for r in rows})
+    return {l: MARKERS[i % len(MARKERS)] for i, l in enumerate(labels)}
+
+
+def legend_below(fig, handles, ncol=4):
+    """One legend for the whole figure, under the panels (every panel shares the drafters'
+    colours, so one key serves all). Returns the number of entries."""
+    if handles:
+        fig.legend(handles, [h.get_label() for h in handles], loc="lower center",
+                   ncol=min(ncol, len(handles)), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.0))
+    return len(handles)
+
+
+def finish_with_legend(fig, n_entries, ncol=4, title=None):
+    rows_of_legend = (n_entries + ncol - 1) // ncol
+    bottom = min(0.45, 0.04 + 0.05 * rows_of_legend * (4.0 / max(fig.get_size_inches()[1], 1)))
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout(rect=(0, bottom, 1, 0.95 if title else 1))
+
+
+def style_key(colors, drafters, markers, single_gamma, kinds):
+    """Legend handles: one colour per drafter, then what each line style (or marker) means."""
+    from matplotlib.lines import Line2D
+
+    h = [Line2D([], [], marker="s", ls="", color=colors[d], ms=8, label=d) for d in drafters]
+    h.append(Line2D([], [], marker="o", ls="" if single_gamma else "-", color="black", ms=4,
+                    label="measured (95% CI)"))
+    for quantity, style, marker in (("predicted", "--", "_"), ("thm38", ":", "x")):
+        if quantity in kinds:
+            h.append(Line2D([], [], ls="" if single_gamma else style, marker=marker if
+                            single_gamma else None, color="black", ms=10, mew=2,
+                            label=kinds[quantity]))
+    if len(markers) > 1:
+        h += [Line2D([], [], marker=m, ls="", color="grey", label=l) for l, m in
+              sorted(markers.items())]
+    return h
+
+
+def plot_speedup_vs_gamma(plt, rows, colors, plots_dir, written, notes):
     rows = [r for r in rows if num(r, "speedup") is not None and num(r, "gamma") is not None]
     if not rows:
         notes.append("speedup vs gamma: no measured speedups (runs without `measure.baseline` "
                      "have none)")
         return
-    drafters, temps = panel_grid(rows)
+    drafters = sorted({drafter_of(r) for r in rows})
+    temps = temperatures(rows)
     keys = panel_varying_keys(rows)
-    fig, axes = make_panels(plt, len(drafters), len(temps))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, d in enumerate(drafters):
-        for j, t in enumerate(temps):
-            ax = axes[i][j]
-            sel = [r for r in rows if drafter_of(r) == d and
-                   (temp_of(r) == t or (math.isnan(t) and math.isnan(temp_of(r))))]
-            groups = {}
-            for r in sel:
-                groups.setdefault(series_label(r, keys), []).append(r)
-            for si, (label, grp) in enumerate(sorted(groups.items())):
-                grp.sort(key=lambda r: num(r, "gamma"))
-                color = colors[si % len(colors)]
-                g = [num(r, "gamma") for r in grp]
-                s = [num(r, "speedup") for r in grp]
-                lo = [num(r, "speedup_ci_lo") for r in grp]
-                hi = [num(r, "speedup_ci_hi") for r in grp]
-                yerr = None
-                if all(x is not None for x in lo + hi):
-                    yerr = [[max(0.0, sv - l) for sv, l in zip(s, lo)],
-                            [max(0.0, h - sv) for sv, h in zip(s, hi)]]
-                prefix = (label + ": ") if label else ""
-                ax.errorbar(g, s, yerr=yerr, fmt="o", color=color, capsize=3, ms=4,
-                            label=prefix + "measured")
-                for key, style, name in (("predicted_speedup_thm38", "--", "Thm 3.8"),
-                                         ("predicted_speedup_refined", "-", "refined")):
-                    pts = [(num(r, "gamma"), num(r, key)) for r in grp if num(r, key) is not None]
-                    if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color,
-                                alpha=0.8, lw=1.3, label=prefix + name)
-            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
-            ax.set_title("%s, T=%s" % (d, fmt_value(t)), fontsize=10)
-            ax.set_xlabel("gamma")
-            ax.set_ylabel("speedup")
-            ax.xaxis.get_major_locator().set_params(integer=True)
-            if sel:
-                ax.legend(fontsize=7)
+    markers = series_markers(rows, keys)
+    single_gamma = len({num(r, "gamma") for r in rows}) == 1
+    fig, axes = make_panels(plt, 1, len(temps), w=5.0 if not single_gamma else 1.2 + 0.9 *
+                            len(drafters), h=3.6, sharey=True)
+    for j, t in enumerate(temps):
+        ax = axes[0][j]
+        sel = [r for r in rows if same_temp(temp_of(r), t)]
+        groups = {}
+        for r in sel:
+            groups.setdefault((drafter_of(r), series_label(r, keys)), []).append(r)
+        for (d, label), grp in sorted(groups.items()):
+            grp.sort(key=lambda r: num(r, "gamma"))
+            color, marker = colors[d], markers[label]
+            name = d + (" (%s)" % label if label else "")
+            if single_gamma:  # one gamma: drafters side by side instead of a one-point line
+                x = [drafters.index(d) + 0.12 * (sorted(markers).index(label) -
+                                                 (len(markers) - 1) / 2.0)] * len(grp)
             else:
-                ax.text(0.5, 0.5, "no cells", ha="center", va="center", transform=ax.transAxes)
-    fig.suptitle("Speedup vs gamma: measured (95% bootstrap CI) and predicted", fontsize=11)
-    fig.tight_layout()
+                x = [num(r, "gamma") for r in grp]
+            s = [num(r, "speedup") for r in grp]
+            lo = [num(r, "speedup_ci_lo") for r in grp]
+            hi = [num(r, "speedup_ci_hi") for r in grp]
+            yerr = None
+            if all(v is not None for v in lo + hi):
+                yerr = [[max(0.0, sv - l) for sv, l in zip(s, lo)],
+                        [max(0.0, h - sv) for sv, h in zip(s, hi)]]
+            ax.errorbar(x, s, yerr=yerr, fmt=marker + ("" if single_gamma else "-"), color=color,
+                        capsize=3, ms=5, lw=1.4, label=name + ": measured")
+            for quantity, style in (("predicted", "--"), ("thm38", ":")):
+                pts = [(xv, field(r, quantity), field_key(r, quantity))
+                       for xv, r in zip(x, grp) if field(r, quantity) is not None]
+                if not pts:
+                    continue
+                what = FIELD_LABELS.get(pts[0][2], quantity)
+                if single_gamma:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "_" if quantity ==
+                            "predicted" else "x", color=color, ms=14 if quantity == "predicted"
+                            else 7, mew=2, label=name + ": " + what)
+                else:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color,
+                            lw=1.3, alpha=0.9, label=name + ": " + what)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_title("temperature %s" % fmt_value(t), fontsize=10)
+        if single_gamma:
+            ax.set_xticks(range(len(drafters)))
+            ax.set_xticklabels(drafters, rotation=20, fontsize=8)
+            ax.set_xlim(-0.6, len(drafters) - 0.4)
+            ax.set_xlabel("drafter (gamma = %s)" % fmt_value(num(rows[0], "gamma")))
+        else:
+            ax.set_xlabel("gamma")
+            ax.xaxis.get_major_locator().set_params(integer=True)
+        if j == 0:
+            ax.set_ylabel("speedup over the target alone")
+    handles = style_key(colors, drafters, markers, single_gamma,
+                        {q: FIELD_LABELS.get(k, k) for q, k in (
+                            ("predicted", next((field_key(r, "predicted") for r in rows
+                                                if field_key(r, "predicted")), None)),
+                            ("thm38", next((field_key(r, "thm38") for r in rows
+                                            if field_key(r, "thm38")), None))) if k})
+    n = legend_below(fig, handles, ncol=3)
+    finish_with_legend(fig, n, ncol=3, title="Speedup vs gamma: measured (95% bootstrap CI), "
+                       "predicted (dashed), Theorem 3.8 (dotted)" if not single_gamma else
+                       "Speedup at one gamma: measured (95% bootstrap CI) and predicted")
     save(plt, fig, plots_dir, "speedup_vs_gamma", written)
 
 
-def plot_predicted_vs_measured(plt, rows, plots_dir, written, notes):
-    pts = {"thm38": [], "refined": []}
-    for r in rows:
-        s = num(r, "speedup")
-        if s is None:
-            continue
-        for k in pts:
-            p = num(r, "predicted_speedup_" + k)
-            if p is not None:
-                pts[k].append((s, p))
-    if not pts["thm38"] and not pts["refined"]:
+def plot_predicted_vs_measured(plt, rows, colors, plots_dir, written, notes):
+    """The summary figure: every cell's predicted speedup against its measured one, one colour
+    per drafter, with the y = x line."""
+    rows = [r for r in rows if num(r, "speedup") is not None and
+            (field(r, "predicted") is not None or field(r, "thm38") is not None)]
+    if not rows:
         notes.append("predicted vs measured: no rows with both a measured and a predicted speedup")
         return
-    fig, ax = plt.subplots(figsize=(5.2, 5))
+    drafters = sorted({drafter_of(r) for r in rows})
+    fig, ax = plt.subplots(figsize=(6.2, 6.0))
     allv = []
-    for k, marker, name in (("thm38", "x", "Theorem 3.8"), ("refined", "o", "refined")):
-        if not pts[k]:
-            continue
-        xs, ys = [p[0] for p in pts[k]], [p[1] for p in pts[k]]
-        allv += xs + ys
-        mape = sum(abs(y / x - 1) for x, y in pts[k] if x > 0) / len(pts[k]) * 100
-        ax.scatter(xs, ys, marker=marker, s=28, alpha=0.8,
-                   facecolors="none" if marker == "o" else None,
-                   edgecolors="C1" if marker == "o" else None,
-                   color="C0" if marker == "x" else None,
-                   label="%s (mean |error| %.1f%%, n=%d)" % (name, mape, len(xs)))
+    errs = {"predicted": [], "thm38": []}
+    kinds = {}
+    for d in drafters:
+        sel = [r for r in rows if drafter_of(r) == d]
+        for quantity, marker, filled in (("predicted", "o", True), ("thm38", "^", False)):
+            pts = [r for r in sel if field(r, quantity) is not None]
+            if not pts:
+                continue
+            kinds.setdefault(quantity, FIELD_LABELS.get(field_key(pts[0], quantity), quantity))
+            xs = [num(r, "speedup") for r in pts]
+            ys = [field(r, quantity) for r in pts]
+            lo = [num(r, "speedup_ci_lo") for r in pts]
+            hi = [num(r, "speedup_ci_hi") for r in pts]
+            if quantity == "predicted" and all(v is not None for v in lo + hi):
+                ax.errorbar(xs, ys, xerr=[[max(0.0, x - l) for x, l in zip(xs, lo)],
+                                          [max(0.0, h - x) for x, h in zip(xs, hi)]],
+                            fmt="none", ecolor=colors[d], alpha=0.45, lw=1)
+            ax.scatter(xs, ys, marker=marker, s=36 if filled else 30,
+                       facecolors=colors[d] if filled else "none", edgecolors=colors[d],
+                       alpha=0.9, linewidths=1.2)
+            allv += xs + ys
+            errs[quantity] += [y / x - 1 for x, y in zip(xs, ys) if x > 0]
     lo, hi = min(allv), max(allv)
-    pad = 0.05 * (hi - lo if hi > lo else 1.0)
-    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="grey", lw=1, ls="--", label="y = x")
-    ax.set_xlim(lo - pad, hi + pad)
-    ax.set_ylim(lo - pad, hi + pad)
+    pad = 0.08 * (hi - lo if hi > lo else 1.0)
+    lo, hi = lo - pad, hi + pad
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey",
+                    alpha=0.12, lw=0)
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=1, ls="--")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
     ax.set_aspect("equal")
-    ax.set_xlabel("measured speedup")
+    ax.set_xlabel("measured speedup (95% bootstrap CI)")
     ax.set_ylabel("predicted speedup")
-    ax.set_title("Predicted vs measured speedup", fontsize=11)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], marker="s", ls="", color=colors[d], ms=8, label=d)
+               for d in drafters]
+    for quantity, marker, filled in (("predicted", "o", True), ("thm38", "^", False)):
+        if errs[quantity]:
+            mae = 100 * sum(abs(e) for e in errs[quantity]) / len(errs[quantity])
+            handles.append(Line2D([], [], marker=marker, ls="", color="black", ms=6,
+                                  markerfacecolor="black" if filled else "none",
+                                  label="%s: mean |error| %.1f%% (n=%d)"
+                                  % (kinds[quantity], mae, len(errs[quantity]))))
+    handles.append(Line2D([], [], color="grey", ls="--", label="y = x (band: +-10%)"))
+    n = legend_below(fig, handles, ncol=2)
+    finish_with_legend(fig, n, ncol=2, title="Predicted vs measured speedup, per cell")
     save(plt, fig, plots_dir, "predicted_vs_measured", written)
 
 
-def plot_acceptance(plt, rows, plots_dir, written, notes):
-    rows = [r for r in rows if num_list(r, "acceptance_by_position")]
+def position_counts(r):
+    """Per draft position i: (accepted, tested) counts of the row, or (acceptance, None) when
+    the row has only the rates. Positions never tested are left out."""
+    a = num_list(r, "acceptance_by_position") or []
+    tested = num_list(r, "tested_by_position")
+    accepted = num_list(r, "accepted_by_position")
+    out = {}
+    for i in range(max(len(a), len(tested or []))):
+        n = tested[i] if tested and i < len(tested) else None
+        if n is not None:
+            if n <= 0:
+                continue  # never tested: not data
+            k = accepted[i] if accepted and i < len(accepted) and accepted[i] is not None else (
+                a[i] * n if i < len(a) and a[i] is not None else None)
+            if k is not None:
+                out[i + 1] = (k, n)
+        elif i < len(a) and a[i] is not None:
+            out[i + 1] = (a[i], None)
+    return out
+
+
+def plot_acceptance(plt, rows, colors, plots_dir, written, notes):
+    rows = [r for r in rows if position_counts(r)]
     if not rows:
         notes.append("acceptance by position: no rows with `acceptance_by_position`")
         return
-    drafters, temps = panel_grid(rows)
+    temps = temperatures(rows)
     keys = panel_varying_keys(rows)
-    fig, axes = make_panels(plt, len(drafters), len(temps))
-    for i, d in enumerate(drafters):
-        for j, t in enumerate(temps):
-            ax = axes[i][j]
-            sel = [r for r in rows if drafter_of(r) == d and
-                   (temp_of(r) == t or (math.isnan(t) and math.isnan(temp_of(r))))]
-            sel.sort(key=lambda r: (series_label(r, keys), num(r, "gamma") or 0))
-            for r in sel:
-                a = num_list(r, "acceptance_by_position")
-                tested = num_list(r, "tested_by_position")
-                xs, ys = [], []
-                for pos, v in enumerate(a, start=1):
-                    # Positions never tested carry 0 in the row; they are not data.
-                    if v is None or (tested and pos <= len(tested) and not tested[pos - 1]):
-                        continue
-                    xs.append(pos)
-                    ys.append(v)
-                if not xs:
-                    continue
-                label = "gamma=%s" % fmt_value(r.get("gamma"))
-                extra = series_label(r, keys)
-                ax.plot(xs, ys, "o-", ms=3, lw=1.2, label=label + (", " + extra if extra else ""))
-            alpha = [num(r, "alpha_empirical") for r in sel if num(r, "alpha_empirical") is not None]
-            ax.set_ylim(-0.02, 1.02)
-            ax.set_title("%s, T=%s" % (d, fmt_value(t)), fontsize=10)
-            ax.set_xlabel("draft position i")
+    markers = series_markers(rows, keys)
+    fig, axes = make_panels(plt, 1, len(temps), w=5.0, h=3.6, sharey=True)
+    for j, t in enumerate(temps):
+        ax = axes[0][j]
+        groups = {}
+        for r in rows:
+            if same_temp(temp_of(r), t):
+                groups.setdefault((drafter_of(r), series_label(r, keys)), []).append(r)
+        for (d, label), grp in sorted(groups.items()):
+            # Conditional acceptance at position i does not depend on gamma (gamma only caps
+            # how far a round can go): pool the counts of every gamma.
+            pooled, rates = {}, {}
+            for r in grp:
+                for pos, (k, n) in position_counts(r).items():
+                    if n is None:
+                        rates.setdefault(pos, []).append(k)
+                    else:
+                        pk, pn = pooled.get(pos, (0.0, 0.0))
+                        pooled[pos] = (pk + k, pn + n)
+            name = d + (" (%s)" % label if label else "")
+            color, marker = colors[d], markers[label]
+            if pooled:
+                xs = sorted(pooled)
+                ys = [pooled[p][0] / pooled[p][1] for p in xs]
+                ci = [wilson(pooled[p][0], pooled[p][1]) for p in xs]
+                ax.fill_between(xs, [c[0] for c in ci], [c[1] for c in ci], color=color,
+                                alpha=0.18, lw=0)
+                ax.plot(xs, ys, marker + "-", color=color, ms=4, lw=1.4,
+                        label="%s: n=%s" % (name, "/".join("%d" % pooled[p][1] for p in xs)))
+            elif rates:
+                xs = sorted(rates)
+                ax.plot(xs, [sum(rates[p]) / len(rates[p]) for p in xs], marker + "-",
+                        color=color, ms=4, lw=1.4, label=name + " (no counts in the rows)")
+            prof = next((field_list(r, "profile_by_position") for r in grp
+                         if field_list(r, "profile_by_position")), None)
+            if prof:
+                pts = [(i, v) for i, v in enumerate(prof, start=1) if v is not None]
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color=color, lw=1.2,
+                        label=name + ": profile (teacher-forced)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title("temperature %s" % fmt_value(t), fontsize=10)
+        ax.set_xlabel("draft position i")
+        if j == 0:
             ax.set_ylabel("P(accept i | accepted < i)")
-            if alpha:
-                ax.axhline(sum(alpha) / len(alpha), color="grey", lw=0.8, ls=":")
-            if ax.lines:
-                ax.legend(fontsize=7)
-            else:
-                ax.text(0.5, 0.5, "no cells", ha="center", va="center", transform=ax.transAxes)
-            ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.suptitle("Conditional acceptance by draft position (dotted: mean empirical alpha)",
-                 fontsize=11)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        if ax.lines:  # per panel: the counts differ between panels
+            ax.legend(fontsize=6.5, loc="lower left", title="drafts tested at i = 1, 2, ...",
+                      title_fontsize=6.5, framealpha=0.85)
+    fig.suptitle("Conditional acceptance by draft position, pooled over gamma (band: 95% "
+                 "Wilson interval)", fontsize=11)
     fig.tight_layout()
     save(plt, fig, plots_dir, "acceptance_by_position", written)
 
@@ -367,30 +369,70 @@ def cell_label(r, keys):
     return s + (" " + extra if extra else "")
 
 
-def plot_time_breakdown(plt, rows, plots_dir, written, notes):
+def tokens_of(r):
+    return num(r, "tokens_spec")
+
+
+def plot_time_breakdown(plt, rows, colors, plots_dir, written, notes):
+    """Milliseconds per generated token, split into draft / verify / sample / the rest, one
+    bar per cell, with the target-alone (baseline) time per token marked on each bar: a bar
+    that ends left of its mark is a speedup."""
     parts = ("draft_s", "verify_s", "sample_s")
-    sel = [r for r in rows if num(r, "rounds") and all(num(r, p) is not None for p in parts)]
+    sel = [r for r in rows if tokens_of(r) and all(num(r, p) is not None for p in parts)]
+    per = "token"
     if not sel:
-        notes.append("time breakdown: no rows with rounds and draft_s / verify_s / sample_s")
+        sel = [r for r in rows if num(r, "rounds") and all(num(r, p) is not None for p in parts)]
+        per = "round"
+    if not sel:
+        notes.append("time breakdown: no rows with tokens_spec (or rounds) and draft_s / "
+                     "verify_s / sample_s")
         return
     keys = panel_varying_keys(sel)
     sel.sort(key=lambda r: (drafter_of(r), temp_of(r), series_label(r, keys), num(r, "gamma") or 0))
-    labels = [cell_label(r, keys) for r in sel]
     n = len(sel)
-    fig, ax = plt.subplots(figsize=(7.5, max(2.5, 0.28 * n + 1.2)))
-    left = [0.0] * n
+    fig, ax = plt.subplots(figsize=(7.5, max(2.8, 0.3 * n + 1.6)))
     ypos = list(range(n))
-    for p, color in zip(parts, ("C0", "C1", "C2")):
-        w = [num(r, p) / num(r, "rounds") * 1e3 for r in sel]
-        ax.barh(ypos, w, left=left, color=color, label=p.replace("_s", ""), height=0.75)
+    denom = [tokens_of(r) if per == "token" else num(r, "rounds") for r in sel]
+    left = [0.0] * n
+    shades = {"draft_s": None, "verify_s": "#8c8c8c", "sample_s": "#c8c8c8"}
+    for p in parts:
+        w = [num(r, p) / dn * 1e3 for r, dn in zip(sel, denom)]
+        color = [colors[drafter_of(r)] for r in sel] if shades[p] is None else shades[p]
+        ax.barh(ypos, w, left=left, color=color, height=0.72, edgecolor="white", lw=0.5)
         left = [a + b for a, b in zip(left, w)]
+    if per == "token":
+        rest = []
+        for r, l in zip(sel, left):
+            total = num(r, "spec_s_per_token")
+            if total is None and num(r, "wall_spec_s") is not None:
+                total = num(r, "wall_spec_s") / tokens_of(r)
+            rest.append(max(0.0, total * 1e3 - l) if total is not None else 0.0)
+        if any(rest):
+            ax.barh(ypos, rest, left=left, color="white", edgecolor="#8c8c8c", hatch="///",
+                    height=0.72, lw=0.5)
+        base = [num(r, "baseline_s_per_token") for r in sel]
+        for y, b in zip(ypos, base):
+            if b is not None:
+                ax.plot([b * 1e3, b * 1e3], [y - 0.46, y + 0.46], color="black", lw=2)
     ax.set_yticks(ypos)
-    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_yticklabels([cell_label(r, keys) for r in sel], fontsize=7)
+    for tick, r in zip(ax.get_yticklabels(), sel):
+        tick.set_color(colors[drafter_of(r)])
     ax.invert_yaxis()
-    ax.set_xlabel("milliseconds per round")
-    ax.set_title("Time per speculative round: draft / verify / sample", fontsize=11)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    ax.set_xlabel("milliseconds per generated %s" % per)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=colors[d], label="draft: " + d)
+               for d in sorted({drafter_of(r) for r in sel})]
+    handles += [Patch(facecolor=shades["verify_s"], label="verify (target)"),
+                Patch(facecolor=shades["sample_s"], label="sample")]
+    if per == "token":
+        handles += [Patch(facecolor="white", edgecolor="#8c8c8c", hatch="///",
+                          label="rest of the round"),
+                    Line2D([], [], color="black", lw=2, label="target alone (baseline) per token")]
+    nl = legend_below(fig, handles, ncol=3)
+    finish_with_legend(fig, nl, ncol=3, title="Where the time goes, per generated %s" % per)
     save(plt, fig, plots_dir, "time_breakdown", written)
 
 
@@ -417,15 +459,17 @@ def plot_predicted_grid(plt, rows, plots_dir, written, notes):
     n = len(items)
     cols = min(3, n)
     nrows = (n + cols - 1) // cols
-    fig, axes = make_panels(plt, nrows, cols, w=4.6, h=3.5)
+    fig, axes = make_panels(plt, nrows, cols, w=4.6, h=3.5, sharey=True)
     for idx, ((d, extra), r) in enumerate(items):
         ax = axes[idx // cols][idx % cols]
         grid = [e for e in r["predicted_grid"] if isinstance(e, dict)]
         alphas = sorted({num(e, "alpha") for e in grid if num(e, "alpha") is not None})
-        for ci, a in enumerate(pick_alphas(alphas)):
+        chosen = pick_alphas(alphas)
+        for ci, a in enumerate(chosen):
             pts = sorted((num(e, "gamma"), num(e, "thm38"), num(e, "refined")) for e in grid
                          if num(e, "alpha") == a and num(e, "gamma") is not None)
-            color = "C%d" % (ci % 10)
+            # A sequential map for alpha: the categorical palette means drafters.
+            color = plt.cm.viridis(0.9 * ci / max(1, len(chosen) - 1))
             g = [p[0] for p in pts if p[1] is not None]
             ax.plot(g, [p[1] for p in pts if p[1] is not None], "--", color=color, lw=1.2)
             g = [p[0] for p in pts if p[2] is not None]
@@ -436,7 +480,8 @@ def plot_predicted_grid(plt, rows, plots_dir, written, notes):
         ax.set_title("%s%s%s" % (d, (" " + extra) if extra else "",
                                  (", c=%.3g" % c) if c is not None else ""), fontsize=10)
         ax.set_xlabel("gamma")
-        ax.set_ylabel("predicted speedup")
+        if idx % cols == 0:
+            ax.set_ylabel("predicted speedup")
         ax.xaxis.get_major_locator().set_params(integer=True)
         if ax.lines:
             ax.legend(fontsize=7, title="solid refined, dashed Thm 3.8", title_fontsize=7)
@@ -481,32 +526,12 @@ def plot_tk_ratio(plt, rows, plots_dir, written, notes):
 # ---------------------------------------------------------------------------------------------
 # Index page
 
-TITLES = {
-    "speedup_vs_gamma": "Speedup vs gamma",
-    "predicted_vs_measured": "Predicted vs measured speedup",
-    "acceptance_by_position": "Acceptance by draft position",
-    "time_breakdown": "Time breakdown per round",
-    "predicted_grid": "Predicted speedup vs gamma (cost-only rows)",
-    "target_tk_ratio": "Target verification cost T(k)/T(1)",
-}
-
-CAPTIONS = {
-    "speedup_vs_gamma": "Speedup vs gamma per drafter (rows) and temperature (columns): measured "
-                        "points with bootstrap interval error bars; Theorem 3.8 (dashed) and "
-                        "refined (solid) predictions.",
-    "predicted_vs_measured": "Predicted vs measured speedup, both predictions, with y = x.",
-    "acceptance_by_position": "Conditional acceptance at each draft position, one line per gamma.",
-    "time_breakdown": "Draft, verify and sample time per speculative round, one bar per cell.",
-    "predicted_grid": "Cost-only rows: predicted speedup vs gamma for several alphas from the "
-                      "measured c and T(k) (refined solid, Theorem 3.8 dashed).",
-    "target_tk_ratio": "The target's verification cost T(k)/T(1) as measured in the run.",
-}
-
-
 def write_index(results_dir, rows, written, notes):
     names = sorted({str(r.get("experiment")) for r in rows if r.get("experiment") is not None})
     title = ", ".join(names) if names else os.path.basename(os.path.abspath(results_dir))
-    out = ["# Results: %s" % title, ""]
+    out = ["# Results: %s" % title, "",
+           "The shareable report with figures, tables and the config: [index.html](index.html).",
+           ""]
     questions = sorted({str(r["question"]) for r in rows if r.get("question")})
     for q in questions:
         out += ["> %s" % q, ""]
@@ -518,7 +543,7 @@ def write_index(results_dir, rows, written, notes):
     if not written:
         out += ["No plots: nothing in the results to plot.", ""]
     for name in written:
-        out += ["### %s" % TITLES.get(name, name), "", CAPTIONS.get(name, ""), "",
+        out += ["### %s" % report_html.TITLES.get(name, name), "", report_html.CAPTIONS.get(name, ""), "",
                 "![%s](plots/%s.png)" % (name, name), "",
                 "[SVG](plots/%s.svg)" % name, ""]
     if notes:
@@ -552,38 +577,50 @@ def main(argv):
     results_dir = argv[1]
     try:
         rows = read_rows(results_dir)
+        predictions = read_predictions(results_dir)
     except BadInput as e:
         die(str(e), 2)
     if not rows:
         sys.stderr.write("%s: %s: no result rows; nothing to plot\n"
                          % (PROG, os.path.join(results_dir, "results.jsonl")))
         return 0
-    plt = setup_matplotlib()
+    merge_predictions(rows, predictions)
     plots_dir = os.path.join(results_dir, "plots")
+    if os.path.isdir(plots_dir):
+        for name in PLOT_NAMES:  # plots from an earlier run that this one does not make
+            for ext in ("png", "svg"):
+                p = os.path.join(plots_dir, "%s.%s" % (name, ext))
+                if os.path.exists(p):
+                    os.remove(p)
+    plt = setup_matplotlib()
+    if plt is None:
+        # The tables still make a report; the figures need matplotlib.
+        notes = ["all figures: python3 with matplotlib is needed (Debian: apt-get install "
+                 "python3-matplotlib)"]
+        report_html.write_report(results_dir, rows, [], notes, predictions)
+        die("python3 with matplotlib is needed (Debian: apt-get install python3-matplotlib); "
+            "wrote %s without figures" % os.path.join(results_dir, "index.html"), 1)
     os.makedirs(plots_dir, exist_ok=True)
-    for name in PLOT_NAMES:  # plots from an earlier run that this one does not make
-        for ext in ("png", "svg"):
-            p = os.path.join(plots_dir, "%s.%s" % (name, ext))
-            if os.path.exists(p):
-                os.remove(p)
     written, notes = [], []
     measured = [r for r in rows if not is_cost_only(r)]
-    plot_speedup_vs_gamma(plt, measured, plots_dir, written, notes)
-    plot_predicted_vs_measured(plt, measured, plots_dir, written, notes)
-    plot_acceptance(plt, measured, plots_dir, written, notes)
-    plot_time_breakdown(plt, measured, plots_dir, written, notes)
+    colors = drafter_colors(rows)  # every row: the same colours as the report's tables
+    plot_speedup_vs_gamma(plt, measured, colors, plots_dir, written, notes)
+    plot_predicted_vs_measured(plt, measured, colors, plots_dir, written, notes)
+    plot_acceptance(plt, measured, colors, plots_dir, written, notes)
+    plot_time_breakdown(plt, measured, colors, plots_dir, written, notes)
     plot_predicted_grid(plt, rows, plots_dir, written, notes)
     plot_tk_ratio(plt, rows, plots_dir, written, notes)
     if not measured:
         notes = [n for n in notes if not n.startswith(("speedup", "predicted vs", "acceptance",
                                                        "time breakdown"))]
     index = write_index(results_dir, rows, written, notes)
+    report = report_html.write_report(results_dir, rows, written, notes, predictions)
     if not written:
-        sys.stderr.write("%s: %s: nothing to plot in %d rows; wrote %s\n"
-                         % (PROG, results_dir, len(rows), index))
+        sys.stderr.write("%s: %s: nothing to plot in %d rows; wrote %s and %s\n"
+                         % (PROG, results_dir, len(rows), index, report))
         return 0
-    sys.stderr.write("%s: %d plots (PNG + SVG) in %s; index %s\n"
-                     % (PROG, len(written), plots_dir, index))
+    sys.stderr.write("%s: %d plots (PNG + SVG) in %s; index %s; report %s\n"
+                     % (PROG, len(written), plots_dir, index, report))
     return 0
 
 

@@ -8,10 +8,34 @@
 
 namespace speclab {
 
-double verify_accept_prob(const float* p, const float* q, int64_t vocab, double lenience) {
+double verify_expected_acceptance(const float* p, const float* q, int64_t vocab, double lenience) {
   double a = 0.0;
   for (int64_t x = 0; x < vocab; x++) a += std::min<double>(q[x], p[x] / lenience);
   return a;
+}
+
+void verify_lenient_law(const float* p, const float* q, int64_t vocab, double l, double* out) {
+  const double a = verify_expected_acceptance(p, q, vocab, l);
+  const double z = 1.0 / l - a;  // mass of max(0, p/l - q), the residual's normalizer
+  for (int64_t x = 0; x < vocab; x++) {
+    const double pl = p[x] / l;
+    out[x] =
+        std::min<double>(q[x], pl) + (z > 0.0 ? (1.0 - a) / z : 0.0) * std::max(0.0, pl - q[x]);
+  }
+}
+
+double verify_lenient_tv(const float* p, const float* q, int64_t vocab, double lenience) {
+  std::vector<double> law(static_cast<size_t>(vocab));  // [vocab]
+  verify_lenient_law(p, q, vocab, lenience, law.data());
+  double tv = 0.0;
+  for (int64_t x = 0; x < vocab; x++) tv += std::abs(law[x] - p[x]);
+  return 0.5 * tv;
+}
+
+bool verify_greedy_lenient_accepts(const float* p_raw, int64_t vocab, int32_t x, double lenience) {
+  SPECLAB_ASSERT(x >= 0 && x < vocab);
+  const float best = *std::max_element(p_raw, p_raw + vocab);
+  return p_raw[x] >= lenience * best;
 }
 
 double verify_expected_accepted(const std::vector<double>& accept_prob) {
@@ -71,13 +95,18 @@ VerifyOutcome speculative_verify(const VerifyRound& r, const VerifyConfig& cfg, 
   verify_fill_diagnostics(r, &out);
 
   if (cfg.greedy) {
+    SPECLAB_INPUT_CHECK(l == 1.0 || r.n_draft == 0 || r.p_raw != nullptr,
+                        "speculative_verify: greedy lenience needs the target's distribution "
+                        "before standardization (p_raw)");
     int i = 0;
     for (; i < r.n_draft; i++) {
       const float* p_i = r.p + i * V;
       const int32_t best = sampling_argmax(p_i, V);
       const int32_t d = r.draft[i];
-      // strict: d is the target's argmax. lenient (l < 1): d is within a factor l of it.
-      const bool accept = d == best || (l < 1.0 && p_i[d] >= l * p_i[best]);
+      // strict: d is the target's argmax. lenient (l < 1): d is within a factor l of the
+      // most likely token of the raw (unstandardized) distribution.
+      const bool accept =
+          d == best || (l < 1.0 && verify_greedy_lenient_accepts(r.p_raw + i * V, V, d, l));
       if (!accept) break;
     }
     out.n_accepted = i;

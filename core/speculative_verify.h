@@ -21,8 +21,11 @@
 // Greedy (target temperature 0): accept d_i while d_i == argmax p_i (ties -> lowest id);
 // the next token is argmax p at the first mismatch, or at position gamma. Greedy lenience
 // (A.5, last paragraph, with the inequality in its evident direction): also accept d_i when
-// p_i(d_i) >= l * max p_i. With l = 1 only the argmax rule applies, so l = 1 is exactly the
-// strict algorithm. Greedy draws no random numbers.
+// p_raw_i(d_i) >= l * max p_raw_i, where p_raw is the target's distribution BEFORE
+// standardization (softmax of the raw logits at temperature 1). Applied to the standardized
+// p, which is one-hot at temperature 0, the rule could never accept anything but the argmax,
+// so lenience would silently do nothing. With l = 1 only the argmax rule applies, so l = 1
+// is exactly the strict algorithm. Greedy draws no random numbers.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +47,9 @@ struct VerifyRound {
                                    // nullptr = deterministic drafter (one-hot at draft[i])
   const float* p = nullptr;        // [n_draft + 1, vocab] target distributions (standardized)
   int64_t vocab = 0;
+  // [n_draft, vocab] softmax of the target's raw logits at temperature 1, needed only by
+  // greedy lenience (greedy with l < 1: InputError when null); ignored otherwise.
+  const float* p_raw = nullptr;
 };
 
 struct VerifyOutcome {
@@ -96,6 +102,23 @@ double verify_expected_accepted(const std::vector<double>& accept_prob);
 
 // Acceptance probability of one position in sampling mode with lenience l:
 //   alpha_l = sum_x min(q(x), p(x) / l)  (paper A.5; l = 1 gives Corollary 3.6's beta).
-double verify_accept_prob(const float* p, const float* q, int64_t vocab, double lenience);
+// p, q: [vocab] standardized.
+double verify_expected_acceptance(const float* p, const float* q, int64_t vocab, double lenience);
+
+// Law of the one token that lenient verification emits at a drafted position (accepted
+// draft or residual), d ~ q:
+//   P(x) = min(q(x), p(x)/l) + (1 - alpha_l) / (1/l - alpha_l) * max(0, p(x)/l - q(x)),
+// which equals p when l = 1. out: [vocab].
+void verify_lenient_law(const float* p, const float* q, int64_t vocab, double lenience,
+                        double* out);
+
+// Total-variation distance between that law and p: 1/2 sum_x |P(x) - p(x)|, the quality
+// cost of lenience at one position (0 at l = 1).
+double verify_lenient_tv(const float* p, const float* q, int64_t vocab, double lenience);
+
+// The greedy lenient rule (A.5) on the target's distribution before standardization:
+// p_raw(x) >= l * max_y p_raw(y). p_raw: [vocab]. With l = 1 it accepts the argmax and
+// exact ties only (the verifier uses it for l < 1 alone, so l = 1 stays the strict rule).
+bool verify_greedy_lenient_accepts(const float* p_raw, int64_t vocab, int32_t x, double lenience);
 
 }  // namespace speclab

@@ -402,7 +402,19 @@ std::vector<RoundTrace> trace_parse(const std::string& text, const std::string& 
                           "' must be an integer");
     }
     const int64_t g = j["n_draft"].get<int64_t>(), n = j["n_accepted"].get<int64_t>();
-    SPECLAB_INPUT_CHECK(g >= 1 && g <= 1'000'000, where, "'n_draft' must lie in [1, 1e6], got ", g);
+    if (j.contains("draft_cap")) {
+      SPECLAB_INPUT_CHECK(j["draft_cap"].is_number_integer(), where,
+                          "'draft_cap' must be an integer");
+      const int64_t cap = j["draft_cap"].get<int64_t>();
+      SPECLAB_INPUT_CHECK(cap >= g && cap <= 1'000'000, where,
+                          "'draft_cap' must lie in [n_draft = ", g, ", 1e6], got ", cap);
+      r.draft_cap = static_cast<int>(cap);
+    }
+    // A round that drafted nothing is meaningful only with draft_cap 0 (nothing could be
+    // drafted, so every policy yields its 1 token).
+    const int64_t g_min = r.draft_cap == 0 ? 0 : 1;
+    SPECLAB_INPUT_CHECK(g >= g_min && g <= 1'000'000, where, "'n_draft' must lie in [", g_min,
+                        ", 1e6]", g_min ? " (0 only with \"draft_cap\": 0)" : "", ", got ", g);
     SPECLAB_INPUT_CHECK(n >= 0 && n <= g, where, "'n_accepted' must lie in [0, n_draft = ", g,
                         "], got ", n);
     r.n_draft = static_cast<int>(g);
@@ -436,6 +448,7 @@ std::vector<RoundTrace> trace_read_file(const std::string& path) {
 std::string trace_format_line(const RoundTrace& r) {
   nlohmann::json j = {{"n_draft", r.n_draft}, {"n_accepted", r.n_accepted}};
   if (!r.beta.empty()) j["beta"] = r.beta;
+  if (r.draft_cap >= 0) j["draft_cap"] = r.draft_cap;
   return j.dump();
 }
 
@@ -446,7 +459,7 @@ double trace_alpha_mle(const std::vector<RoundTrace>& trace) {
     accepts += r.n_accepted;
     rejects += r.censored() ? 0 : 1;
   }
-  return accepts / (accepts + rejects);
+  return accepts + rejects > 0 ? accepts / (accepts + rejects) : 1.0;  // no draft examined
 }
 
 double trace_alpha_beta(const std::vector<RoundTrace>& trace) {
@@ -487,19 +500,22 @@ SimResult trace_replay(const std::vector<RoundTrace>& trace, double c, const Pol
       return static_cast<int64_t>(
           std::min<double>(std::floor(std::log1p(-u) / std::log(alpha_hat)), kMaxRunLength));
     };
+    // The round's own cap (budget, context, drafter), whatever the policy asks.
+    const int64_t cap = r.draft_cap >= 0 ? r.draft_cap : kMaxRunLength;
     if (!pol) {  // oracle: drafts exactly the run length L
       int64_t L = r.n_accepted;
-      if (r.censored()) {
+      if (r.censored() && r.n_draft < cap) {
         SPECLAB_INPUT_CHECK(alpha_hat < 1.0,
                             "oracle replay: the trace has no rejection, so the censored run "
                             "lengths cannot be bounded");
         L += tail();
         ++imputed;
       }
+      L = std::min(L, cap);
       acc.add(L, L, L + 1);
       continue;
     }
-    const int g = pol->next_gamma();
+    const int g = static_cast<int>(std::min<int64_t>(pol->next_gamma(), cap));
     int64_t n;
     if (!r.censored())
       n = std::min<int64_t>(r.n_accepted, g);  // exact: L = n_accepted

@@ -21,9 +21,17 @@
 //
 // Trace format (JSON lines, one round per line, as the runtime records it; blank lines are
 // skipped, other keys are ignored):
-//   {"n_draft": g, "n_accepted": n, "beta": [b_1, ..., b_g]}
+//   {"n_draft": g, "n_accepted": n, "beta": [b_1, ..., b_g], "draft_cap": m}
 //   n_draft >= 1, 0 <= n_accepted <= n_draft, beta optional: per-position sum_x min(p, q)
 //   (Theorem 3.5) of the drafted positions, each in [0, 1], at most n_draft entries.
+//   draft_cap optional, m >= n_draft: the most drafts the round could have used whatever the
+//   gamma policy asked: the generation budget (remaining tokens - 1), the context left, or
+//   n_draft itself when the drafter proposed fewer than it was asked for (an n-gram miss). A
+//   round with draft_cap 0 may have n_draft 0 (a round that drafted nothing: 1 token).
+//   Replay drafts min(policy gamma, draft_cap) in such a round, so replaying a trace at the
+//   gamma it was recorded with reproduces every round's tokens exactly (no imputation).
+// experiments/round_trace.h writes this format from real runs (with more keys: the drafted
+// ids, p and q at them, the accept decisions, the emitted tokens, timings).
 //
 // What replay can and cannot infer. A round recorded with gamma g tells the accepted run length
 // L (how many drafts in a row the target would accept, with unlimited drafting) exactly when
@@ -136,6 +144,7 @@ struct RoundTrace {
   int n_draft = 0;
   int n_accepted = 0;
   std::vector<double> beta;  // optional, per drafted position
+  int draft_cap = -1;        // optional (-1: none): see the format above
   bool censored() const { return n_accepted == n_draft; }
 };
 

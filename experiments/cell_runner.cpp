@@ -10,6 +10,7 @@
 #include "core/speedup_theory.h"
 #include "core/stats.h"
 #include "experiments/model_identity.h"
+#include "experiments/round_trace.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
@@ -188,6 +189,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
       if (baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       out = run_speculative(req);
+      if (ctx.trace) ctx.trace->write_cell(cell, s.prompt_id, rep, req, out, target.max_ctx());
       if (!baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       s.baseline_s = base.decode_s;
       s.baseline_tokens = static_cast<int64_t>(base.tokens.size());

@@ -29,6 +29,8 @@
 
 namespace speclab {
 
+class RoundTraceWriter;  // experiments/round_trace.h
+
 struct PromptTokens {
   std::string id;
   std::vector<int32_t> ids;
@@ -46,6 +48,7 @@ struct RunContext {
   std::vector<int64_t> stop_ids;
   CostCurve target_curve;                    // T(1..k_max), measured once per run
   std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: abandon the cell in flight
+  RoundTraceWriter* trace = nullptr;         // --trace: each speculative generation's rounds
 };
 
 // A drafter prepared for measurement, with its identity for the result rows. Its cost is

@@ -22,6 +22,8 @@ class ExperimentSession {
                     bool measure_bandwidth = true);
   // Runs one cell (throws CellInterrupted when interrupted).
   nlohmann::json run_cell(const Cell& cell);
+  // Cells run from now on write their speculative rounds to `trace` (nullptr: none).
+  void set_trace(RoundTraceWriter* trace) { ctx_.trace = trace; }
 
  private:
   const ExperimentConfig& config_;

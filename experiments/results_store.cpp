@@ -198,27 +198,58 @@ std::vector<nlohmann::json> results_read(const std::string& path) {
   return out;
 }
 
-void results_merge(const std::vector<std::string>& inputs, const std::string& output) {
+void results_merge(const std::vector<std::string>& inputs, const std::string& output,
+                   bool allow_mixed_configs) {
   SPECLAB_INPUT_CHECK(!inputs.empty(), output, ": nothing to merge (no input files)");
-  std::map<std::string, std::pair<std::string, const nlohmann::json*>> first_seen;
   std::vector<std::vector<RowAt>> all;
   all.reserve(inputs.size());
-  std::string text;
   for (const auto& in : inputs) {
     size_t complete = 0;
     all.push_back(parse_rows(read_file(in), in, &complete));
   }
-  for (size_t f = 0; f < inputs.size(); ++f) {
+  auto hash_of = [](const nlohmann::json& row) {
+    auto it = row.find("config_hash");
+    return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  // Rows of different configs measure different things under the same cell names: refused,
+  // or with allow_mixed_configs written as separate groups (one per config_hash, in order of
+  // first appearance), each row still carrying its config_hash, so nothing downstream pools
+  // them.
+  std::vector<std::string> hash_order;
+  std::map<std::string, std::string> hash_first_at;  // config_hash -> "file:line"
+  for (size_t f = 0; f < inputs.size(); ++f)
     for (const auto& r : all[f]) {
-      const std::string id = r.row["cell_id"].get<std::string>();
+      const std::string h = hash_of(r.row);
+      if (hash_first_at.count(h)) continue;
       const std::string where = str_cat(inputs[f], ":", r.line);
-      const auto [it, fresh] = first_seen.emplace(id, std::make_pair(where, &r.row));
-      if (!fresh) {
-        SPECLAB_INPUT_CHECK(*it->second.second == r.row, where, ": cell_id ", id,
-                            " conflicts with the different row at ", it->second.first);
-        continue;
+      if (!hash_order.empty() && !allow_mixed_configs) {
+        const std::string& h0 = hash_order.front();
+        fail_input(where, ": config_hash ", h.empty() ? "(none)" : h, " differs from config_hash ",
+                   h0.empty() ? "(none)" : h0, " at ", hash_first_at[h0],
+                   "; rows of different configs are not merged (--allow-mixed-configs keeps "
+                   "them apart)");
       }
-      text += dump_row(r.row) + "\n";
+      hash_order.push_back(h);
+      hash_first_at[h] = where;
+    }
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, const nlohmann::json*>>
+      first_seen;  // (config_hash, cell_id) -> where, row
+  std::string text;
+  for (const auto& h : hash_order) {
+    for (size_t f = 0; f < inputs.size(); ++f) {
+      for (const auto& r : all[f]) {
+        if (hash_of(r.row) != h) continue;
+        const std::string id = r.row["cell_id"].get<std::string>();
+        const std::string where = str_cat(inputs[f], ":", r.line);
+        const auto [it, fresh] =
+            first_seen.emplace(std::make_pair(h, id), std::make_pair(where, &r.row));
+        if (!fresh) {
+          SPECLAB_INPUT_CHECK(*it->second.second == r.row, where, ": cell_id ", id,
+                              " conflicts with the different row at ", it->second.first);
+          continue;
+        }
+        text += dump_row(r.row) + "\n";
+      }
     }
   }
   const fs::path out_path(output);

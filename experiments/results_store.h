@@ -60,7 +60,11 @@ std::vector<nlohmann::json> results_read(const std::string& path);
 
 // Joins the rows of shard files into `output` (written whole, then renamed into place):
 // rows keep input order; a cell_id seen again with an identical row is dropped; one seen
-// again with a different row is an InputError naming both places.
-void results_merge(const std::vector<std::string>& inputs, const std::string& output);
+// again with a different row is an InputError naming both places. Rows of different
+// config_hash are an InputError naming both hashes and the file:line of each, unless
+// allow_mixed_configs: then the output holds one group of rows per config_hash (in order of
+// first appearance; duplicates judged within a config), never pooled.
+void results_merge(const std::vector<std::string>& inputs, const std::string& output,
+                   bool allow_mixed_configs = false);
 
 }  // namespace speclab

@@ -1,19 +1,27 @@
-// speclab check CONFIG --baseline FILE [--update] [--set key=value ...]
+// speclab check CONFIG --baseline FILE [--two-sided] [--allow-missing-cells]
+//     [--allow-model-change] [--json] [--junit FILE] [--bands FILE] [--set key=value ...]
+// speclab check CONFIG --baseline FILE --update          rewrite the baseline from this run
+// speclab check CONFIG --baseline FILE --calibrate N     measure the tolerance bands
 //
 // The acceptance-rate regression gate: re-runs the config's cells (acceptance only: no
 // baseline timing) and compares alpha (accepted/tested) and tau (tokens per round) of each
-// cell with the committed baseline row of the same cell_id. A cell fails when
-//   |x - x_baseline| > gate.sigmas * sqrt(se^2 + se_baseline^2) + 1e-9
-// with se the standard error recorded in each row (binomial for alpha, over rounds for tau).
-// Runs are seeded and our kernels reduce in a fixed order, so the same machine reproduces a
-// baseline exactly; the tolerance covers other machines and thread counts. Exit 1 on failure.
-// --update writes the new rows to FILE instead (a deliberate baseline refresh).
+// cell with the baseline row of the same cell_id (experiments/acceptance_gate.h has the rule;
+// docs/gate.md the user's guide). Runs are seeded and our kernels reduce in a fixed order, so
+// the same machine reproduces a baseline exactly; the tolerance covers other machines and
+// thread counts. Exit 1 when the gate fails, 2 on bad input.
+//
+// --calibrate N re-runs every cell under the N seeds generation.seed + 1 .. + N and writes the
+// spread of alpha and tau per cell to the bands file (default: next to the baseline,
+// gate_bands_default_path), which later checks read when it exists.
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "core/error.h"
+#include "experiments/acceptance_gate.h"
 #include "experiments/cli/commands.h"
 #include "experiments/experiment_session.h"
 #include "experiments/results_store.h"
@@ -22,71 +30,190 @@ namespace speclab {
 
 namespace {
 
+using nlohmann::json;
+
 struct CheckArgs {
-  std::string config, baseline;
-  bool update = false;
+  std::string config, baseline, bands, junit;
+  bool update = false, json = false, two_sided = false;
+  bool allow_missing_cells = false, allow_model_change = false;
+  int calibrate = 0;
   std::vector<std::string> set;
 };
+
+// Writes `text` to `path` whole (a temporary file renamed into place): never a partial file.
+void write_whole(const std::string& path, const std::string& text, const char* what) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc | std::ios::binary);
+    SPECLAB_INPUT_CHECK(f.good(), path, ": cannot write ", what);
+    f << text;
+    f.flush();
+    if (!f.good()) {
+      std::remove(tmp.c_str());
+      fail_input(path, ": cannot write ", what, " (disk full?)");
+    }
+  }
+  SPECLAB_INPUT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot write ", what);
+}
+
+std::vector<json> rerun_cells(const ExperimentConfig& cfg, const std::vector<Cell>& cells) {
+  ExperimentSession session(cfg, nullptr, /*measure_bandwidth=*/false);
+  std::vector<json> rows;
+  for (const auto& c : cells) rows.push_back(session.run_cell(c));
+  return rows;
+}
+
+void run_calibrate(const CheckArgs& a, const std::vector<std::string>& overrides,
+                   const ExperimentConfig& cfg, const std::vector<Cell>& cells) {
+  SPECLAB_INPUT_CHECK(a.calibrate >= 2, "--calibrate: expected N >= 2 seeds, got ", a.calibrate);
+  SPECLAB_INPUT_CHECK(!a.update, "--calibrate and --update: give one of them");
+  const std::string path = a.bands.empty() ? gate_bands_default_path(a.baseline) : a.bands;
+  // values[cell index][figure 0 = alpha, 1 = tau][seed]
+  std::vector<std::array<std::vector<double>, 2>> values(cells.size());
+  json seeds = json::array();
+  for (int i = 1; i <= a.calibrate; i++) {
+    const int64_t seed = cfg.generation.seed + i;
+    seeds.push_back(seed);
+    std::vector<std::string> o = overrides;
+    o.push_back(str_cat("generation.seed=", seed));
+    const ExperimentConfig seeded = experiment_config_load(a.config, o);
+    const std::vector<Cell> seeded_cells = sweep_expand(seeded);
+    SPECLAB_ASSERT(seeded_cells.size() == cells.size());  // the seed is not a sweep axis
+    const std::vector<json> rows = rerun_cells(seeded, seeded_cells);
+    for (size_t j = 0; j < rows.size(); j++) {
+      values[j][0].push_back(rows[j]["alpha_empirical"].get<double>());
+      values[j][1].push_back(rows[j]["tau"].get<double>());
+    }
+    if (!a.json) std::printf("calibration seed %lld: %zu cells\n", (long long)seed, rows.size());
+  }
+  json out = {
+      {"format", "speclab-gate-bands/1"}, {"config", a.config}, {"config_hash", cfg.config_hash()},
+      {"sigmas", cfg.gate.sigmas},        {"seeds", seeds},     {"cells", json::object()}};
+  if (!a.json)
+    std::printf("%-14s %5s %5s | %8s %8s | %8s %8s\n", "draft", "gamma", "T", "alpha sd", "band",
+                "tau sd", "band");
+  for (size_t j = 0; j < cells.size(); j++) {
+    const GateBand alpha = gate_band_from(values[j][0], cfg.gate.sigmas);
+    const GateBand tau = gate_band_from(values[j][1], cfg.gate.sigmas);
+    out["cells"][cells[j].cell_id] = {{"drafter", cells[j].drafter},
+                                      {"gamma", cells[j].gamma},
+                                      {"temperature", cells[j].temperature},
+                                      {"alpha", gate_band_json(alpha)},
+                                      {"tau", gate_band_json(tau)}};
+    if (!a.json)
+      std::printf("%-14s %5d %5.2f | %8.4f %8.4f | %8.4f %8.4f\n", cells[j].drafter.c_str(),
+                  cells[j].gamma, cells[j].temperature, alpha.sd, alpha.band, tau.sd, tau.band);
+  }
+  write_whole(path, out.dump(2) + "\n", "the bands file");
+  if (a.json)
+    std::printf("%s\n",
+                json({{"bands", path}, {"cells", cells.size()}, {"seeds", seeds}}).dump().c_str());
+  else
+    std::printf("wrote the bands of %zu cells (%d seeds) to %s\n", cells.size(), a.calibrate,
+                path.c_str());
+}
+
+const char* verdict_word(const GateCellResult& c) {
+  switch (c.status) {
+    case GateStatus::kOk:
+      return "ok";
+    case GateStatus::kImprovement:
+      return "IMPROVEMENT";
+    case GateStatus::kRegression:
+      return "REGRESSION";
+    case GateStatus::kChanged:
+      return "CHANGED";
+    case GateStatus::kMissing:
+      return c.failed ? "MISSING" : "missing (allowed)";
+    case GateStatus::kNew:
+      return c.failed ? "NEW" : "new (allowed)";
+    case GateStatus::kModelChanged:
+      return "MODEL CHANGED";
+  }
+  return "?";
+}
+
+void print_human(const GateReport& rep) {
+  std::printf("%-14s %5s %5s | %7s %7s %6s | %6s %6s %6s | %s\n", "draft", "gamma", "T", "alpha",
+              "base", "z", "tau", "base", "z", "verdict");
+  for (const auto& c : rep.cells) {
+    if (c.compared)
+      std::printf("%-14s %5d %5.2f | %7.4f %7.4f %6.2f | %6.3f %6.3f %6.2f | %s\n",
+                  c.drafter.c_str(), c.gamma, c.temperature, c.alpha.value, c.alpha.baseline,
+                  c.alpha.z, c.tau.value, c.tau.baseline, c.tau.z, verdict_word(c));
+    else
+      std::printf("%-14s %5d %5.2f | %7s %7s %6s | %6s %6s %6s | %s\n", c.drafter.c_str(), c.gamma,
+                  c.temperature, "-", "-", "-", "-", "-", "-", verdict_word(c));
+  }
+  for (const auto& [who, d] : rep.identity_changes)
+    std::printf("identity of %s changed: %s\n", who.c_str(), d.c_str());
+  for (const auto& c : rep.cells)
+    if (!c.reason.empty()) std::printf("%s: %s\n", c.label().c_str(), c.reason.c_str());
+}
 
 void run_check(const CheckArgs& a) {
   std::vector<std::string> overrides = a.set;
   overrides.push_back("measure.baseline=false");
   const ExperimentConfig cfg = experiment_config_load(a.config, overrides);
   const std::vector<Cell> cells = sweep_expand(cfg);
-  std::map<std::string, nlohmann::json> base;
+  if (a.calibrate) return run_calibrate(a, overrides, cfg, cells);
+
+  std::vector<json> baseline;
   if (!a.update) {
-    for (auto& row : results_read(a.baseline)) {
-      SPECLAB_INPUT_CHECK(row.contains("cell_id") && row["cell_id"].is_string(), a.baseline,
-                          ": a row without cell_id");
-      base[row["cell_id"].get<std::string>()] = row;
-    }
-    for (const auto& c : cells)
-      SPECLAB_INPUT_CHECK(base.count(c.cell_id), a.baseline, ": no baseline row for cell ",
-                          c.cell_id, " (", c.drafter, " gamma ", c.gamma, " T ", c.temperature,
-                          "); refresh it with --update");
+    baseline = results_read(a.baseline);
+    SPECLAB_INPUT_CHECK(!baseline.empty(), a.baseline, ": no baseline rows");
+    // Checked before the (long) rerun: the figures the gate compares.
+    for (const auto& row : baseline)
+      for (const char* key : {"alpha_empirical", "alpha_se", "tau", "tau_se"})
+        SPECLAB_INPUT_CHECK(row.contains(key) && row[key].is_number(), a.baseline,
+                            ": the row of cell ", row["cell_id"].get<std::string>(),
+                            " has no number '", key, "'");
   }
-  ExperimentSession session(cfg, nullptr, /*measure_bandwidth=*/false);
-  std::vector<nlohmann::json> rows;
-  int failures = 0;
-  std::printf("%-14s %5s %5s | %7s %7s %6s | %6s %6s %6s | %s\n", "draft", "gamma", "T", "alpha",
-              "base", "z", "tau", "base", "z", "verdict");
-  for (const auto& c : cells) {
-    nlohmann::json row = session.run_cell(c);
-    rows.push_back(row);
-    if (a.update) continue;
-    const auto& b = base[c.cell_id];
-    auto z = [&](const char* key, const char* se_key) {
-      const double d = row[key].get<double>() - b[key].get<double>();
-      const double se = std::hypot(row[se_key].get<double>(), b[se_key].get<double>());
-      const double tol = cfg.gate.sigmas * se + 1e-9;
-      return std::make_pair(se > 0 ? d / se : (std::fabs(d) <= 1e-9 ? 0.0 : INFINITY),
-                            std::fabs(d) <= tol);
-    };
-    const auto [za, oka] = z("alpha_empirical", "alpha_se");
-    const auto [zt, okt] = z("tau", "tau_se");
-    const bool ok = oka && okt;
-    failures += ok ? 0 : 1;
-    std::printf("%-14s %5d %5.2f | %7.4f %7.4f %6.2f | %6.3f %6.3f %6.2f | %s\n", c.drafter.c_str(),
-                c.gamma, c.temperature, row["alpha_empirical"].get<double>(),
-                b["alpha_empirical"].get<double>(), za, row["tau"].get<double>(),
-                b["tau"].get<double>(), zt, ok ? "ok" : "REGRESSION");
-  }
+  GateOptions opt;
+  opt.sigmas = cfg.gate.sigmas;
+  opt.two_sided = a.two_sided;
+  opt.allow_missing_cells = a.allow_missing_cells;
+  opt.allow_model_change = a.allow_model_change;
+  std::string bands_path = a.bands;
+  if (bands_path.empty() && !a.update &&
+      std::filesystem::exists(gate_bands_default_path(a.baseline)))
+    bands_path = gate_bands_default_path(a.baseline);
+  const std::map<std::string, GateCellBands> bands =
+      bands_path.empty() ? std::map<std::string, GateCellBands>{} : gate_bands_read(bands_path);
+
+  const std::vector<json> rows = rerun_cells(cfg, cells);
   if (a.update) {
-    const std::string tmp = a.baseline + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::trunc);
-      SPECLAB_INPUT_CHECK(f.good(), a.baseline, ": cannot write");
-      for (const auto& r : rows) f << r.dump() << "\n";
-    }
-    std::rename(tmp.c_str(), a.baseline.c_str());
+    std::string text;
+    for (const auto& r : rows) text += r.dump() + "\n";
+    write_whole(a.baseline, text, "the baseline");
     std::printf("wrote %zu baseline rows to %s\n", rows.size(), a.baseline.c_str());
     return;
   }
-  if (failures)
-    throw CheckFailed(str_cat(failures, " of ", cells.size(), " cells outside ", cfg.gate.sigmas,
-                              " standard errors of ", a.baseline));
-  std::printf("all %zu cells within %.1f standard errors of the baseline\n", cells.size(),
-              cfg.gate.sigmas);
+
+  const GateReport rep = gate_compare(baseline, rows, bands, opt);
+  if (!a.junit.empty()) write_whole(a.junit, gate_junit_xml(rep, cfg.name), "the JUnit report");
+  if (a.json) {
+    for (const auto& c : rep.cells) std::printf("%s\n", gate_cell_json(c).dump().c_str());
+    std::printf("%s\n", gate_verdict_json(rep, opt, a.baseline, bands_path).dump().c_str());
+  } else {
+    print_human(rep);
+  }
+  const std::string rule =
+      str_cat(opt.sigmas, " standard errors", bands_path.empty() ? "" : " or the calibrated band");
+  const char* sided = opt.two_sided ? "two-sided" : "one-sided: a drop fails";
+  if (!rep.passed()) {
+    std::string named;
+    for (const auto& c : rep.cells)
+      if (c.failed)
+        named += str_cat(named.empty() ? "" : "; ", c.label(), " ", gate_status_name(c.status));
+    for (const auto& [who, d] : rep.identity_changes)
+      if (!opt.allow_model_change) named += str_cat("; ", who, " identity changed: ", d);
+    throw CheckFailed(str_cat(rep.n_failed, " of ", rep.cells.size(), " cells failed against ",
+                              a.baseline, " (", rule, ", ", sided, "): ", named));
+  }
+  if (!a.json)
+    std::printf("all %zu cells within %s of the baseline (%s; %d compared)\n", rep.cells.size(),
+                rule.c_str(), sided, rep.n_compared);
 }
 
 }  // namespace
@@ -97,6 +224,18 @@ void register_check(CLI::App& app) {
   c->add_option("config", a->config, "experiment YAML")->required();
   c->add_option("--baseline", a->baseline, "baseline results (JSONL)")->required();
   c->add_flag("--update", a->update, "rewrite the baseline from this run");
+  c->add_flag("--two-sided", a->two_sided,
+              "fail on a rise of acceptance too (one-sided: only a drop fails)");
+  c->add_flag("--allow-missing-cells", a->allow_missing_cells,
+              "report, but do not fail on, cells in only one of baseline and rerun");
+  c->add_flag("--allow-model-change", a->allow_model_change,
+              "report, but do not fail on, a changed model identity behind a name");
+  c->add_flag("--json", a->json, "one JSON object per cell, then a verdict object");
+  c->add_option("--junit", a->junit, "also write a JUnit XML report to FILE");
+  c->add_option("--bands", a->bands,
+                "calibrated bands file; unset: <baseline>.bands.json when it exists");
+  c->add_option("--calibrate", a->calibrate,
+                "re-run the cells under N seeds and write the tolerance bands");
   c->add_option("--set", a->set, "override a config key");
   c->callback([a] { run_check(*a); });
 }

@@ -14,6 +14,7 @@
 #include "experiments/backend.h"
 #include "experiments/chat_template.h"
 #include "experiments/cli/commands.h"
+#include "experiments/round_trace.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
@@ -29,6 +30,7 @@ namespace {
 
 struct GenerateArgs {
   std::string target, draft, tokenizer, prompt, prompt_ids, gamma_policy = "fixed", backend = "cpu";
+  std::string trace;                   // --trace FILE: the rounds, for speclab simulate --replay
   std::string synthetic_acceptance;    // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
   std::string tree;                    // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
   std::string chat_template = "none";  // none | auto | chatml | llama3 (wraps --prompt)
@@ -169,6 +171,9 @@ void run_generate(const GenerateArgs& a) {
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
                       "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
                       runner.max_ctx(), " tokens (see --ctx)");
+  SPECLAB_INPUT_CHECK(a.trace.empty() || (!a.draft.empty() && a.tree.empty()),
+                      "--trace: records the rounds of chain speculation; it needs --draft and "
+                      "does not combine with --tree");
   GenerationResult res;
   std::unique_ptr<Drafter> drafter;
   AcceptanceStats stats;
@@ -203,6 +208,20 @@ void run_generate(const GenerateArgs& a) {
     cfg.policy = policy.get();
     res = generate_speculative(runner, *drafter, req, cfg);
     stats.add(res.rounds);
+  }
+
+  if (!a.trace.empty()) {
+    RoundTraceSource src;
+    src.fixed_gamma = a.gamma_policy == "fixed" ? a.gamma : 0;
+    src.max_ctx = runner.max_ctx();
+    try {
+      RoundTraceWriter trace(a.trace);
+      trace.write(req, res, src);
+      trace.close();
+    } catch (...) {
+      std::remove(a.trace.c_str());  // no partial trace
+      throw;
+    }
   }
 
   const double n = static_cast<double>(res.tokens.size());
@@ -315,6 +334,8 @@ void register_generate(CLI::App& app) {
   c->add_option("--threads", args->threads, "CPU threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   c->add_flag("--ignore-eos", args->ignore_eos, "do not stop at EOS");
+  c->add_option("--trace", args->trace,
+                "write every round to FILE (JSON lines, read by speclab simulate --replay)");
   c->add_flag("--json", args->json, "print one JSON object with tokens, text and stats");
   c->add_flag("--show-drafts", args->show_drafts,
               "mark accepted, [-rejected-] and {+target-sampled+} tokens");

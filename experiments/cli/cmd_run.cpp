@@ -2,7 +2,9 @@
 //
 // Runs every (not yet finished) cell of the config's sweep and appends one result row per
 // cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
-// DIR/tables.md and, when python3 with matplotlib is available, the plots (analysis/).
+// DIR/tables.md, the config as written (DIR/config.yaml) and resolved (DIR/config.resolved.json)
+// and, when python3 with matplotlib is available, the plots and the report DIR/index.html
+// (analysis/plot_results.py, docs/report.md).
 // SIGINT abandons the cell in flight and exits after the rows already written (exit 130);
 // a later --resume completes the sweep.
 #include <csignal>
@@ -20,6 +22,7 @@
 #include "experiments/progress_bar.h"
 #include "experiments/result_tables.h"
 #include "experiments/results_store.h"
+#include "experiments/round_trace.h"
 #include "experiments/sweep.h"
 
 namespace speclab {
@@ -30,7 +33,7 @@ std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) { g_interrupted.store(true); }
 
 struct RunArgs {
-  std::string config, out, shard = "0/1";
+  std::string config, out, shard = "0/1", trace;
   bool resume = false, no_plots = false;
   std::vector<std::string> set;
 };
@@ -70,6 +73,16 @@ void run_experiment(const RunArgs& a) {
     throw;
   }
   ExperimentSession& session = *session_ptr;
+  std::unique_ptr<RoundTraceWriter> trace;  // --trace: every speculative round of the run
+  if (!a.trace.empty()) {
+    try {
+      trace = std::make_unique<RoundTraceWriter>(a.trace);
+    } catch (...) {
+      store.remove_if_empty();
+      throw;
+    }
+    session.set_trace(trace.get());
+  }
   std::fprintf(stderr, "speclab: %s: %zu cells (%zu in shard %d/%d, %zu already done)\n",
                cfg.name.c_str(), all.size(), cells.size(), shard.index, shard.count,
                cells.size() - todo.size());
@@ -96,10 +109,21 @@ void run_experiment(const RunArgs& a) {
   }
   bar.finish();
   std::signal(SIGINT, SIG_DFL);
+  if (trace) {
+    trace->close();
+    std::fprintf(stderr, "speclab: %lld rounds traced in %s (%lld tree generations not traced)\n",
+                 static_cast<long long>(trace->rounds_written()), a.trace.c_str(),
+                 static_cast<long long>(trace->skipped_tree_generations()));
+  }
 
   // Tables and plots from everything in the results file (other shards' rows included).
   const auto rows = results_read(store.results_path());
   std::ofstream(dir + "/tables.md") << result_tables_render(rows, TableFormat::kMarkdown);
+  // The report shows the config's header comment and the resolved config (--set applied).
+  std::error_code ec;
+  std::filesystem::copy_file(a.config, dir + "/config.yaml",
+                             std::filesystem::copy_options::overwrite_existing, ec);
+  std::ofstream(dir + "/config.resolved.json") << cfg.to_json().dump(2) << "\n";
   std::fprintf(stderr, "speclab: %zu rows in %s; tables in %s/tables.md\n", rows.size(),
                store.results_path().c_str(), dir.c_str());
   if (!a.no_plots) run_plots(dir);
@@ -116,7 +140,9 @@ void register_run(CLI::App& app) {
   c->add_flag("--resume", a->resume, "skip cells already in the results file");
   c->add_option("--shard", a->shard, "run shard I of N (0-based), e.g. 2/8");
   c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
-  c->add_flag("--no-plots", a->no_plots, "skip the matplotlib plots");
+  c->add_flag("--no-plots", a->no_plots, "skip the plots and the HTML report");
+  c->add_option("--trace", a->trace,
+                "write every speculative round to FILE (JSON lines; speclab simulate --replay)");
   c->callback([a] { run_experiment(*a); });
 }
 

@@ -37,6 +37,7 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
   result.prefill_s = seconds_since(t0);
 
   std::vector<float> p;        // [k+1, vocab] standardized target distributions
+  std::vector<float> p_raw;    // [k, vocab] softmax of the raw logits (greedy lenience only)
   std::vector<int32_t> batch;  // [k+1] = [last, d1..dk]
   DraftProposal proposal;
   uint64_t round_index = 0;
@@ -78,11 +79,21 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
     p.resize(static_cast<size_t>((n_draft + 1) * vocab));
     for (int i = 0; i <= n_draft; i++)
       sampling_standardize(p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
+    // Greedy lenience (paper A.5) compares against the target's distribution before
+    // standardization, which at temperature 0 is one-hot: softmax of the raw logits.
+    const bool raw_needed = greedy && config.lenience < 1.0;
+    if (raw_needed) {
+      p_raw.resize(static_cast<size_t>(n_draft * vocab));
+      for (int i = 0; i < n_draft; i++)
+        sampling_standardize(p_raw.data() + i * vocab, logits + i * vocab, vocab,
+                             SamplingParams{1.0f, 0, 1.0f});
+    }
     VerifyRound round;
     round.n_draft = n_draft;
     round.draft = proposal.tokens.data();
     round.q = proposal.q.empty() ? nullptr : proposal.q.data();
     round.p = p.data();
+    round.p_raw = raw_needed ? p_raw.data() : nullptr;
     round.vocab = vocab;
     VerifyConfig vcfg;
     vcfg.greedy = greedy;

@@ -394,7 +394,8 @@ struct RandomRound {
   int64_t vocab;
   std::vector<int32_t> draft;
   std::vector<float> p, q;
-  VerifyRound view() const { return {n_draft, draft.data(), q.data(), p.data(), vocab}; }
+  // p_raw = p: a hand-made p is not one-hot, so it stands for its own raw distribution.
+  VerifyRound view() const { return {n_draft, draft.data(), q.data(), p.data(), vocab, p.data()}; }
 };
 
 RandomRound random_round(uint64_t id) {
@@ -517,7 +518,7 @@ TEST(SpeculativeVerify, GreedyLenienceRule) {
   // p = {0.5, 0.3, 0.2}: argmax 0. Draft 1 has p = 0.3 = 0.6 max: accepted iff l <= 0.6.
   const float p[6] = {0.5f, 0.3f, 0.2f, 0.1f, 0.1f, 0.8f};
   const int32_t draft[1] = {1};
-  const VerifyRound r{1, draft, nullptr, p, 3};
+  const VerifyRound r{1, draft, nullptr, p, 3, /*p_raw=*/p};
   EXPECT_EQ(speculative_verify(r, {true, 1.0}, {}).n_accepted, 0);
   EXPECT_EQ(speculative_verify(r, {true, 1.0}, {}).next_token, 0);
   EXPECT_EQ(speculative_verify(r, {true, 0.7}, {}).n_accepted, 0);
@@ -525,6 +526,76 @@ TEST(SpeculativeVerify, GreedyLenienceRule) {
   EXPECT_EQ(o.n_accepted, 1);
   EXPECT_EQ(o.next_token, 2);  // bonus = argmax p_1
   EXPECT_TRUE(o.bonus);
+}
+
+// Greedy lenience reads the raw distribution, not the standardized one: at temperature 0 p
+// is one-hot, and the rule applied to it could accept nothing but the argmax (paper A.5).
+TEST(SpeculativeVerify, GreedyLenienceUsesRawDistribution) {
+  const float one_hot[6] = {1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};  // [2, 3] standardized, T = 0
+  const float raw[3] = {0.5f, 0.3f, 0.2f};                        // [1, 3] softmax at T = 1
+  const int32_t draft[1] = {1};
+  const VerifyRound r{1, draft, nullptr, one_hot, 3, raw};
+  EXPECT_EQ(speculative_verify(r, {true, 1.0}, {}).n_accepted, 0);  // l = 1: argmax only
+  EXPECT_EQ(speculative_verify(r, {true, 0.7}, {}).n_accepted, 0);  // 0.3 < 0.7 * 0.5
+  const VerifyOutcome o = speculative_verify(r, {true, 0.5}, {});   // 0.3 >= 0.5 * 0.5
+  EXPECT_EQ(o.n_accepted, 1);
+  EXPECT_EQ(o.next_token, 2);  // argmax of the standardized p_1
+  // Without the raw distribution greedy lenience refuses instead of silently doing nothing.
+  const VerifyRound no_raw{1, draft, nullptr, one_hot, 3};
+  EXPECT_THROW(speculative_verify(no_raw, {true, 0.5}, {}), InputError);
+  EXPECT_EQ(speculative_verify(no_raw, {true, 1.0}, {}).n_accepted, 0);
+}
+
+TEST(SpeculativeVerify, GreedyLenientAcceptsByHand) {
+  const float p[4] = {0.1f, 0.4f, 0.3f, 0.2f};
+  EXPECT_TRUE(verify_greedy_lenient_accepts(p, 4, 1, 1.0));    // the argmax
+  EXPECT_FALSE(verify_greedy_lenient_accepts(p, 4, 2, 1.0));   // 0.3 < 0.4
+  EXPECT_TRUE(verify_greedy_lenient_accepts(p, 4, 2, 0.75));   // 0.3 >= 0.3
+  EXPECT_TRUE(verify_greedy_lenient_accepts(p, 4, 3, 0.49));   // 0.2 >= 0.196
+  EXPECT_FALSE(verify_greedy_lenient_accepts(p, 4, 3, 0.51));  // 0.2 < 0.204
+  EXPECT_TRUE(verify_greedy_lenient_accepts(p, 4, 0, 0.2));    // 0.1 >= 0.08
+}
+
+// Hand computation, p = {0.5, 0.3, 0.2}, q = {0.2, 0.2, 0.6}:
+//   l = 1:   alpha = sum min(p, q) = 0.2 + 0.2 + 0.2 = 0.6; the law is p (tv 0).
+//   l = 0.5: p/l = {1, 0.6, 0.4}, alpha_l = 0.2 + 0.2 + 0.4 = 0.8; residual max(0, p/l - q) =
+//            {0.8, 0.4, 0} of mass 1/l - alpha_l = 1.2, weight (1 - 0.8) / 1.2 = 1/6, so the
+//            law is {0.2 + 0.8/6, 0.2 + 0.4/6, 0.4} = {1/3, 4/15, 2/5} and its total
+//            variation from p is (1/6 + 1/30 + 1/5) / 2 = 0.2.
+// A simulation of the lenient verifier (200000 rounds of one draft d ~ q) agrees: accepted
+// share within 0.005 of alpha_l, emitted law within 0.005 of the formula per token, and so
+// the empirical total variation from p within 0.01 of 0.2.
+TEST(SpeculativeVerify, LenientAcceptanceAndTvByHandAndSimulation) {
+  const float p[6] = {0.5f, 0.3f, 0.2f, 0.5f, 0.3f, 0.2f};  // [2, 3]: p_0 and the bonus row
+  const float q[3] = {0.2f, 0.2f, 0.6f};
+  EXPECT_NEAR(verify_expected_acceptance(p, q, 3, 1.0), 0.6, 1e-6);
+  EXPECT_NEAR(verify_expected_acceptance(p, q, 3, 0.5), 0.8, 1e-6);
+  EXPECT_NEAR(verify_lenient_tv(p, q, 3, 1.0), 0.0, 1e-6);
+  EXPECT_NEAR(verify_lenient_tv(p, q, 3, 0.5), 0.2, 1e-6);
+  double law[3];
+  verify_lenient_law(p, q, 3, 0.5, law);
+  EXPECT_NEAR(law[0], 1.0 / 3, 1e-6);
+  EXPECT_NEAR(law[1], 4.0 / 15, 1e-6);
+  EXPECT_NEAR(law[2], 0.4, 1e-6);
+
+  const int n = 200000;
+  int64_t accepted = 0;
+  std::vector<int64_t> counts(3, 0);
+  for (int t = 0; t < n; t++) {
+    const RngKey base{31, static_cast<uint64_t>(t), 0, 0, 0};
+    const int32_t d = sampling_draw(q, 3, rng_uniform(rng_key_at(base, 0, kRngDraftSample)));
+    const VerifyRound r{1, &d, q, p, 3};
+    const VerifyOutcome o = speculative_verify(r, {false, 0.5}, base);
+    accepted += o.n_accepted;
+    counts[o.n_accepted == 1 ? d : o.next_token]++;
+  }
+  EXPECT_NEAR(double(accepted) / n, 0.8, 0.005);
+  double tv = 0;
+  for (int x = 0; x < 3; x++) {
+    EXPECT_NEAR(double(counts[x]) / n, law[x], 0.005) << "token " << x;
+    tv += std::abs(double(counts[x]) / n - p[x]);
+  }
+  EXPECT_NEAR(tv / 2, 0.2, 0.01);
 }
 
 }  // namespace

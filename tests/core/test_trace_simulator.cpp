@@ -140,6 +140,11 @@ TEST(TraceSimulator, TraceParseAndErrors) {
       {"{\"n_draft\": 2, \"n_accepted\": 3}", "t.jsonl:1: 'n_accepted' must lie in [0, n_draft"},
       {"{\"n_accepted\": 0}", "t.jsonl:1: 'n_draft' must be an integer"},
       {"{\"n_draft\": 0, \"n_accepted\": 0}", "'n_draft' must lie in [1"},
+      {"{\"n_draft\": 0, \"n_accepted\": 0, \"draft_cap\": 1}", "'n_draft' must lie in [1"},
+      {"{\"n_draft\": 3, \"n_accepted\": 1, \"draft_cap\": 2}",
+       "t.jsonl:1: 'draft_cap' must lie in [n_draft = 3"},
+      {"{\"n_draft\": 3, \"n_accepted\": 1, \"draft_cap\": 2.5}",
+       "t.jsonl:1: 'draft_cap' must be an integer"},
       {"{\"n_draft\": 2, \"n_accepted\": 1, \"beta\": [0.5, 1.5]}", "'beta'[1] must be"},
       {"[1, 2]", "t.jsonl:1: expected a JSON object"},
   };
@@ -186,6 +191,39 @@ TEST(TraceSimulator, ReplayHandTrace) {
   EXPECT_EQ(r.imputed_rounds, 2);
   EXPECT_EQ(r.accepted, r.drafted);
   EXPECT_GE(r.tokens, 6 + 2 * 5);
+}
+
+// Rounds cut below gamma by something other than the policy (budget, context, a drafter that
+// proposed fewer) carry draft_cap: replay never drafts past it, so replaying at the recorded
+// gamma is exact, and a round with draft_cap 0 (nothing drafted) yields 1 token.
+TEST(TraceSimulator, ReplayRespectsDraftCaps) {
+  const std::vector<RoundTrace> t = trace_parse(
+      "{\"n_draft\": 4, \"n_accepted\": 4, \"draft_cap\": 9}\n"  // censored at gamma
+      "{\"n_draft\": 4, \"n_accepted\": 1, \"draft_cap\": 9}\n"
+      "{\"n_draft\": 2, \"n_accepted\": 2, \"draft_cap\": 2}\n"  // the drafter ran short
+      "{\"n_draft\": 1, \"n_accepted\": 1, \"draft_cap\": 1}\n"  // the budget's last round
+      "{\"n_draft\": 0, \"n_accepted\": 0, \"draft_cap\": 0}\n",
+      "caps.jsonl");
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_EQ(t[4].n_draft, 0);
+  EXPECT_EQ(trace_parse(trace_format_line(t[2]), "x")[0].draft_cap, 2);
+  // At the recorded gamma 4: tokens n + 1 per round, nothing imputed.
+  SimResult r = trace_replay(t, 0.0, fixed(4), 1);
+  EXPECT_EQ(r.imputed_rounds, 0);
+  EXPECT_EQ(r.tokens, 5 + 2 + 3 + 2 + 1);
+  EXPECT_EQ(r.drafted, 4 + 4 + 2 + 1 + 0);
+  // At gamma 6 only the first round (censored below its cap) needs a tail.
+  r = trace_replay(t, 0.0, fixed(6), 1);
+  EXPECT_EQ(r.imputed_rounds, 1);
+  EXPECT_EQ(r.drafted, 6 + 6 + 2 + 1 + 0);  // min(6, draft_cap) per round
+  // Oracle: capped rounds need no tail either.
+  r = trace_replay(t, 0.0, PolicySpec{PolicyKind::kOracle, 0}, 1);
+  EXPECT_EQ(r.imputed_rounds, 1);
+  // A trace of one round that drafted nothing: alpha_hat is 1 (nothing examined), 1 token.
+  const auto empty = trace_parse("{\"n_draft\": 0, \"n_accepted\": 0, \"draft_cap\": 0}", "e");
+  EXPECT_EQ(trace_alpha_mle(empty), 1.0);
+  EXPECT_EQ(trace_replay(empty, 0.5, fixed(3), 1).tokens, 1);
+  EXPECT_EQ(trace_replay(empty, 0.5, fixed(3), 1).speedup, 1.0);
 }
 
 TEST(TraceSimulator, ReplayOfIidTraceMatchesTheory) {

@@ -216,9 +216,11 @@ TEST(CudaKernels, VerifyMatchesCpuWithTheSameKeys) {
           cfg.greedy = greedy;
           cfg.lenience = l;
           const RngKey base{seed, 2, 100, 0, 0};
-          const VerifyOutcome ref = speculative_verify(
-              VerifyRound{gamma, draft.data(), one_hot ? nullptr : q.data(), p.data(), vocab}, cfg,
-              base);
+          // p_raw = p: p here is not one-hot, and the device applies greedy lenience to p.
+          const VerifyOutcome ref =
+              speculative_verify(VerifyRound{gamma, draft.data(), one_hot ? nullptr : q.data(),
+                                             p.data(), vocab, p.data()},
+                                 cfg, base);
           const VerifyOutcome got = cuda_speculative_verify(
               CudaVerifyRound{gamma, dd.data(), one_hot ? nullptr : dq.data(), dp.data(), vocab,
                               draft.data()},

@@ -1,10 +1,14 @@
 // The acceptance-rate gate (speclab check) against the committed baseline: it passes on the
-// current code, fails (exit 1) on a planted regression, and refuses a baseline that lacks a
-// cell (exit 2).
+// current code and fails (exit 1, naming the cell) on each failure mode: a planted regression,
+// a cell missing from either side, a model swapped behind a drafter name, a rise under
+// --two-sided; --json, --junit and --calibrate each have their own case.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "tests/experiments/cli_runner.h"
@@ -54,14 +58,246 @@ TEST(CliCheck, FailsOnPlantedRegression) {
   EXPECT_NE(r.err.find("1 of 12 cells"), std::string::npos) << r.err;
 }
 
-TEST(CliCheck, BaselineMissingACellIsBadInput) {
+// The lookup drafter's four cells: their cell ids do not depend on the other drafters, so a
+// check restricted to them compares against the baseline's lookup rows, quickly.
+const std::string kLookupOnly = " --set 'sweep.drafter=[lookup]'";
+
+std::vector<nlohmann::json> lookup_rows() {
+  std::vector<nlohmann::json> out;
+  for (auto& r : read_rows(kBaseline))
+    if (r["drafter"] == "lookup") out.push_back(r);
+  return out;
+}
+
+std::string check(const std::string& baseline, const std::string& extra = "") {
+  return "check '" + kConfig + "' --baseline '" + baseline + "'" + extra;
+}
+
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// A rerun cell with no baseline row (the baseline lost a row): the check fails and names the
+// cell; --allow-missing-cells lets it pass with the cell reported.
+TEST(CliCheck, RerunCellMissingFromBaselineFails) {
   ScratchDir dir;
-  auto rows = read_rows(kBaseline);
+  auto rows = lookup_rows();
+  ASSERT_EQ(rows.size(), 4u);
+  const std::string lost = rows.back()["cell_id"];
   rows.pop_back();
-  const auto r = run_speclab("check '" + kConfig + "' --baseline '" + write_rows(dir, rows) + "'");
+  const std::string base = write_rows(dir, rows);
+  const auto r = run_speclab(check(base, kLookupOnly));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, lost + "] new")) << r.err;
+  EXPECT_TRUE(has(r.out, "NEW")) << r.out;
+  const auto allowed = run_speclab(check(base, kLookupOnly + " --allow-missing-cells"));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+  EXPECT_TRUE(has(allowed.out, lost)) << allowed.out;
+  EXPECT_TRUE(has(allowed.out, "new (allowed)")) << allowed.out;
+}
+
+// A baseline cell the rerun does not produce (here the sweep lost gamma 4): fails, naming
+// each such cell; --allow-missing-cells passes.
+TEST(CliCheck, BaselineCellMissingFromRerunFails) {
+  ScratchDir dir;
+  const auto rows = lookup_rows();
+  const std::string base = write_rows(dir, rows);
+  const auto r = run_speclab(check(base, kLookupOnly + " --set 'sweep.gamma=[2]'"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "2 of 4 cells failed")) << r.err;
+  for (const auto& row : rows) {
+    if (row["gamma"] != 4) continue;
+    EXPECT_TRUE(has(r.err, row["cell_id"].get<std::string>() + "] missing")) << r.err;
+  }
+  const auto allowed =
+      run_speclab(check(base, kLookupOnly + " --set 'sweep.gamma=[2]' --allow-missing-cells"));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+  EXPECT_TRUE(has(allowed.out, "missing (allowed)")) << allowed.out;
+}
+
+// The report that motivated the identity check: pointing the name draft-2m at the 0.5m
+// weights made the sweep drop four cells and compare draft-2m against the 0.5m baseline rows,
+// and the check passed. It must fail and name the drafter, its changed weights and the cells.
+TEST(CliCheck, DrafterNameOnOtherWeightsFails) {
+  const auto r =
+      run_speclab(check(kBaseline, " --set drafters.draft-2m=models/zoo/tiny-draft-0.5m"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "8 of 12 cells failed")) << r.err;
+  EXPECT_TRUE(has(r.err, "drafter draft-2m identity changed")) << r.err;
+  EXPECT_TRUE(has(r.err, "draft_sha256")) << r.err;
+  for (const auto& row : read_rows(kBaseline)) {
+    const std::string id = row["cell_id"];
+    if (row["drafter"] == "draft-2m") EXPECT_TRUE(has(r.err, id + "] missing")) << id;
+    if (row["drafter"] == "draft-0.5m") EXPECT_TRUE(has(r.err, id + "] model_changed")) << id;
+  }
+}
+
+// Retrained weights at the same path: same cell ids, another sha256. Fails naming the drafter
+// and the field; --allow-model-change reports it and passes.
+TEST(CliCheck, ChangedWeightsBehindTheSameNameFail) {
+  ScratchDir dir;
+  std::vector<nlohmann::json> rows;
+  for (auto& row : read_rows(kBaseline))
+    if (row["drafter"] == "draft-0.5m") {
+      row["draft_sha256"] = std::string(64, 'a');
+      rows.push_back(row);
+    }
+  ASSERT_EQ(rows.size(), 4u);
+  const std::string base = write_rows(dir, rows);
+  const std::string only = " --set 'sweep.drafter=[draft-0.5m]'";
+  const auto r = run_speclab(check(base, only));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "4 of 4 cells failed")) << r.err;
+  EXPECT_TRUE(has(r.err, "drafter draft-0.5m identity changed: draft_sha256 aaaaaaaaaaaa"))
+      << r.err;
+  for (const auto& row : rows)
+    EXPECT_TRUE(has(r.err, row["cell_id"].get<std::string>() + "] model_changed")) << r.err;
+  const auto allowed = run_speclab(check(base, only + " --allow-model-change"));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out << allowed.err;
+  EXPECT_TRUE(has(allowed.out, "identity of drafter draft-0.5m changed")) << allowed.out;
+}
+
+// One-sided by default: a rise of acceptance beyond the tolerance is an improvement (exit 0);
+// --two-sided fails it and names the cell.
+TEST(CliCheck, RiseIsImprovementUnlessTwoSided) {
+  ScratchDir dir;
+  auto rows = lookup_rows();
+  rows[0]["alpha_empirical"] = rows[0]["alpha_empirical"].get<double>() - 0.3;
+  rows[0]["tau"] = rows[0]["tau"].get<double>() - 0.5;
+  const std::string id = rows[0]["cell_id"];
+  const std::string base = write_rows(dir, rows);
+  const auto one = run_speclab(check(base, kLookupOnly));
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_TRUE(has(one.out, "IMPROVEMENT")) << one.out;
+  EXPECT_FALSE(has(one.out, "REGRESSION")) << one.out;
+  const auto two = run_speclab(check(base, kLookupOnly + " --two-sided"));
+  EXPECT_EQ(two.exit_code, 1) << two.out << two.err;
+  EXPECT_TRUE(has(two.out, "CHANGED")) << two.out;
+  EXPECT_TRUE(has(two.err, id + "] changed")) << two.err;
+  EXPECT_TRUE(has(two.err, "two-sided")) << two.err;
+}
+
+// A regression planted in one lookup cell, reported as JSON lines (one object per cell, then
+// the verdict) and as JUnit XML (one testcase per cell, one failure naming the cell).
+TEST(CliCheck, JsonAndJunitReportARegression) {
+  ScratchDir dir;
+  auto rows = lookup_rows();
+  rows[2]["alpha_empirical"] = rows[2]["alpha_empirical"].get<double>() + 0.3;
+  const std::string id = rows[2]["cell_id"];
+  const std::string junit = dir.file("gate.xml");
+  const auto r =
+      run_speclab(check(write_rows(dir, rows), kLookupOnly + " --json --junit '" + junit + "'"));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  std::vector<nlohmann::json> objs;
+  while (std::getline(lines, line)) objs.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(objs.size(), 5u) << r.out;  // 4 cells + verdict
+  std::set<std::string> ids;
+  for (size_t i = 0; i < 4; i++) {
+    ids.insert(objs[i]["cell_id"].get<std::string>());
+    const bool planted = objs[i]["cell_id"] == id;
+    EXPECT_EQ(objs[i]["status"], planted ? "regression" : "ok") << objs[i];
+    EXPECT_EQ(objs[i]["failed"], planted) << objs[i];
+    EXPECT_LT(objs[i]["alpha"]["value"].get<double>(),
+              objs[i]["alpha"]["baseline"].get<double>() + (planted ? -0.2 : 1e-9));
+  }
+  EXPECT_EQ(ids.size(), 4u);
+  EXPECT_EQ(objs[4]["verdict"], "fail");
+  EXPECT_EQ(objs[4]["failed"], 1);
+  EXPECT_EQ(objs[4]["failed_cells"], nlohmann::json::array({id}));
+  EXPECT_EQ(objs[4]["sided"], "one");
+
+  std::ifstream f(junit);
+  ASSERT_TRUE(f.good()) << junit;
+  std::stringstream xml;
+  xml << f.rdbuf();
+  const std::string x = xml.str();
+  size_t cases = 0, failures = 0;
+  for (size_t p = 0; (p = x.find("<testcase ", p)) != std::string::npos; p++) cases++;
+  for (size_t p = 0; (p = x.find("<failure ", p)) != std::string::npos; p++) failures++;
+  EXPECT_EQ(cases, 4u) << x;
+  EXPECT_EQ(failures, 1u) << x;
+  EXPECT_TRUE(has(x, "failures=\"1\"")) << x;
+  const size_t fail_at = x.find("<failure ");
+  const size_t case_at = x.rfind("<testcase ", fail_at);
+  EXPECT_TRUE(has(x.substr(case_at, fail_at - case_at), id)) << x;
+  EXPECT_TRUE(has(x, "type=\"regression\"")) << x;
+}
+
+// --calibrate N writes the bands file next to the baseline; a check reads it and widens the
+// tolerance to the band: a drop inside the band passes, the same drop without it fails.
+TEST(CliCheck, CalibrateWritesBandsTheCheckUses) {
+  ScratchDir dir;
+  const std::string small = kLookupOnly + " --set 'sweep.gamma=[2]' --set prompts.limit=4";
+  const std::string base = dir.file("gate.jsonl");
+  ASSERT_EQ(run_speclab(check(base, small + " --update")).exit_code, 0);
+  const auto cal = run_speclab(check(base, small + " --calibrate 3"));
+  ASSERT_EQ(cal.exit_code, 0) << cal.out << cal.err;
+  const std::string bands_path = dir.file("gate.bands.json");
+  std::ifstream bf(bands_path);
+  ASSERT_TRUE(bf.good()) << cal.out;
+  const nlohmann::json bands = nlohmann::json::parse(bf);
+  EXPECT_EQ(bands["format"], "speclab-gate-bands/1");
+  EXPECT_EQ(bands["seeds"], nlohmann::json::array({1, 2, 3}));
+  auto rows = read_rows(base);
+  ASSERT_EQ(rows.size(), 2u);
+  bool some_spread = false;
+  for (const auto& row : rows) {
+    const auto& b = bands["cells"][row["cell_id"].get<std::string>()];
+    ASSERT_TRUE(b.is_object()) << bands.dump();
+    for (const char* fig : {"alpha", "tau"}) {
+      EXPECT_EQ(b[fig]["n"], 3);
+      EXPECT_NEAR(b[fig]["band"].get<double>(),
+                  bands["sigmas"].get<double>() * std::sqrt(2.0) * b[fig]["sd"].get<double>(),
+                  1e-12);
+      EXPECT_LE(b[fig]["min"].get<double>(), b[fig]["max"].get<double>());
+      some_spread = some_spread || b[fig]["sd"].get<double>() > 0;
+    }
+  }
+  EXPECT_TRUE(some_spread) << bands.dump();  // the T = 1 cell varies with the seed
+  const auto again = run_speclab(check(base, small + " --json"));
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_TRUE(has(again.out, "\"bands\":\"" + bands_path + "\"")) << again.out;
+
+  // Plant a drop of 0.3 in alpha of the first cell and give that cell a band of 0.5.
+  const std::string id = rows[0]["cell_id"];
+  rows[0]["alpha_empirical"] = rows[0]["alpha_empirical"].get<double>() + 0.3;
+  std::ofstream(base) << rows[0].dump() << "\n" << rows[1].dump() << "\n";
+  const auto without = run_speclab(check(base, small + " --bands /dev/null"));
+  EXPECT_EQ(without.exit_code, 2) << without.err;  // not a bands file: bad input
+  EXPECT_TRUE(without.one_line_error()) << without.err;
+  EXPECT_TRUE(has(without.err, "/dev/null")) << without.err;
+  std::filesystem::remove(bands_path);
+  const auto narrow = run_speclab(check(base, small));
+  EXPECT_EQ(narrow.exit_code, 1) << narrow.out << narrow.err;
+  EXPECT_TRUE(has(narrow.err, id + "] regression")) << narrow.err;
+  nlohmann::json wide = bands;
+  wide["cells"][id]["alpha"]["band"] = 0.5;
+  std::ofstream(bands_path) << wide.dump();
+  const auto inside = run_speclab(check(base, small));
+  EXPECT_EQ(inside.exit_code, 0) << inside.out << inside.err;
+  EXPECT_TRUE(has(inside.out, "or the calibrated band")) << inside.out;
+}
+
+TEST(CliCheck, BaselineRowWithoutStandardErrorIsBadInput) {
+  ScratchDir dir;
+  auto rows = lookup_rows();
+  rows[1].erase("alpha_se");
+  const std::string id = rows[1]["cell_id"];
+  const auto r = run_speclab(check(write_rows(dir, rows), kLookupOnly));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(r.one_line_error()) << r.err;
+  EXPECT_TRUE(has(r.err, "baseline.jsonl: the row of cell " + id + " has no number 'alpha_se'"))
+      << r.err;
+}
+
+TEST(CliCheck, CalibrateNeedsTwoSeeds) {
+  ScratchDir dir;
+  const auto r = run_speclab(check(dir.file("gate.jsonl"), kLookupOnly + " --calibrate 1"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(r.one_line_error()) << r.err;
-  EXPECT_NE(r.err.find("no baseline row for cell"), std::string::npos) << r.err;
+  EXPECT_TRUE(has(r.err, "--calibrate")) << r.err;
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ TEST(CliNgram, MissingCorpusIsBadInput) {
 
 TEST(CliTable, RendersTheGateBaselineInEveryFormat) {
   const std::string base = kSrc + "/results/baselines/gate.jsonl";
-  for (const std::string f : {"md", "csv", "latex"}) {
+  for (const std::string f : {"md", "csv --table acceptance", "latex", "json"}) {
     const auto r = run_speclab("table '" + base + "' --format " + f);
     ASSERT_EQ(r.exit_code, 0) << f << ": " << r.err;
     EXPECT_NE(r.out.find("draft-0.5m"), std::string::npos) << f;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -230,6 +231,35 @@ TEST(ResultsMerge, JoinsShardsDedupsAndRejectsConflicts) {
   }
   EXPECT_EQ(results_read(out).size(), 3u);  // the failed merge left the output alone
   EXPECT_THROW(results_merge({dir.file("none.jsonl")}, out), InputError);
+}
+
+// Rows of two configs: refused naming both hashes and places; with allow_mixed_configs kept
+// as one group per config, and the same cell_id under two configs is not a conflict.
+TEST(ResultsMerge, RowsOfDifferentConfigsAreRefusedOrKeptApart) {
+  ScratchDir dir;
+  const std::string a = dir.write("a.jsonl",
+                                  "{\"cell_id\":\"c1\",\"config_hash\":\"h1\",\"v\":1}\n"
+                                  "{\"cell_id\":\"c2\",\"config_hash\":\"h1\",\"v\":2}\n");
+  const std::string b = dir.write("b.jsonl",
+                                  "{\"cell_id\":\"c1\",\"config_hash\":\"h2\",\"v\":10}\n"
+                                  "{\"cell_id\":\"c3\",\"config_hash\":\"h1\",\"v\":3}\n");
+  const std::string out = dir.file("all.jsonl");
+  try {
+    results_merge({a, b}, out);
+    FAIL() << "mixed configs merged";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              b + ":1: config_hash h2 differs from config_hash h1 at " + a +
+                  ":1; rows of different configs are not merged (--allow-mixed-configs keeps "
+                  "them apart)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));
+  results_merge({a, b}, out, /*allow_mixed_configs=*/true);
+  EXPECT_EQ(slurp(out),
+            "{\"cell_id\":\"c1\",\"config_hash\":\"h1\",\"v\":1}\n"
+            "{\"cell_id\":\"c2\",\"config_hash\":\"h1\",\"v\":2}\n"
+            "{\"cell_id\":\"c3\",\"config_hash\":\"h1\",\"v\":3}\n"
+            "{\"cell_id\":\"c1\",\"config_hash\":\"h2\",\"v\":10}\n");
 }
 
 }  // namespace
