@@ -124,6 +124,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "Acceptance (Table 3 analog): alpha per target, draft and temperature, pooled over "
              "gamma; alpha = accepted/tested, beta = Corollary 3.6 estimate",
              {"target", "draft", "T", "alpha", "beta", "tested"},
+             {},
+             {},
              {}};
     for (const auto& [k, a] : by) {
       t3.rows.push_back({std::get<0>(k), std::get<1>(k), f.fmt(std::get<2>(k), 1),
@@ -137,6 +139,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "Speedup (Table 4 analog): measured (95% bootstrap interval over prompts) vs "
              "Theorem 3.8 and the refined model",
              {"draft", "T", "gamma", "policy", "alpha", "c", "tau", "speedup"},
+             {},
+             {},
              {}};
     f.interval_header(&t4.headers);
     for (const char* h : {"thm 3.8", "err thm 3.8", "refined", "err refined"})
@@ -168,7 +172,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       gammas.insert(g);
       grid[{str(*r, "drafter"), num(*r, "temperature", 0)}][g] = num(*r, "speedup");
     }
-    Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}};
+    Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}, {}, {}};
     for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
     for (const auto& [k, m] : grid) {
       std::vector<std::string> row{k.first, f.fmt(k.second, 1)};
@@ -186,6 +190,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         "= independent draft samples) vs the refined model (per-depth acceptance, measured cost "
         "of the draft per round and of verifying all nodes); Theorem 3.8 has no tree form",
         {"draft", "T", "tree", "nodes/round", "tau", "speedup"},
+        {},
+        {},
         {}};
     f.interval_header(&tt.headers);
     tt.headers.push_back("refined");
@@ -209,6 +215,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "model at the configured alpha; alpha set = configured per position (last repeats), "
              "alpha = measured accepted/tested",
              {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "speedup"},
+             {},
+             {},
              {}};
     f.interval_header(&ts.headers);
     for (const char* h : {"thm 3.8", "err thm 3.8", "refined", "err refined"})
@@ -239,6 +247,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     Table tc{"cost",
              "Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",
              {"draft", "c", "bytes ratio", "T(1) ms"},
+             {},
+             {},
              {}};
     size_t kmax = 0;
     for (const auto* r : cost) kmax = std::max(kmax, (*r)["target_tk_ratio"].size());

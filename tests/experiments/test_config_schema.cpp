@@ -58,8 +58,9 @@ TEST(ConfigSchema, SectionsListTheirKeysOnce) {
   for (const ConfigKey& k : config_schema()) {
     EXPECT_TRUE(seen.insert(k.path).second) << "duplicate key " << k.path;
     const size_t dot = k.path.rfind('.');
-    if (dot != std::string::npos)
+    if (dot != std::string::npos) {
       EXPECT_TRUE(seen.count(k.path.substr(0, dot))) << k.path << " listed before its section";
+    }
     EXPECT_FALSE(k.type.empty() || k.fallback.empty() || k.meaning.empty()) << k.path;
   }
   EXPECT_EQ(config_schema_children("gate"), std::vector<std::string>{"sigmas"});
