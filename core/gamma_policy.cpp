@@ -7,17 +7,18 @@
 
 namespace speclab {
 
-GammaPolicy::GammaPolicy(float p_min) : p_min_(p_min) {
-  SPECLAB_INPUT_CHECK(p_min >= 0.0f && p_min <= 1.0f,
-                      "gamma policy: p_min must lie in [0, 1], got ", p_min);
+std::unique_ptr<GammaPolicy> gamma_policy_create(const std::string& name, int gamma_max) {
+  if (name == "fixed") return std::make_unique<GammaFixed>(gamma_max);
+  if (name == "heuristic") return std::make_unique<GammaHfHeuristic>(gamma_max);
+  if (name == "entropy") return std::make_unique<GammaEntropyGuided>(1, gamma_max, 0.5);
+  fail_input("gamma policy: '", name, "' (expected fixed, heuristic or entropy)");
 }
 
-GammaFixed::GammaFixed(int gamma, float p_min) : GammaPolicy(p_min), gamma_(gamma) {
+GammaFixed::GammaFixed(int gamma) : gamma_(gamma) {
   SPECLAB_INPUT_CHECK(gamma >= 1, "gamma policy fixed: gamma must be >= 1, got ", gamma);
 }
 
-GammaHfHeuristic::GammaHfHeuristic(int initial_gamma, float p_min)
-    : GammaPolicy(p_min), gamma_(initial_gamma) {
+GammaHfHeuristic::GammaHfHeuristic(int initial_gamma) : gamma_(initial_gamma) {
   SPECLAB_INPUT_CHECK(initial_gamma >= 1,
                       "gamma policy heuristic: initial gamma must be >= 1, got ", initial_gamma);
 }
@@ -27,8 +28,8 @@ void GammaHfHeuristic::observe(int n_draft, int n_accepted, const std::vector<fl
   gamma_ = n_accepted == n_draft ? gamma_ + 2 : std::max(1, gamma_ - 1);
 }
 
-GammaEntropyGuided::GammaEntropyGuided(int gamma_min, int gamma_max, double ema_beta, float p_min)
-    : GammaPolicy(p_min), gamma_min_(gamma_min), gamma_max_(gamma_max), beta_(ema_beta) {
+GammaEntropyGuided::GammaEntropyGuided(int gamma_min, int gamma_max, double ema_beta)
+    : gamma_min_(gamma_min), gamma_max_(gamma_max), beta_(ema_beta) {
   SPECLAB_INPUT_CHECK(gamma_min >= 1 && gamma_max >= gamma_min,
                       "gamma policy entropy: need 1 <= gamma_min <= gamma_max, got ", gamma_min,
                       ", ", gamma_max);

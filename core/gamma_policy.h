@@ -17,33 +17,34 @@
 //                     Confident drafter (h -> 0) drafts gamma_max, clueless (h -> 1) gamma_min.
 //                     Before any observation it drafts gamma_max.
 //
-// Independently of the policy, llama.cpp's draft-confidence stop (common/speculative.cpp,
-// params.p_min): while drafting, stop as soon as the drafter's top probability is below
-// p_min. Exposed as should_stop_drafting; the default (p_min = 0) never stops.
+// The draft-confidence stop (llama.cpp's p_min) is not a gamma policy: it lives in the
+// drafters' DraftStopRule (models/drafters/drafter.h), its one home.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace speclab {
 
 class GammaPolicy {
  public:
-  explicit GammaPolicy(float p_min = 0.0f);
   virtual ~GammaPolicy() = default;
   virtual int next_gamma() = 0;
   virtual void observe(int n_draft, int n_accepted,
                        const std::vector<float>& draft_entropies_normalized) = 0;
-  // true: do not draft this token (its top probability is below p_min).
-  bool should_stop_drafting(float draft_top_prob) const { return draft_top_prob < p_min_; }
-
- private:
-  float p_min_;
 };
+
+// The one factory, by name, for the CLI, the sweeps and the simulator:
+//   "fixed"      GammaFixed(gamma_max)
+//   "heuristic"  GammaHfHeuristic(gamma_max) (gamma_max is its initial gamma)
+//   "entropy"    GammaEntropyGuided(1, gamma_max, ema beta 0.5)
+// Throws InputError naming the policy on anything else, or on gamma_max < 1.
+std::unique_ptr<GammaPolicy> gamma_policy_create(const std::string& name, int gamma_max);
 
 class GammaFixed : public GammaPolicy {
  public:
-  explicit GammaFixed(int gamma, float p_min = 0.0f);
+  explicit GammaFixed(int gamma);
   int next_gamma() override { return gamma_; }
   void observe(int, int, const std::vector<float>&) override {}
 
@@ -53,7 +54,7 @@ class GammaFixed : public GammaPolicy {
 
 class GammaHfHeuristic : public GammaPolicy {
  public:
-  explicit GammaHfHeuristic(int initial_gamma = 5, float p_min = 0.0f);  // HF default: 5
+  explicit GammaHfHeuristic(int initial_gamma = 5);  // HF default: 5
   int next_gamma() override { return gamma_; }
   void observe(int n_draft, int n_accepted, const std::vector<float>&) override;
 
@@ -63,7 +64,7 @@ class GammaHfHeuristic : public GammaPolicy {
 
 class GammaEntropyGuided : public GammaPolicy {
  public:
-  GammaEntropyGuided(int gamma_min, int gamma_max, double ema_beta = 0.0, float p_min = 0.0f);
+  GammaEntropyGuided(int gamma_min, int gamma_max, double ema_beta = 0.0);
   int next_gamma() override;
   void observe(int n_draft, int n_accepted,
                const std::vector<float>& draft_entropies_normalized) override;

@@ -145,15 +145,8 @@ class RoundAccumulator {
 };
 
 std::unique_ptr<GammaPolicy> make_policy(const PolicySpec& p) {
-  switch (p.kind) {
-    case PolicyKind::kFixed:
-      return std::make_unique<GammaFixed>(p.gamma);
-    case PolicyKind::kHeuristic:
-      return std::make_unique<GammaHfHeuristic>(p.gamma);
-    case PolicyKind::kOracle:
-      return nullptr;
-  }
-  return nullptr;
+  if (p.kind == PolicyKind::kOracle) return nullptr;  // not a policy: the best gamma per round
+  return gamma_policy_create(policy_kind_name(p.kind), p.gamma);
 }
 
 void check_sim_args(double c, const PolicySpec& policy, int64_t n_rounds) {

@@ -1,7 +1,11 @@
 #include "experiments/cell_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "core/error.h"
 #include "core/gamma_policy.h"
@@ -10,6 +14,8 @@
 #include "core/speedup_theory.h"
 #include "core/stats.h"
 #include "experiments/model_identity.h"
+#include "experiments/run_conditions.h"
+#include "experiments/run_flags.h"
 #include "experiments/round_trace.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
@@ -30,30 +36,39 @@ struct Sample {
   bool outputs_match = false;
 };
 
-std::unique_ptr<GammaPolicy> make_policy(const Cell& cell) {
-  if (cell.gamma_policy == "heuristic") return std::make_unique<GammaHfHeuristic>(cell.gamma);
-  if (cell.gamma_policy == "entropy")
-    return std::make_unique<GammaEntropyGuided>(1, cell.gamma, 0.5);
-  return std::make_unique<GammaFixed>(cell.gamma);
-}
-
-// Percentile bootstrap over prompts of the ratio of per-token times.
+// Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
+// prompt's repeats share its text, so they are not independent draws).
 Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double confidence,
                            uint64_t seed) {
-  std::vector<double> stats;
-  const size_t n = s.size();
-  for (int b = 0; b < resamples; b++) {
+  struct Cluster {
     double bs = 0, bt = 0, ss = 0, st = 0;
+  };
+  std::vector<Cluster> clusters;
+  std::map<std::string, size_t> index;
+  for (const auto& x : s) {
+    auto [it, fresh] = index.try_emplace(x.prompt_id, clusters.size());
+    if (fresh) clusters.emplace_back();
+    Cluster& c = clusters[it->second];
+    c.bs += x.baseline_s;
+    c.bt += static_cast<double>(x.baseline_tokens);
+    c.ss += x.spec_s;
+    c.st += static_cast<double>(x.spec_tokens);
+  }
+  std::vector<double> stats;
+  const size_t n = clusters.size();
+  for (int b = 0; b < resamples && n > 0; b++) {
+    Cluster sum;
     for (size_t i = 0; i < n; i++) {
       RngKey key{seed, static_cast<uint64_t>(b), static_cast<uint64_t>(i),
                  static_cast<uint32_t>(kRngBootstrap), 0};
-      const auto& x = s[std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n))];
-      bs += x.baseline_s;
-      bt += x.baseline_tokens;
-      ss += x.spec_s;
-      st += x.spec_tokens;
+      const Cluster& x = clusters[std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n))];
+      sum.bs += x.bs;
+      sum.bt += x.bt;
+      sum.ss += x.ss;
+      sum.st += x.st;
     }
-    if (bt > 0 && st > 0 && ss > 0) stats.push_back((bs / bt) / (ss / st));
+    if (sum.bt > 0 && sum.st > 0 && sum.ss > 0)
+      stats.push_back((sum.bs / sum.bt) / (sum.ss / sum.st));
   }
   if (stats.empty()) return {0, 0};
   std::sort(stats.begin(), stats.end());
@@ -62,6 +77,21 @@ Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double c
     return stats[std::min(stats.size() - 1, static_cast<size_t>(q * (stats.size() - 1) + 0.5))];
   };
   return {at(tail), at(1 - tail)};
+}
+
+// Share of the 4-grams of a text that already occurred earlier in it: a greedy loop repeats
+// itself and makes drafting look easier than on real text.
+double repeated_4gram_share(const std::vector<int32_t>& t) {
+  if (t.size() < 5) return 0.0;
+  std::set<std::array<int32_t, 4>> seen;
+  int64_t repeated = 0, total = 0;
+  for (size_t i = 0; i + 4 <= t.size(); i++) {
+    const std::array<int32_t, 4> g{t[i], t[i + 1], t[i + 2], t[i + 3]};
+    repeated += seen.count(g) ? 1 : 0;
+    seen.insert(g);
+    total++;
+  }
+  return total ? static_cast<double>(repeated) / static_cast<double>(total) : 0.0;
 }
 
 void put_prefixed(nlohmann::json& row, const std::string& prefix, const nlohmann::json& obj) {
@@ -81,6 +111,8 @@ nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   put_prefixed(row, "machine_", ctx.machine);
   put_prefixed(row, "target_", ctx.target_identity);
   put_prefixed(row, "draft_", d.identity);
+  for (auto it = ctx.run_static.begin(); it != ctx.run_static.end(); ++it)
+    row[it.key()] = it.value();
   row["cost_context_len"] = ctx.target_curve.context_len;
   row["target_t1_s"] = ctx.target_curve.t1();
   row["target_tk_s"] = ctx.target_curve.seconds;
@@ -88,26 +120,6 @@ nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   return row;
 }
 
-// Tree cells: Theorem 3.8 assumes one chain of i.i.d. acceptances and has no tree form, so it
-// is dropped; the refined prediction becomes tokens per round from the per-depth conditional
-// acceptance (E = 1 + sum_d prod_{j<=d} a_j over the tree's depth) over the round's measured
-// cost: draft seconds per round + the in-run T(k) of each round's k = nodes + 1 (summed, that
-// is the verify seconds) per round + host overhead.
-void tree_predictions(nlohmann::json* row, const AcceptanceStats& acc, size_t max_depth_plus_1,
-                      double draft_s, double verify_s, double t1, double overhead) {
-  nlohmann::json& r = *row;
-  r["tree_nodes"] = acc.n_tree_nodes;
-  r["mean_tree_nodes_per_round"] = acc.n_rounds ? double(acc.n_tree_nodes) / acc.n_rounds : 0.0;
-  if (!acc.n_rounds || !r.contains("speedup")) return;
-  const int depth = static_cast<int>(max_depth_plus_1) - 1;
-  const double e_tokens =
-      depth > 0 ? theory_refined_expected_tokens(acc.conditional_acceptance(), depth) : 1.0;
-  const double seconds = (draft_s + verify_s) / acc.n_rounds + overhead;
-  if (seconds <= 0) return;
-  const double refined = e_tokens * t1 / seconds;
-  r["predicted_speedup_refined"] = refined;
-  r["error_refined"] = refined / r["speedup"].get<double>() - 1;
-}
 }  // namespace
 
 PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
@@ -132,6 +144,10 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   Drafter& drafter = *prepared.drafter;
   TokenRunner& target = *ctx.target;
 
+  // Predict before running: profiles only, no speculative round.
+  std::optional<CellPrediction> prediction;
+  if (ctx.predictor) prediction = ctx.predictor->predict(cell, &drafter);
+
   GenerationRequest req;
   req.max_new_tokens = cfg.generation.max_new_tokens;
   req.sampling = cell.target_sampling();
@@ -144,16 +160,17 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   spec.stop_rule.p_min = static_cast<float>(cell.p_min);
   spec.synthetic_accept = cell.synthetic_acceptance;  // empty = off
   const bool synthetic = !cell.synthetic_acceptance.empty();
+  const bool tree = cell.tree.depth() > 0;
 
   // Tree cells (sweep.tree) run the tree decoder with the same draft sampling.
   TreeSpeculativeConfig tree_cfg;
-  if (!cell.tree.empty()) {
-    tree_cfg.shape = tree_shape_parse(cell.tree, "sweep.tree");
+  if (tree) {
+    tree_cfg.shape = cell.tree;
     tree_cfg.draft_sampling = spec.draft_sampling;
   }
   auto run_speculative = [&](const GenerationRequest& r) {
-    return cell.tree.empty() ? generate_speculative(target, drafter, r, spec)
-                             : generate_tree_speculative(target, drafter, r, tree_cfg);
+    return tree ? generate_tree_speculative(target, drafter, r, tree_cfg)
+                : generate_speculative(target, drafter, r, spec);
   };
 
   // Warmup: short untimed runs of both.
@@ -162,25 +179,24 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     wreq.prompt = ctx.prompts[static_cast<size_t>(w) % ctx.prompts.size()].ids;
     wreq.max_new_tokens = std::min<int64_t>(req.max_new_tokens, 8);
     generate_autoregressive(target, wreq);
-    auto policy = make_policy(cell);
+    auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
     spec.policy = policy.get();
     run_speculative(wreq);
   }
 
+  const LoadSample load_before = run_conditions_sample();
+  const std::string started = run_conditions_utc_now();
   std::vector<Sample> samples;
   AcceptanceStats acc;
   double draft_s = 0, verify_s = 0, sample_s = 0;
   int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
-  std::vector<int64_t> n_draft_hist;  // rounds by n_draft, for the refined prediction
-  std::vector<double> tokens_per_round;
-  std::vector<double> verify_s_by_k;   // [k] summed verify seconds of rounds with k = n_draft+1
-  std::vector<int64_t> verify_n_by_k;  // [k] number of such rounds
+  std::vector<double> tokens_per_round, repeat_share;
   for (size_t pi = 0; pi < ctx.prompts.size(); pi++) {
     for (int rep = 0; rep < cfg.generation.repeats; rep++) {
       if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
       req.prompt = ctx.prompts[pi].ids;
       req.request_id = pi;  // same seed and request id for both: same random streams
-      auto policy = make_policy(cell);
+      auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
       spec.policy = policy.get();
       Sample s;
       s.prompt_id = ctx.prompts[pi].id;
@@ -197,24 +213,14 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       s.spec_tokens = static_cast<int64_t>(out.tokens.size());
       s.rounds = static_cast<int64_t>(out.rounds.size());
       s.outputs_match = base.tokens == out.tokens;
+      repeat_share.push_back(repeated_4gram_share(cfg.measure.baseline ? base.tokens : out.tokens));
       for (const auto& r : out.rounds) {
         s.drafted += r.n_draft;
         s.accepted += r.n_accepted;
         draft_s += r.draft_s;
         verify_s += r.verify_s;
         sample_s += r.sample_s;
-        if (n_draft_hist.size() <= static_cast<size_t>(r.n_draft))
-          n_draft_hist.resize(r.n_draft + 1, 0);
-        n_draft_hist[static_cast<size_t>(r.n_draft)]++;
         tokens_per_round.push_back(r.n_emitted);
-        // Tokens in the verification pass: the chain's drafts + 1, or every tree node.
-        const size_t k = static_cast<size_t>((r.tree_nodes > 0 ? r.tree_nodes : r.n_draft) + 1);
-        if (verify_s_by_k.size() <= k) {
-          verify_s_by_k.resize(k + 1, 0.0);
-          verify_n_by_k.resize(k + 1, 0);
-        }
-        verify_s_by_k[k] += r.verify_s;
-        verify_n_by_k[k]++;
       }
       acc.add(out.rounds);
       draft_calls += out.n_draft_calls;
@@ -223,8 +229,13 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       samples.push_back(s);
     }
   }
+  const LoadSample load_after = run_conditions_sample();
 
   nlohmann::json row = row_header(ctx, cell, prepared);
+  row["run_utc"] = started;
+  row["run_load_before"] = load_before.load1;
+  row["run_load_after"] = load_after.load1;
+  row["run_mem_free_gb"] = load_before.mem_free_gb;
   double base_s = 0, spec_s = 0;
   int64_t base_tok = 0, spec_tok = 0;
   bool all_match = true;
@@ -260,19 +271,17 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   row["drafted_by_position"] = acc.drafted_at;
   row["tested_by_position"] = acc.tested_at;
   row["accepted_by_position"] = acc.accepted_at;
-  row["draft_s"] = draft_s;
-  row["verify_s"] = verify_s;
-  row["sample_s"] = sample_s;
+  row["repeated_4gram_share"] = stats_mean(repeat_share);
   // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
   // synthetic acceptance changes the text by design, so it has no such check.
-  if (cell.temperature == 0 && cfg.measure.baseline && !synthetic)
-    row["greedy_outputs_match"] = all_match;
+  const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
+  if (greedy_checked) row["greedy_outputs_match"] = all_match;
 
-  // Acceptance.
-  const double alpha = acc.alpha_beta();
+  // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
+  // get tested depends on where rounds start, hence on gamma). The pair's acceptance is
+  // alpha_profile below.
   row["alpha_empirical"] = acc.alpha_empirical();
-  const bool tree = !cell.tree.empty();
-  if (!tree) row["alpha_beta"] = alpha;  // tree rounds record no beta (Corollary 3.6 is per chain)
+  if (!tree) row["alpha_beta"] = acc.alpha_beta();  // Corollary 3.6 at the tested positions
   const double a_hat = acc.alpha_empirical();
   row["alpha_se"] = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
   row["acceptance_by_position"] = acc.conditional_acceptance();
@@ -281,52 +290,29 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   row["tau_se"] = tokens_per_round.size() > 1
                       ? std::sqrt(stats_variance(tokens_per_round) / tokens_per_round.size())
                       : 0.0;
-
-  // Costs, measured inside this cell's runs (the isolated T(k) curve above is reported too,
-  // but calls timed alone run faster than the same calls inside a generation loop, where
-  // caches are shared with sampling and the draft):
-  //   T1      baseline decode seconds per generated token (one target call + sampling)
-  //   T(k)    mean verify seconds of the rounds that verified k = n_draft + 1 tokens
-  //   t_draft draft seconds per drafted token;  c = t_draft / T1
-  const double t1 = base_tok > 0 ? base_s / base_tok : ctx.target_curve.t1();
-  const double t_draft = acc.n_drafted ? draft_s / acc.n_drafted : 0.0;
-  const double overhead = acc.n_rounds ? sample_s / acc.n_rounds : 0.0;
-  std::vector<double> t_k_inrun;  // [k-1] T(k) for k = 1.., 0 where no round verified k tokens
-  for (size_t k = 1; k < verify_s_by_k.size(); k++)
-    t_k_inrun.push_back(verify_n_by_k[k] ? verify_s_by_k[k] / verify_n_by_k[k] : 0.0);
-  row["t1_s"] = t1;
-  row["tk_inrun_s"] = t_k_inrun;
-  row["draft_s_per_token"] = t_draft;
-  row["c_measured"] = t1 > 0 ? t_draft / t1 : 0.0;
-  row["round_overhead_s"] = overhead;
   row["mean_drafted_per_round"] = acc.n_rounds ? double(acc.n_drafted) / acc.n_rounds : 0.0;
-
-  // Per-position conditional acceptance the predictions use: measured, or under synthetic
-  // acceptance the configured probabilities (known alpha), over every drafted position.
-  const size_t max_drafted = n_draft_hist.empty() ? 0 : n_draft_hist.size() - 1;
-  std::vector<double> accept_cond = acc.conditional_acceptance();
+  if (tree) {
+    row["tree_nodes"] = acc.n_tree_nodes;
+    row["mean_tree_nodes_per_round"] = acc.n_rounds ? double(acc.n_tree_nodes) / acc.n_rounds : 0.0;
+  }
   if (synthetic) {
-    accept_cond.clear();
-    for (size_t i = 0; i < std::max<size_t>(max_drafted, static_cast<size_t>(cell.gamma)); i++)
-      accept_cond.push_back(
-          verify_synthetic_prob_at(cell.synthetic_acceptance, static_cast<int>(i)));
-    // The configured counterpart of alpha_empirical (accepted / tested): expected accepted
-    // over expected tested for the rounds' actual draft lengths.
-    double e_accepted = 0, e_tested = 0;
-    for (size_t g_r = 1; g_r < n_draft_hist.size(); g_r++) {
-      double reach = 1;  // P(position i is tested)
-      for (size_t i = 0; i < g_r; i++) {
-        e_tested += n_draft_hist[g_r] * reach;
-        e_accepted += n_draft_hist[g_r] * reach * accept_cond[i];
-        reach *= accept_cond[i];
-      }
-    }
-    row["alpha_configured"] = e_tested > 0 ? e_accepted / e_tested : accept_cond.at(0);
-    row["acceptance_by_position_configured"] = accept_cond;
+    std::vector<double> configured;
+    for (int i = 0; i < std::max(cell.gamma, 1); i++)
+      configured.push_back(verify_synthetic_prob_at(cell.synthetic_acceptance, i));
+    row["acceptance_by_position_configured"] = configured;
   }
 
+  // Time breakdown of the speculative runs (an accounting identity: these add up to the
+  // decode time, up to the loop's own bookkeeping; they are not a prediction).
+  row["draft_s"] = draft_s;
+  row["verify_s"] = verify_s;
+  row["sample_s"] = sample_s;
+  row["draft_s_per_drafted_token"] = acc.n_drafted ? draft_s / acc.n_drafted : 0.0;
+  row["round_host_s"] = acc.n_rounds ? sample_s / acc.n_rounds : 0.0;
+
+  double speedup = 0;
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
-    const double speedup = (base_s / base_tok) / (spec_s / spec_tok);
+    speedup = (base_s / base_tok) / (spec_s / spec_tok);
     const Interval ci = bootstrap_speedup(samples, cfg.measure.bootstrap_resamples,
                                           cfg.measure.confidence, req.seed ^ 0x5eedULL);
     row["speedup"] = speedup;
@@ -334,61 +320,32 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     row["speedup_ci_hi"] = ci.hi;
     row["baseline_s_per_token"] = base_s / base_tok;
     row["spec_s_per_token"] = spec_s / spec_tok;
+    if (ctx.baseline_reference_s <= 0) ctx.baseline_reference_s = base_s / base_tok;
   }
-  if (!tree && row.contains("speedup")) {
-    const double speedup = row["speedup"].get<double>();
-    // Theorem 3.8 at the cell's gamma (the mean drafted per round for adaptive policies and
-    // drafters that propose fewer), from alpha (Corollary 3.6) and the measured c. Under
-    // synthetic acceptance alpha is the configured one; a per-position list enters as the
-    // i.i.d. alpha with the same Eq. (1) tokens per round at that gamma.
-    const double mean_g = row["mean_drafted_per_round"].get<double>();
-    const int g = std::max(1, static_cast<int>(std::lround(mean_g)));
-    const double c = row["c_measured"];
-    double thm_alpha = alpha;
-    if (synthetic) {
-      const double target_tokens = theory_refined_expected_tokens(accept_cond, g);
-      double lo = 0, hi = 1;  // Eq. (1) increases with alpha: bisect
-      for (int it = 0; it < 100; it++) {
-        const double mid = (lo + hi) / 2;
-        (theory_expected_tokens(mid, g) < target_tokens ? lo : hi) = mid;
-      }
-      thm_alpha = std::all_of(accept_cond.begin(), accept_cond.begin() + g,
-                              [&](double a) { return a == accept_cond[0]; })
-                      ? accept_cond[0]
-                      : (lo + hi) / 2;
-    }
-    const double thm = theory_walltime_speedup(std::min(thm_alpha, 1.0 - 1e-12), c, g);
-    row["thm38_alpha"] = thm_alpha;
-    row["predicted_speedup_thm38"] = thm;
-    row["error_thm38"] = thm / speedup - 1;
 
-    // Refined: tokens per round predicted from per-position conditional acceptance
-    // (E = 1 + sum_i prod_{j<=i} a_j) for each round's actual draft length, and the round's
-    // cost from the measured pieces: g * t_draft + T(g+1) + host overhead.
-    auto refined_speedup = [&](const std::vector<double>& a) {
-      double e_tokens = 0, seconds = 0;
-      for (size_t g_r = 0; g_r < n_draft_hist.size(); g_r++) {
-        if (!n_draft_hist[g_r]) continue;
-        const double e = g_r == 0 ? 1.0 : theory_refined_expected_tokens(a, static_cast<int>(g_r));
-        e_tokens += n_draft_hist[g_r] * e;
-        seconds += n_draft_hist[g_r] * (g_r * t_draft + t_k_inrun[g_r] + overhead);
-      }
-      return seconds > 0 ? e_tokens * t1 / seconds : 0.0;
-    };
-    const double refined = refined_speedup(accept_cond);
-    if (refined > 0) {
-      row["predicted_speedup_refined"] = refined;
-      row["error_refined"] = refined / speedup - 1;
-    }
-    // Synthetic: the same model at the measured acceptance separates the cost model's error
-    // from the sampling noise of the accept draws.
-    if (synthetic && refined > 0) {
-      const double at_measured = refined_speedup(acc.conditional_acceptance());
-      row["predicted_speedup_refined_measured_alpha"] = at_measured;
-      row["error_refined_measured_alpha"] = at_measured / speedup - 1;
+  // The out-of-sample prediction (profiles only) and Theorem 3.8 in the paper's form.
+  if (prediction) {
+    row.update(prediction->to_json());
+    if (speedup > 0) {
+      row["prediction_error"] = prediction->prediction.speedup / speedup - 1;
+      if (prediction->thm38_speedup > 0)
+        row["thm38_error"] = prediction->thm38_speedup / speedup - 1;
     }
   }
-  if (tree) tree_predictions(&row, acc, n_draft_hist.size(), draft_s, verify_s, t1, overhead);
+
+  // Sanity flags: results that must not be quoted as they stand.
+  RunFlagInputs f;
+  f.speedup = speedup;
+  f.tokens_per_round = acc.tau();
+  f.n_prompts = static_cast<int64_t>(ctx.prompts.size());
+  f.cores = ctx.machine.value("cores", 0);
+  f.load_before = load_before.load1;
+  f.load_after = load_after.load1;
+  f.baseline_s_per_token = base_tok > 0 ? base_s / base_tok : 0;
+  f.baseline_reference_s = ctx.baseline_reference_s;
+  f.greedy_checked = greedy_checked;
+  f.greedy_match = all_match;
+  row["flags"] = run_flags_evaluate(f);
   return row;
 }
 

@@ -1,5 +1,7 @@
-// The measurement protocol for one sweep cell (README "Measurement protocol"):
+// The measurement protocol for one sweep cell (docs/protocol.md):
 //
+//  * Predict first: the cell's predicted speedup comes from the pair's cost and acceptance
+//    profiles (experiments/cell_prediction.h), measured apart from any speculative round.
 //  * For each prompt (and repeat), the target alone (baseline) and the speculative decoder
 //    run on the same prompt with the same sampling parameters and seed; the order of the two
 //    alternates from prompt to prompt so slow drift of the machine cancels.
@@ -7,11 +9,12 @@
 //  * Time per generated token = decode wall time / tokens generated, where the decode phase
 //    of both starts after the same prefill (all prompt tokens but the last).
 //  * speedup = (sum baseline decode s / sum baseline tokens) / (sum spec decode s / sum spec
-//    tokens), with a percentile bootstrap interval over prompts (prompts resampled with
-//    replacement, the same ratio of sums recomputed).
-//  * Beside it: Theorem 3.8 from the measured alpha (Corollary 3.6) and c; and the refined
-//    prediction from per-position acceptance, the measured T(k) curve, the draft's measured
-//    cost per call and the measured per-round host overhead; both relative errors.
+//    tokens), with a percentile bootstrap interval over prompts (a prompt's repeats are
+//    resampled together, as one cluster).
+//  * Beside it: the out-of-sample prediction and Theorem 3.8 (alpha from the acceptance
+//    profile, c from the cost profile, the cell's gamma), each with its relative error; the
+//    in-run time breakdown (draft, verify, host seconds) is accounting, not a prediction.
+//  * Sanity flags name results that cannot be trusted as they stand (run_flags.h).
 #pragma once
 
 #include <atomic>
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/cell_prediction.h"
 #include "experiments/cost_measurement.h"
 #include "experiments/experiment_config.h"
 #include "experiments/sweep.h"
@@ -30,11 +34,6 @@
 namespace speclab {
 
 class RoundTraceWriter;  // experiments/round_trace.h
-
-struct PromptTokens {
-  std::string id;
-  std::vector<int32_t> ids;
-};
 
 // Everything shared by the cells of one run.
 struct RunContext {
@@ -47,12 +46,14 @@ struct RunContext {
   std::vector<PromptTokens> prompts;
   std::vector<int64_t> stop_ids;
   CostCurve target_curve;                    // T(1..k_max), measured once per run
+  CellPredictor* predictor = nullptr;        // profiles and predictions (null: none)
+  nlohmann::json run_static;                 // run_conditions_static()
+  double baseline_reference_s = 0;           // the run's first measured baseline s/token
   std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: abandon the cell in flight
   RoundTraceWriter* trace = nullptr;         // --trace: each speculative generation's rounds
 };
 
-// A drafter prepared for measurement, with its identity for the result rows. Its cost is
-// measured inside each cell's speculative runs: seconds of drafting per drafted token.
+// A drafter prepared for measurement, with its identity for the result rows.
 struct PreparedDrafter {
   std::unique_ptr<Drafter> drafter;
   nlohmann::json identity;

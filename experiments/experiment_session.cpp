@@ -7,6 +7,7 @@
 #include "experiments/machine_info.h"
 #include "experiments/model_identity.h"
 #include "experiments/prompt_set.h"
+#include "experiments/run_conditions.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 #ifndef SPECLAB_SOURCE_DIR
@@ -16,7 +17,7 @@
 namespace speclab {
 
 ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bool>* interrupted,
-                                     bool measure_bandwidth)
+                                     bool measure_bandwidth, bool measure_cost_curve)
     : config_(cfg) {
   SPECLAB_INPUT_CHECK(cfg.target.has_value(), cfg.file,
                       ": no target (simulator-only configs run with `speclab simulate`)");
@@ -41,6 +42,7 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
       machine_info_collect(threads_get(), SPECLAB_SOURCE_DIR, measure_bandwidth);
   ctx_.machine = machine.to_json();
   ctx_.git_commit = machine.git_commit;
+  ctx_.run_static = run_conditions_static(SPECLAB_SOURCE_DIR);
 
   // Prompts, tokenized once with the target's tokenizer (or prompts.tokenizer).
   if (cfg.prompts) {
@@ -72,6 +74,7 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
       ctx_.prompts.push_back(std::move(pt));
     }
   }
+  if (!measure_cost_curve) return;
   // The target's cost curve, once per session, from a context as long as a typical one.
   int64_t ctx_len = 64;
   if (!ctx_.prompts.empty()) {
@@ -85,15 +88,36 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
                                          cfg.measure.cost_only ? 15 : 9);
 }
 
-nlohmann::json ExperimentSession::run_cell(const Cell& cell) {
+PreparedDrafter& ExperimentSession::drafter_for(const Cell& cell) {
   auto it = drafters_.find(cell.drafter);
   if (it == drafters_.end()) {
     const DrafterEntry* entry = config_.find_drafter(cell.drafter);
     SPECLAB_ASSERT(entry != nullptr);
     it = drafters_.emplace(cell.drafter, cell_prepare_drafter(ctx_, *entry)).first;
   }
-  return config_.measure.cost_only ? cell_run_cost_only(ctx_, cell, it->second)
-                                   : cell_run(ctx_, cell, it->second);
+  return it->second;
+}
+
+void ExperimentSession::enable_prediction(const std::vector<Cell>& all_cells,
+                                          const std::string& profiles_dir, bool reuse,
+                                          const CostProfile* cost_override) {
+  const std::vector<int64_t> stops =
+      config_.generation.ignore_eos ? std::vector<int64_t>{} : ctx_.stop_ids;
+  predictor_ =
+      std::make_unique<CellPredictor>(config_, all_cells, target_.get(), ctx_.prompts, stops,
+                                      profiles_dir, reuse, cost_override, ctx_.interrupted);
+  ctx_.predictor = predictor_.get();
+}
+
+CellPrediction ExperimentSession::predict_cell(const Cell& cell) {
+  SPECLAB_ASSERT(predictor_ != nullptr);
+  return predictor_->predict(cell, drafter_for(cell).drafter.get());
+}
+
+nlohmann::json ExperimentSession::run_cell(const Cell& cell) {
+  PreparedDrafter& d = drafter_for(cell);
+  if (config_.measure.cost_only) return cell_run_cost_only(ctx_, cell, d);
+  return cell_run(ctx_, cell, d);
 }
 
 }  // namespace speclab

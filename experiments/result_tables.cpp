@@ -1,5 +1,6 @@
 #include "experiments/result_tables.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -72,6 +73,17 @@ void CellFormat::interval_cells(const nlohmann::json& r, std::vector<std::string
   }
 }
 
+// The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "" when none.
+std::string flag_codes(const nlohmann::json& r) {
+  std::string o;
+  auto it = r.find("flags");
+  if (it == r.end() || !it->is_array()) return "";
+  for (const auto& f : *it)
+    if (f.is_string())
+      o += (o.empty() ? "" : " ") + f.get<std::string>().substr(0, f.get<std::string>().find(':'));
+  return o;
+}
+
 std::string latex_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -108,78 +120,141 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         .push_back(r);
 
   if (!gen.empty()) {
-    // Table 3 analog: alpha per target x drafter x temperature, pooled over gamma.
+    // Table 3 analog: the pair's acceptance per target x drafter x temperature. alpha_profile
+    // (Corollary 3.6 along the target's own text, teacher-forced) does not depend on gamma;
+    // accepted/tested pooled over the cells is the runs' diagnostic, which does.
     struct Acc {
-      double accepted = 0, tested = 0, beta = 0;
+      double accepted = 0, tested = 0;
+      double profile = NAN, lo = NAN, hi = NAN;
     };
     std::map<std::tuple<std::string, std::string, double>, Acc> by;
     for (const auto* r : gen) {
       auto& a = by[{str(*r, "target_spec"), str(*r, "drafter"), num(*r, "temperature", 0)}];
-      const double tested = num(*r, "tested", 0);
       a.accepted += num(*r, "accepted", 0);
-      a.tested += tested;
-      a.beta += num(*r, "alpha_beta", 0) * tested;
+      a.tested += num(*r, "tested", 0);
+      if (!std::isnan(num(*r, "alpha_profile"))) {
+        a.profile = num(*r, "alpha_profile");
+        a.lo = num(*r, "alpha_profile_ci_lo");
+        a.hi = num(*r, "alpha_profile_ci_hi");
+      }
     }
     Table t3{"acceptance",
-             "Acceptance (Table 3 analog): alpha per target, draft and temperature, pooled over "
-             "gamma; alpha = accepted/tested, beta = Corollary 3.6 estimate",
-             {"target", "draft", "T", "alpha", "beta", "tested"},
+             "Acceptance (Table 3 analog): alpha_profile = Corollary 3.6 along the target's own "
+             "text with its 95% interval (prompts as clusters), the pair's alpha; "
+             "accepted/tested = pooled over the measured cells (it depends on where rounds "
+             "start, hence on gamma)",
+             {"target", "draft", "T", "alpha_profile", "alpha_profile_ci_lo", "alpha_profile_ci_hi",
+              "accepted/tested", "tested"},
              {},
              {},
              {}};
     for (const auto& [k, a] : by) {
       t3.rows.push_back({std::get<0>(k), std::get<1>(k), f.fmt(std::get<2>(k), 1),
-                         a.tested ? f.fmt(a.accepted / a.tested) : f.maybe(NAN),
-                         a.tested ? f.fmt(a.beta / a.tested) : f.maybe(NAN), f.fmt(a.tested, 0)});
+                         f.maybe(a.profile, 3), f.maybe(a.lo, 3), f.maybe(a.hi, 3),
+                         a.tested ? f.fmt(a.accepted / a.tested, 3) : f.maybe(NAN),
+                         f.fmt(a.tested, 0)});
     }
     out.push_back(t3);
 
     // Table 4 analog.
-    Table t4{"speedup",
-             "Speedup (Table 4 analog): measured (95% bootstrap interval over prompts) vs "
-             "Theorem 3.8 and the refined model",
-             {"draft", "T", "gamma", "policy", "alpha", "c", "tau", "speedup"},
-             {},
-             {},
-             {}};
+    Table t4{
+        "speedup",
+        "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) "
+        "vs the out-of-sample prediction (cost and acceptance profiles, no speculative run) "
+        "and Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
+        {"draft", "T", "gamma", "policy", "alpha_profile", "c", "tau", "predicted tau", "speedup"},
+        {},
+        {},
+        {}};
     f.interval_header(&t4.headers);
-    for (const char* h : {"thm 3.8", "err thm 3.8", "refined", "err refined"})
+    for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
       t4.headers.push_back(h);
     for (const auto* r : gen) {
       std::vector<std::string> row{str(*r, "drafter"),
                                    f.fmt(num(*r, "temperature", 0), 1),
                                    std::to_string(static_cast<int>(num(*r, "gamma", 0))),
                                    str(*r, "gamma_policy"),
-                                   f.maybe(num(*r, "alpha_beta")),
-                                   f.maybe(num(*r, "c_measured"), 3),
+                                   f.maybe(num(*r, "alpha_profile"), 3),
+                                   f.maybe(num(*r, "c_profile"), 3),
                                    f.maybe(num(*r, "tau")),
+                                   f.maybe(num(*r, "predicted_tokens_per_round")),
                                    f.maybe(num(*r, "speedup"))};
       f.interval_cells(*r, &row);
       for (const auto& x :
-           {f.maybe(num(*r, "predicted_speedup_thm38")), f.pct(num(*r, "error_thm38")),
-            f.maybe(num(*r, "predicted_speedup_refined")), f.pct(num(*r, "error_refined"))})
+           {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
+            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")),
+            flag_codes(*r).empty() ? f.none() : flag_codes(*r)})
         row.push_back(x);
       t4.rows.push_back(row);
     }
     out.push_back(t4);
 
-    // Speedup vs gamma.
+    // Speedup vs gamma, and the best gamma: measured vs predicted.
     std::set<int> gammas;
-    std::map<std::pair<std::string, double>, std::map<int, double>> grid;
+    struct Gammas {
+      std::map<int, double> measured, predicted;
+    };
+    std::map<std::vector<std::string>, Gammas> grid;
     for (const auto* r : gen) {
       if (str(*r, "gamma_policy") != "fixed" && !str(*r, "gamma_policy").empty()) continue;
       const int g = static_cast<int>(num(*r, "gamma", 0));
       gammas.insert(g);
-      grid[{str(*r, "drafter"), num(*r, "temperature", 0)}][g] = num(*r, "speedup");
+      // Cells that differ only in gamma.
+      const std::vector<std::string> key{str(*r, "drafter"),
+                                         f.fmt(num(*r, "temperature", 0), 1),
+                                         f.fmt(num(*r, "draft_temperature", 0), 2),
+                                         f.fmt(num(*r, "top_k", 0), 0),
+                                         f.fmt(num(*r, "top_p", 1), 2),
+                                         f.fmt(num(*r, "lenience", 1), 2),
+                                         f.fmt(num(*r, "p_min", 0), 2)};
+      grid[key].measured[g] = num(*r, "speedup");
+      grid[key].predicted[g] = num(*r, "predicted_speedup");
     }
     Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}, {}, {}};
     for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
+    Table tp{"gamma_predicted",
+             "Predicted speedup vs gamma (fixed gamma, out of sample)",
+             {"draft", "T"},
+             {},
+             {},
+             {}};
+    for (int g : gammas) tp.headers.push_back("g=" + std::to_string(g));
+    Table tb{"best_gamma",
+             "Best gamma per group: measured best vs predicted best, and the measured speedup "
+             "at the predicted best ('ok' when within 3% of the measured best)",
+             {"draft", "T", "measured best", "speedup at measured best", "predicted best",
+              "speedup at predicted best", "within 3%"},
+             {},
+             {},
+             {}};
     for (const auto& [k, m] : grid) {
-      std::vector<std::string> row{k.first, f.fmt(k.second, 1)};
-      for (int g : gammas) row.push_back(m.count(g) ? f.maybe(m.at(g)) : f.maybe(NAN));
+      std::vector<std::string> row{k[0], k[1]}, prow{k[0], k[1]};
+      int best_m = 0, best_p = 0;
+      for (int g : gammas) {
+        const bool has = m.measured.count(g) > 0;
+        row.push_back(has ? f.maybe(m.measured.at(g)) : f.maybe(NAN));
+        prow.push_back(has ? f.maybe(m.predicted.at(g)) : f.maybe(NAN));
+        if (has && !std::isnan(m.measured.at(g)) &&
+            (best_m == 0 || m.measured.at(g) > m.measured.at(best_m)))
+          best_m = g;
+        if (has && !std::isnan(m.predicted.at(g)) &&
+            (best_p == 0 || m.predicted.at(g) > m.predicted.at(best_p)))
+          best_p = g;
+      }
       tg.rows.push_back(row);
+      tp.rows.push_back(prow);
+      if (best_m && best_p) {
+        const double at_p = m.measured.at(best_p), best = m.measured.at(best_m);
+        tb.rows.push_back({k[0], k[1], std::to_string(best_m), f.maybe(best),
+                           std::to_string(best_p), f.maybe(at_p),
+                           at_p >= 0.97 * best ? "ok" : "miss"});
+      }
     }
     out.push_back(tg);
+    bool any_prediction = false;
+    for (const auto* r : gen) any_prediction |= !std::isnan(num(*r, "predicted_speedup"));
+    if (any_prediction) out.push_back(tp);
+    if (!tb.rows.empty()) out.push_back(tb);
   }
 
   if (!tree.empty()) {
@@ -187,23 +262,27 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         "tree",
         "Tree speculation: tokens per round (tau) and measured speedup per tree shape "
         "(AxBxC: A children of the root, B of each, ...; topk = the draft's top tokens, sample "
-        "= independent draft samples) vs the refined model (per-depth acceptance, measured cost "
-        "of the draft per round and of verifying all nodes); Theorem 3.8 has no tree form",
-        {"draft", "T", "tree", "nodes/round", "tau", "speedup"},
+        "= independent draft samples) vs the out-of-sample prediction (chain profile with "
+        "siblings as independent tries per depth: an approximation); Theorem 3.8 has no tree "
+        "form",
+        {"draft", "T", "tree", "nodes/round", "tau", "predicted tau", "speedup"},
         {},
         {},
         {}};
     f.interval_header(&tt.headers);
-    tt.headers.push_back("refined");
-    tt.headers.push_back("err refined");
+    for (const char* h : {"predicted", "err predicted", "flags"}) tt.headers.push_back(h);
     for (const auto* r : tree) {
-      std::vector<std::string> row{
-          str(*r, "drafter"),      f.fmt(num(*r, "temperature", 0), 1),
-          str(*r, "tree"),         f.maybe(num(*r, "mean_tree_nodes_per_round"), 1),
-          f.maybe(num(*r, "tau")), f.maybe(num(*r, "speedup"))};
+      std::vector<std::string> row{str(*r, "drafter"),
+                                   f.fmt(num(*r, "temperature", 0), 1),
+                                   str(*r, "tree"),
+                                   f.maybe(num(*r, "mean_tree_nodes_per_round"), 1),
+                                   f.maybe(num(*r, "tau")),
+                                   f.maybe(num(*r, "predicted_tokens_per_round")),
+                                   f.maybe(num(*r, "speedup"))};
       f.interval_cells(*r, &row);
-      row.push_back(f.maybe(num(*r, "predicted_speedup_refined")));
-      row.push_back(f.pct(num(*r, "error_refined")));
+      row.push_back(f.maybe(num(*r, "predicted_speedup")));
+      row.push_back(f.pct(num(*r, "prediction_error")));
+      row.push_back(flag_codes(*r).empty() ? f.none() : flag_codes(*r));
       tt.rows.push_back(row);
     }
     out.push_back(tt);
@@ -211,15 +290,15 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
 
   if (!synthetic.empty()) {
     Table ts{"synthetic",
-             "Synthetic acceptance (known alpha): measured speedup vs Theorem 3.8 and the refined "
-             "model at the configured alpha; alpha set = configured per position (last repeats), "
-             "alpha = measured accepted/tested",
-             {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "speedup"},
+             "Synthetic acceptance (known alpha): measured speedup vs the prediction from the "
+             "cost profile at the configured acceptance, and Theorem 3.8; alpha set = "
+             "configured per position (last repeats), alpha = measured accepted/tested",
+             {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "predicted tau", "speedup"},
              {},
              {},
              {}};
     f.interval_header(&ts.headers);
-    for (const char* h : {"thm 3.8", "err thm 3.8", "refined", "err refined"})
+    for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
       ts.headers.push_back(h);
     for (const auto* r : synthetic) {
       std::string set;
@@ -230,17 +309,54 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
                                    std::to_string(static_cast<int>(num(*r, "gamma", 0))),
                                    set,
                                    f.maybe(num(*r, "alpha_empirical")),
-                                   f.maybe(num(*r, "c_measured"), 3),
+                                   f.maybe(num(*r, "c_profile"), 3),
                                    f.maybe(num(*r, "tau")),
+                                   f.maybe(num(*r, "predicted_tokens_per_round")),
                                    f.maybe(num(*r, "speedup"))};
       f.interval_cells(*r, &row);
       for (const auto& x :
-           {f.maybe(num(*r, "predicted_speedup_thm38")), f.pct(num(*r, "error_thm38")),
-            f.maybe(num(*r, "predicted_speedup_refined")), f.pct(num(*r, "error_refined"))})
+           {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
+            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")),
+            flag_codes(*r).empty() ? f.none() : flag_codes(*r)})
         row.push_back(x);
       ts.rows.push_back(row);
     }
     out.push_back(ts);
+  }
+
+  // How good the out-of-sample prediction was over every measured cell that has one.
+  {
+    std::vector<double> errs, thm_errs;
+    int flagged = 0;
+    for (const auto* r : rows) {
+      if (std::isnan(num(*r, "prediction_error"))) continue;
+      errs.push_back(std::fabs(num(*r, "prediction_error")));
+      if (!std::isnan(num(*r, "thm38_error")))
+        thm_errs.push_back(std::fabs(num(*r, "thm38_error")));
+      if (!flag_codes(*r).empty()) flagged++;
+    }
+    if (!errs.empty()) {
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+      };
+      Table tq{"prediction_quality",
+               "Prediction quality: |predicted / measured - 1| over the measured cells (the "
+               "out-of-sample prediction, then Theorem 3.8 for comparison)",
+               {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
+                "thm 3.8 max |err|"},
+               {},
+               {},
+               {}};
+      const double none = NAN;
+      tq.rows.push_back(
+          {std::to_string(errs.size()), std::to_string(flagged), f.pct(median(errs)),
+           f.pct(*std::max_element(errs.begin(), errs.end())),
+           f.pct(thm_errs.empty() ? none : median(thm_errs)),
+           f.pct(thm_errs.empty() ? none : *std::max_element(thm_errs.begin(), thm_errs.end()))});
+      out.push_back(tq);
+    }
   }
 
   if (!cost.empty()) {

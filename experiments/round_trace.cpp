@@ -83,7 +83,7 @@ void RoundTraceWriter::write_cell(const Cell& cell, const std::string& prompt_id
   src.prompt_id = prompt_id;
   src.repeat = repeat;
   src.fixed_gamma = cell.gamma_policy == "fixed" ? cell.gamma : 0;
-  src.tree = !cell.tree.empty();
+  src.tree = cell.tree.depth() > 0;
   src.max_ctx = max_ctx;
   write(req, res, src);
 }

@@ -37,7 +37,7 @@ nlohmann::json cell_params_json(const Cell& c) {
                       {"p_min", c.p_min}};
   // Only when on: cells without it keep the ids they had before the axis existed.
   if (!c.synthetic_acceptance.empty()) j["synthetic_acceptance"] = c.synthetic_acceptance;
-  if (!c.tree.empty()) j["tree"] = c.tree;
+  if (c.tree.depth() > 0) j["tree"] = c.tree.to_string();
   return j;
 }
 
@@ -124,9 +124,8 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
                              base.p_min == 0.0 && base.synthetic_acceptance.empty() &&
                              base.gamma == s.gamma.front();
           if (!exact) continue;
-          const TreeShape shape = tree_shape_parse(tree, "sweep.tree");
-          c.tree = shape.to_string();
-          c.gamma = shape.depth();
+          c.tree = tree_shape_parse(tree, "sweep.tree");
+          c.gamma = c.tree.depth();
           identity["cell"] = cell_params_json(c);
           c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
         }

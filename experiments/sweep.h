@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/sampling.h"
+#include "core/token_tree.h"
 #include "experiments/experiment_config.h"
 
 namespace speclab {
@@ -45,7 +46,7 @@ struct Cell {
   std::string gamma_policy = "fixed";
   double p_min = 0;
   std::vector<double> synthetic_acceptance;  // empty = off; else per position, last repeats
-  std::string tree;  // "" = chain; else the tree shape, normalized ("3x2x1:topk")
+  TreeShape tree;  // parsed once by sweep_expand; depth 0 = a chain cell (rows: "3x2x1:topk")
 
   SamplingParams target_sampling() const;
   SamplingParams draft_sampling() const;  // the draft temperature, the same top-k / top-p

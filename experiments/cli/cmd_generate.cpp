@@ -35,7 +35,7 @@ struct GenerateArgs {
   std::string tree;                    // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
   std::string chat_template = "none";  // none | auto | chatml | llama3 (wraps --prompt)
   std::vector<std::string> drafting_options_given;  // e.g. "--gamma": need --draft
-  int gamma = 4, gamma_min = 1, gamma_max = 8, top_k = 0, threads = 0;
+  int gamma = 4, top_k = 0, threads = 0;
   float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
   double lenience = 1.0;
   uint64_t seed = 0;
@@ -83,14 +83,6 @@ std::vector<double> parse_synthetic_acceptance(const std::string& s) {
   return out;
 }
 
-std::unique_ptr<GammaPolicy> make_policy(const GenerateArgs& a) {
-  if (a.gamma_policy == "fixed") return std::make_unique<GammaFixed>(a.gamma, a.p_min);
-  if (a.gamma_policy == "heuristic") return std::make_unique<GammaHfHeuristic>(a.gamma, a.p_min);
-  if (a.gamma_policy == "entropy")
-    return std::make_unique<GammaEntropyGuided>(a.gamma_min, a.gamma_max, 0.5, a.p_min);
-  fail_input("--gamma-policy: '", a.gamma_policy, "' (expected fixed, heuristic or entropy)");
-}
-
 std::string render(const Tokenizer* tok, const std::vector<int32_t>& ids) {
   return tok ? tok->decode(ids) : std::string();
 }
@@ -126,6 +118,13 @@ void run_generate(const GenerateArgs& a) {
                       "' (expected auto, none, chatml or llama3)");
   SPECLAB_INPUT_CHECK(a.chat_template == "none" || a.prompt_ids.empty(),
                       "--chat-template: wraps --prompt text; --prompt-ids are used as given");
+  // The policy by its name, checked before any model is loaded.
+  std::unique_ptr<GammaPolicy> policy;
+  try {
+    policy = gamma_policy_create(a.gamma_policy, a.gamma);
+  } catch (const InputError& e) {
+    fail_input("--gamma-policy: ", e.what());
+  }
   auto target = llama_load(a.target);
   std::unique_ptr<Tokenizer> override_tok;
   if (!a.tokenizer.empty()) override_tok = tokenizer_load(a.tokenizer);
@@ -138,6 +137,8 @@ void run_generate(const GenerateArgs& a) {
   }
 
   SPECLAB_INPUT_CHECK(a.tree.empty() || !a.draft.empty(), "--tree: needs --draft");
+  // Parsed once (depth 0: a chain).
+  const TreeShape tree = a.tree.empty() ? TreeShape() : tree_shape_parse(a.tree, "--tree");
   SPECLAB_INPUT_CHECK(
       a.synthetic_acceptance.empty() || !a.draft.empty(),
       "--synthetic-acceptance: needs --draft (it replaces the drafts' accept test)");
@@ -185,7 +186,7 @@ void run_generate(const GenerateArgs& a) {
                         "--tree: tree speculation is exact only; it does not combine with "
                         "--synthetic-acceptance, --lenience, --p-min or --gamma-policy");
     TreeSpeculativeConfig cfg;
-    cfg.shape = tree_shape_parse(a.tree, "--tree");
+    cfg.shape = tree;
     cfg.draft_sampling = req.sampling;
     if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
     sampling_validate(cfg.draft_sampling);
@@ -204,7 +205,6 @@ void run_generate(const GenerateArgs& a) {
     cfg.lenience = a.lenience;
     cfg.stop_rule.p_min = a.p_min;
     cfg.synthetic_accept = synthetic;
-    auto policy = make_policy(a);
     cfg.policy = policy.get();
     res = generate_speculative(runner, *drafter, req, cfg);
     stats.add(res.rounds);
@@ -240,7 +240,7 @@ void run_generate(const GenerateArgs& a) {
     j["target_calls"] = res.n_target_calls;
     if (drafter) {
       if (!a.tree.empty()) {
-        j["tree"] = tree_shape_parse(a.tree, "--tree").to_string();
+        j["tree"] = tree.to_string();
         j["tree_nodes"] = stats.n_tree_nodes;
       } else {
         j["gamma"] = a.gamma;
@@ -305,12 +305,11 @@ void register_generate(CLI::App& app) {
   c->add_option("--prompt", args->prompt, "prompt text");
   c->add_option("--prompt-ids", args->prompt_ids, "prompt as comma-separated token ids");
   c->add_flag("--no-bos", args->no_bos, "do not prepend BOS to --prompt");
-  c->add_option("--gamma", args->gamma, "tokens drafted per round")->check(CLI::Range(1, 64));
+  c->add_option("--gamma", args->gamma,
+                "tokens drafted per round (fixed); the initial gamma (heuristic); the largest "
+                "gamma (entropy, between 1 and --gamma)")
+      ->check(CLI::Range(1, 64));
   c->add_option("--gamma-policy", args->gamma_policy, "fixed | heuristic | entropy");
-  c->add_option("--gamma-min", args->gamma_min, "entropy policy lower bound")
-      ->check(CLI::Range(1, 64));
-  c->add_option("--gamma-max", args->gamma_max, "entropy policy upper bound")
-      ->check(CLI::Range(1, 64));
   c->add_option("--p-min", args->p_min, "stop drafting when the draft's top probability < p_min")
       ->check(CLI::Range(0.0, 1.0));
   c->add_option("--lenience", args->lenience, "paper A.5 lenience l in (0, 1]; 1 = exact");
@@ -343,8 +342,8 @@ void register_generate(CLI::App& app) {
                 "wrap --prompt in an instruct chat format: none | auto (by the tokenizer's "
                 "special tokens) | chatml | llama3");
   c->callback([args, c] {
-    for (const char* name : {"--gamma", "--gamma-policy", "--gamma-min", "--gamma-max", "--p-min",
-                             "--lenience", "--draft-temperature", "--show-drafts"}) {
+    for (const char* name : {"--gamma", "--gamma-policy", "--p-min", "--lenience",
+                             "--draft-temperature", "--show-drafts"}) {
       if (c->get_option(name)->count() > 0) args->drafting_options_given.push_back(name);
     }
     run_generate(*args);

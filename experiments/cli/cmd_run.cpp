@@ -73,6 +73,9 @@ void run_experiment(const RunArgs& a) {
     throw;
   }
   ExperimentSession& session = *session_ptr;
+  // Every cell is predicted from profiles before it is measured (cost-only runs measure
+  // costs alone). The profiles land in DIR/profiles for `speclab predict --profiles DIR`.
+  if (!cfg.measure.cost_only) session.enable_prediction(all, dir + "/profiles", false, nullptr);
   std::unique_ptr<RoundTraceWriter> trace;  // --trace: every speculative round of the run
   if (!a.trace.empty()) {
     try {
@@ -128,6 +131,19 @@ void run_experiment(const RunArgs& a) {
                store.results_path().c_str(), dir.c_str());
   if (!a.no_plots) run_plots(dir);
   std::printf("%s", result_tables_render(rows, TableFormat::kMarkdown).c_str());
+  // Sanity flags, summarized: impossible or fragile figures are named, never silent.
+  size_t flagged = 0;
+  for (const auto& r : rows)
+    if (r.contains("flags") && r["flags"].is_array() && !r["flags"].empty()) {
+      if (flagged++ == 0) std::fprintf(stderr, "speclab: flagged cells:\n");
+      for (const auto& f : r["flags"])
+        std::fprintf(stderr, "  %s %s g=%s: %s\n", r.value("cell_id", "?").c_str(),
+                     r.value("drafter", "?").c_str(),
+                     r.contains("gamma") ? r["gamma"].dump().c_str() : "?",
+                     f.is_string() ? f.get<std::string>().c_str() : "?");
+    }
+  std::fprintf(stderr, "speclab: %zu of %zu cells flagged (see \"flags\" in the rows)\n", flagged,
+               rows.size());
 }
 
 }  // namespace

@@ -17,5 +17,6 @@ void register_check(CLI::App& app);
 void register_ngram(CLI::App& app);
 void register_merge(CLI::App& app);
 void register_config_reference(CLI::App& app);
+void register_predict(CLI::App& app);
 
 }  // namespace speclab

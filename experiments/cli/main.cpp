@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   speclab::register_check(app);
   speclab::register_ngram(app);
   speclab::register_merge(app);
+  speclab::register_predict(app);
   speclab::register_config_reference(app);
   describe_defaults(app);
   try {

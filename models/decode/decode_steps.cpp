@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "models/decode/decode_counters.h"
 
 namespace speclab {
 
@@ -33,6 +34,49 @@ bool decode_commit_token(const GenerationRequest& request, int32_t token,
     return true;
   }
   return false;
+}
+
+GenerationResult decode_loop(TokenRunner& target, Drafter& drafter,
+                             const GenerationRequest& request, const DecodeRound& round) {
+  decode_count_speculative_generation();
+  decode_check_prompt(request, target);
+  decode_check_drafter(drafter, target);
+  const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
+  const bool greedy = request.sampling.temperature == 0.0f;
+
+  GenerationResult result;
+  target.truncate(0);
+  drafter.reset();
+  std::vector<int32_t> context = request.prompt;
+  auto t0 = DecodeClock::now();
+  if (n_prompt > 1) target.forward(context.data(), n_prompt - 1, /*last_only=*/true);
+  result.prefill_s = seconds_since(t0);
+
+  t0 = DecodeClock::now();
+  for (uint32_t round_index = 0;; round_index++) {
+    const int64_t L = static_cast<int64_t>(context.size());
+    const DecodeRoundInput in{
+        context, request.max_new_tokens - static_cast<int64_t>(result.tokens.size()),
+        RngKey{request.seed, request.request_id, static_cast<uint64_t>(L), 0, round_index}, greedy};
+    RoundRecord rec;
+    if (!round(in, &rec, &result.n_draft_calls)) {
+      result.stop = StopReason::kContext;
+      break;
+    }
+    result.n_target_calls++;
+    // Every round emits at least one token: the accepted drafts, then the extra one.
+    SPECLAB_ASSERT(rec.n_accepted >= 0 && rec.n_accepted <= static_cast<int>(rec.drafted.size()));
+    bool stopped = false;
+    for (int i = 0; i <= rec.n_accepted && !stopped; i++) {
+      const int32_t tok = i < rec.n_accepted ? rec.drafted[i] : rec.next_token;
+      stopped = decode_commit_token(request, tok, &context, &result);
+      rec.n_emitted++;
+    }
+    result.rounds.push_back(std::move(rec));
+    if (stopped) break;
+  }
+  result.decode_s = seconds_since(t0);
+  return result;
 }
 
 }  // namespace speclab

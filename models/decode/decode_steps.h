@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "core/rng.h"
 #include "models/decode/generation.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
@@ -28,5 +30,34 @@ void decode_check_drafter(const Drafter& drafter, const TokenRunner& target);
 // reason is set in result.stop).
 bool decode_commit_token(const GenerationRequest& request, int32_t token,
                          std::vector<int32_t>* context, GenerationResult* result);
+
+// ------------------------------------------------------------------------------------------
+// The loop every speculative decoder shares (gpt-fast's generate around speculative_decode):
+// it checks the request, resets the target and the drafter, prefills all prompt tokens but
+// the last, then runs rounds until a stop, committing each round's tokens (accepted drafts,
+// then the correction or bonus) with stops applied in order, mid-round. Rounds plug in:
+// the chain round (speculative_decoder.cpp) and the tree round (tree_decoder.cpp).
+//
+// Invariant between rounds: `context` holds every committed token; the target's cache holds
+// all of them but the last, which the next round feeds first.
+
+struct DecodeRoundInput {
+  const std::vector<int32_t>& context;  // every committed token (prompt + generated)
+  int64_t remaining;                    // tokens still allowed: max_new_tokens - generated
+  RngKey base;  // (seed, request, position = context.size(), round index): the round's keys
+  bool greedy;  // target temperature 0
+};
+
+// One round: drafts, runs the target once (feeding the last committed token first), verifies,
+// and leaves the target's cache holding all L context tokens plus the accepted drafts (the
+// correction or bonus token is fed by the next round). Fills rec: n_draft, the verify outcome
+// (n_accepted, next_token, bonus, ...), drafted (its first n_accepted ids are the accepted
+// ones, in order), timings; adds the draft model's forward calls to *n_draft_calls.
+// Returns false, having done nothing, when the context is full.
+using DecodeRound =
+    std::function<bool(const DecodeRoundInput& in, RoundRecord* rec, int64_t* n_draft_calls)>;
+
+GenerationResult decode_loop(TokenRunner& target, Drafter& drafter,
+                             const GenerationRequest& request, const DecodeRound& round);
 
 }  // namespace speclab

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/sampling.h"
+#include "core/speculative_verify.h"
 
 namespace speclab {
 
@@ -19,18 +20,14 @@ struct GenerationRequest {
   uint64_t request_id = 0;  // part of every random key: requests are independent
 };
 
-// One speculative round (DESIGN.md "round record").
-struct RoundRecord {
+// One speculative round (DESIGN.md "round record"). The verifier's outcome is embedded as
+// it came (n_accepted, next_token, bonus and the per-position p_draft, q_draft, beta of
+// core/speculative_verify.h; a tree round fills n_accepted, next_token and bonus only).
+struct RoundRecord : VerifyOutcome {
   int n_draft = 0;               // tokens proposed (gamma this round, or fewer); tree: its depth
   int tree_nodes = 0;            // tree speculation: drafted nodes verified (0 for a chain)
-  int n_accepted = 0;            // 0..n_draft
   int n_emitted = 0;             // tokens committed this round (after stops): 1..n_draft+1
-  bool bonus = false;            // all drafts accepted and the bonus token sampled
-  std::vector<float> p_draft;    // [n_draft] p_i(d_i)
-  std::vector<float> q_draft;    // [n_draft] q_i(d_i)
-  std::vector<float> beta;       // [n_draft] sum_x min(p_i(x), q_i(x)) (Corollary 3.6)
   std::vector<int32_t> drafted;  // [n_draft] the proposed ids (tree: the accepted path)
-  int32_t next_token = -1;       // correction or bonus token
   double draft_s = 0, verify_s = 0, sample_s = 0;  // wall time split
 };
 

@@ -62,13 +62,17 @@ TEST(GammaPolicy, EntropyGuidedEma) {
   EXPECT_EQ(run(pinned, {{4, 0, {1.0f}}, {4, 4, {0.0f}}}), (std::vector<int>{4, 4, 4}));
 }
 
-TEST(GammaPolicy, DraftConfidenceStop) {
-  GammaFixed never(4);  // p_min = 0: never stops
-  EXPECT_FALSE(never.should_stop_drafting(0.0f));
-  GammaHfHeuristic h(5, 0.75f);
-  EXPECT_TRUE(h.should_stop_drafting(0.7f));
-  EXPECT_FALSE(h.should_stop_drafting(0.75f));  // llama.cpp: stop when top prob < p_min
-  EXPECT_FALSE(h.should_stop_drafting(0.9f));
+TEST(GammaPolicy, FactoryByName) {
+  // One factory for the CLI, the sweeps and the simulator: --gamma / sweep.gamma is gamma_max.
+  auto fixed = gamma_policy_create("fixed", 3);
+  EXPECT_EQ(run(*fixed, {{3, 0, {}}, {3, 3, {}}}), (std::vector<int>{3, 3, 3}));
+  auto heuristic = gamma_policy_create("heuristic", 5);
+  EXPECT_EQ(run(*heuristic, {{5, 5, {}}, {7, 2, {}}}), (std::vector<int>{5, 7, 6}));
+  auto entropy = gamma_policy_create("entropy", 8);  // gamma_min 1, beta 0.5
+  EXPECT_EQ(run(*entropy, {{8, 0, {1.0f}}, {1, 1, {0.0f}}}), (std::vector<int>{8, 1, 5}));
+  EXPECT_THROW(gamma_policy_create("wild", 4), InputError);
+  EXPECT_THROW(gamma_policy_create("fixed", 0), InputError);
+  EXPECT_THROW(gamma_policy_create("entropy", 0), InputError);
 }
 
 TEST(GammaPolicy, InvalidParametersThrow) {
@@ -77,7 +81,6 @@ TEST(GammaPolicy, InvalidParametersThrow) {
   EXPECT_THROW(GammaEntropyGuided(0, 4), InputError);
   EXPECT_THROW(GammaEntropyGuided(5, 4), InputError);
   EXPECT_THROW(GammaEntropyGuided(1, 4, 1.0), InputError);
-  EXPECT_THROW(GammaFixed(3, 1.5f), InputError);
 }
 
 }  // namespace

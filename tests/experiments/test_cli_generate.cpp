@@ -91,6 +91,25 @@ TEST(CliGenerate, SyntheticAcceptance) {
   EXPECT_LT(a["accepted"].get<int>(), a["tested"].get<int>());
 }
 
+// --lenience at --temperature 0 (paper A.5): the greedy rule reads the target's distribution
+// before standardization, so a lower l accepts more drafts (at temperature 0 the standardized
+// p is one-hot, and the rule applied to it gave every l the tau of l = 1). l = 1 is the
+// target's own greedy text.
+TEST(CliGenerate, GreedyLenienceAcceptsMore) {
+  const std::string base = "generate --target '" + kTiny +
+                           "' --prompt-ids 128000,9906,1917 --max-new-tokens 32 --ignore-eos "
+                           "--temperature 0 --json ";
+  const std::string draft = "--draft self:skip=1 --gamma 3 --lenience ";
+  const auto plain = nlohmann::json::parse(run_speclab(base).out);
+  const auto strict = nlohmann::json::parse(run_speclab(base + draft + "1").out);
+  const auto half = nlohmann::json::parse(run_speclab(base + draft + "0.5").out);
+  const auto loose = nlohmann::json::parse(run_speclab(base + draft + "0.1").out);
+  EXPECT_EQ(strict["tokens"], plain["tokens"]);
+  EXPECT_GT(half["accepted"].get<int>(), strict["accepted"].get<int>());
+  EXPECT_GT(loose["accepted"].get<int>(), half["accepted"].get<int>());
+  EXPECT_LT(loose["rounds"].get<int>(), strict["rounds"].get<int>());  // tau = 32 / rounds
+}
+
 struct BadCase {
   const char* what;
   std::string args;

@@ -125,8 +125,9 @@ TEST(CliTableFormats, CsvToStdoutNeedsOneTable) {
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const auto records = parse_csv(one.out);
   ASSERT_EQ(records.size(), 7u);  // header + 3 drafters x 2 temperatures
-  EXPECT_EQ(records[0],
-            (std::vector<std::string>{"target", "draft", "T", "alpha", "beta", "tested"}));
+  EXPECT_EQ(records[0], (std::vector<std::string>{"target", "draft", "T", "alpha_profile",
+                                                  "alpha_profile_ci_lo", "alpha_profile_ci_hi",
+                                                  "accepted/tested", "tested"}));
   const auto bad = run_speclab("table '" + kBaseline + "' --format csv --table nope");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(bad.one_line_error()) << bad.err;
@@ -165,7 +166,7 @@ TEST(CliTableFormats, JsonHoldsTheTables) {
   for (const auto& row : acc["rows"])
     if (row["draft"] == "lookup" && row["T"] == 0) {
       found = true;
-      EXPECT_NEAR(row["alpha"].get<double>(), accepted / tested, 1e-9);
+      EXPECT_NEAR(row["accepted/tested"].get<double>(), accepted / tested, 1e-9);
       EXPECT_EQ(row["tested"].get<double>(), tested);
     }
   EXPECT_TRUE(found) << acc.dump();
@@ -210,7 +211,8 @@ TEST(CliTableFormats, MixedConfigsAreRefusedByMergeAndNeverPooledByTable) {
   EXPECT_NE(md.out.find("config 0123456789abcdef (other): Acceptance"), std::string::npos);
   // draft-2m at T 0 tested 993 drafts in each config; a pooled table would say 1986.
   EXPECT_EQ(md.out.find("1986"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| draft-2m | 0.0 | 0.58 | 0.58 | 993 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| draft-2m | 0.0 | - | - | - | 0.581 | 993 |"), std::string::npos)
+      << md.out;
 
   const auto csv = run_speclab("table '" + out + "' --format csv --out '" + dir.file("t") + "'");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;

@@ -57,12 +57,13 @@ TEST(SweepTree, TreeCellsOnlyForExactSettingsAtTheFirstGamma) {
     const Cell& c = cells[i];
     EXPECT_EQ(c.index, static_cast<int>(i));
     EXPECT_TRUE(ids.insert(c.cell_id).second) << "duplicate id " << c.cell_id;
-    if (c.tree.empty()) continue;
+    if (c.tree.depth() == 0) continue;
     trees++;
     EXPECT_EQ(c.lenience, 1.0);
-    EXPECT_TRUE(c.tree == "3x2x1:topk" || c.tree == "2x2:sample") << c.tree;
-    EXPECT_EQ(c.gamma, c.tree == "3x2x1:topk" ? 3 : 2);  // the depth
-    EXPECT_EQ(c.to_json()["tree"], c.tree);
+    const std::string shape = c.tree.to_string();
+    EXPECT_TRUE(shape == "3x2x1:topk" || shape == "2x2:sample") << shape;
+    EXPECT_EQ(c.gamma, shape == "3x2x1:topk" ? 3 : 2);  // the depth
+    EXPECT_EQ(c.to_json()["tree"], shape);
   }
   EXPECT_EQ(trees, 4);
   // Without "off" only the tree cells remain.

@@ -1,0 +1,266 @@
+#include "core/speedup_prediction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "core/error.h"
+#include "core/gamma_policy.h"
+#include "core/rng.h"
+
+namespace speclab {
+
+namespace {
+
+bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+
+// Seconds of one round that drafts g tokens and verifies k = g + 1 (chain) or tree_nodes + 1
+// (a tree of depth g) tokens.
+double round_seconds(const CostProfile& cost, int g, int tree_nodes) {
+  const size_t k = static_cast<size_t>(tree_nodes > 0 && g > 0 ? tree_nodes + 1 : g + 1);
+  return cost.draft_round_s[static_cast<size_t>(g)] + cost.target_s[k - 1] +
+         cost.host_round_s[k - 1];
+}
+
+// How many of the rollout's tokens a round may draft: the p_min rule stops before the first
+// token whose top probability is below p_min (llama.cpp's common/speculative.cpp).
+int drafts_allowed(const AcceptanceRollout& r, int cap, double p_min) {
+  int m = std::min<int>(cap, static_cast<int>(r.accept.size()));
+  for (int j = 0; j < m; j++)
+    if (r.top_prob[static_cast<size_t>(j)] < p_min) return j;
+  return m;
+}
+
+std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {
+  return gamma_policy_create(s.policy, s.gamma);  // the decoder's own factory
+}
+
+struct PromptTotals {
+  double seconds = 0, rounds = 0, drafted = 0;
+};
+
+// Exact expectation for a fixed gamma: backward recursion over start positions (see header).
+PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
+                            const ChainSetting& s) {
+  const int64_t n = static_cast<int64_t>(p.positions.size());
+  // [n + 1] expected seconds / rounds / drafted tokens to finish from t; the extra catch-up
+  // after a fully accepted round is charged to the round that caused it.
+  std::vector<double> v(static_cast<size_t>(n + s.gamma + 2), 0.0), r(v.size(), 0.0),
+      d(v.size(), 0.0);
+  for (int64_t t = n - 1; t >= 0; t--) {
+    const AcceptanceRollout& roll = p.positions[static_cast<size_t>(t)];
+    const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
+    const int g =
+        drafts_allowed(roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
+    double vt = round_seconds(cost, g, s.tree_nodes), rt = 1, dt = g;
+    double survive = 1;  // S_t(i)
+    for (int i = 0; i <= g; i++) {
+      const double next = i < g ? survive * roll.accept[static_cast<size_t>(i)] : 0.0;
+      const double p_n = survive - next;  // exactly i accepted
+      const size_t to = static_cast<size_t>(t + i + 1);
+      vt += p_n * (v[to] + (i == g && g > 0 ? cost.draft_catchup_s : 0.0));
+      rt += p_n * r[to];
+      dt += p_n * d[to];
+      survive = next;
+    }
+    v[static_cast<size_t>(t)] = vt;
+    r[static_cast<size_t>(t)] = rt;
+    d[static_cast<size_t>(t)] = dt;
+  }
+  return {v[0], r[0], d[0]};
+}
+
+// Monte Carlo walks for adaptive policies: the policy sees each round's outcome.
+PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& p,
+                               const ChainSetting& s, uint64_t prompt_index) {
+  const int64_t n = static_cast<int64_t>(p.positions.size());
+  PromptTotals sum;
+  for (int w = 0; w < s.monte_carlo_walks; w++) {
+    auto policy = policy_for(s);
+    bool pending_catchup = false;
+    int64_t t = 0;
+    while (t < n) {
+      const AcceptanceRollout& roll = p.positions[static_cast<size_t>(t)];
+      const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
+      const int want = std::min<int>(std::min(policy->next_gamma(), cost.max_gamma()),
+                                     static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
+      const int g = drafts_allowed(roll, want, s.p_min);
+      sum.seconds +=
+          round_seconds(cost, g, s.tree_nodes) + (pending_catchup ? cost.draft_catchup_s : 0.0);
+      sum.rounds += 1;
+      sum.drafted += g;
+      int accepted = 0;
+      while (accepted < g) {
+        const RngKey key{s.seed, prompt_index, static_cast<uint64_t>(t + accepted), kRngTest,
+                         static_cast<uint32_t>(w)};
+        if (rng_uniform(key) >= roll.accept[static_cast<size_t>(accepted)]) break;
+        accepted++;
+      }
+      pending_catchup = g > 0 && accepted == g;
+      std::vector<float> ent(roll.entropy.begin(), roll.entropy.begin() + g);
+      policy->observe(g, accepted, ent);
+      t += accepted + 1;
+    }
+  }
+  const double inv = 1.0 / std::max(1, s.monte_carlo_walks);
+  return {sum.seconds * inv, sum.rounds * inv, sum.drafted * inv};
+}
+
+}  // namespace
+
+void cost_profile_validate(const CostProfile& c, const std::string& where) {
+  SPECLAB_INPUT_CHECK(!c.target_s.empty(), where, ": target_s: expected T(k) for k = 1.. (empty)");
+  SPECLAB_INPUT_CHECK(std::isfinite(c.target_s[0]) && c.target_s[0] > 0, where,
+                      ": target_s[0]: expected T(1) > 0 seconds, got ", c.target_s[0]);
+  SPECLAB_INPUT_CHECK(c.host_round_s.size() == c.target_s.size(), where, ": host_round_s has ",
+                      c.host_round_s.size(), " entries, expected one per T(k) (", c.target_s.size(),
+                      ")");
+  SPECLAB_INPUT_CHECK(!c.draft_round_s.empty(), where,
+                      ": draft_round_s: expected draft seconds for n = 0.. tokens (empty)");
+  auto check_all = [&](const std::vector<double>& v, const char* name) {
+    for (size_t i = 0; i < v.size(); i++)
+      SPECLAB_INPUT_CHECK(finite_non_negative(v[i]), where, ": ", name, "[", i,
+                          "]: expected finite seconds >= 0, got ", v[i]);
+  };
+  check_all(c.target_s, "target_s");
+  check_all(c.draft_round_s, "draft_round_s");
+  check_all(c.host_round_s, "host_round_s");
+  SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_step_s), where,
+                      ": draft_step_s: expected finite seconds >= 0");
+  SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_catchup_s), where,
+                      ": draft_catchup_s: expected finite seconds >= 0");
+  SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_prefill_s), where,
+                      ": draft_prefill_s: expected finite seconds >= 0");
+}
+
+AcceptanceSummary acceptance_summarize(const AcceptanceProfile& profile) {
+  AcceptanceSummary s;
+  std::vector<double> sum(static_cast<size_t>(profile.max_depth), 0.0);
+  double beta_sum = 0, tv_sum = 0;
+  int64_t n_beta = 0, n = 0;
+  for (const auto& p : profile.prompts) {
+    for (const auto& r : p.positions) {
+      n++;
+      if (r.beta >= 0) {
+        beta_sum += r.beta;
+        tv_sum += r.lenient_tv;
+        n_beta++;
+      }
+      double surv = 1;
+      for (size_t j = 0; j < sum.size(); j++) {
+        surv *= j < r.accept.size() ? r.accept[j] : 0.0f;  // nothing proposed: not accepted
+        sum[j] += surv;
+      }
+    }
+  }
+  s.n_positions = n;
+  s.alpha_beta = n_beta ? beta_sum / n_beta : 0.0;
+  s.lenient_tv = n_beta ? tv_sum / n_beta : 0.0;
+  for (size_t j = 0; j < sum.size(); j++) {
+    s.survival.push_back(n ? sum[j] / n : 0.0);
+    const double before = j == 0 ? 1.0 : s.survival[j - 1];
+    s.conditional.push_back(before > 0 ? s.survival[j] / before : 0.0);
+  }
+  return s;
+}
+
+AlphaInterval acceptance_alpha_interval(const AcceptanceProfile& profile, int resamples,
+                                        double confidence, uint64_t seed) {
+  // Per prompt: sum of beta and count; the statistic is the pooled ratio of sums.
+  std::vector<double> sums, counts;
+  for (const auto& p : profile.prompts) {
+    double b = 0, c = 0;
+    for (const auto& r : p.positions)
+      if (r.beta >= 0) {
+        b += r.beta;
+        c += 1;
+      }
+    sums.push_back(b);
+    counts.push_back(c);
+  }
+  const size_t n = sums.size();
+  if (n == 0 || resamples < 1) return {};
+  std::vector<double> stats;
+  for (int b = 0; b < resamples; b++) {
+    double s = 0, c = 0;
+    for (size_t i = 0; i < n; i++) {
+      const RngKey key{seed, static_cast<uint64_t>(b), static_cast<uint64_t>(i), kRngBootstrap, 1};
+      const size_t pick = std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n));
+      s += sums[pick];
+      c += counts[pick];
+    }
+    if (c > 0) stats.push_back(s / c);
+  }
+  if (stats.empty()) return {};
+  std::sort(stats.begin(), stats.end());
+  const double tail = (1 - confidence) / 2;
+  auto at = [&](double q) {
+    return stats[std::min(stats.size() - 1, static_cast<size_t>(q * (stats.size() - 1) + 0.5))];
+  };
+  return {at(tail), at(1 - tail)};
+}
+
+AcceptanceProfile acceptance_profile_configured(const std::vector<double>& accept_prob, int depth,
+                                                int n_prompts, int64_t n_positions) {
+  SPECLAB_INPUT_CHECK(!accept_prob.empty(), "configured acceptance: empty list");
+  AcceptanceRollout r;
+  for (int i = 0; i < depth; i++) {
+    const double a = accept_prob[std::min<size_t>(static_cast<size_t>(i), accept_prob.size() - 1)];
+    SPECLAB_INPUT_CHECK(a > 0 && a <= 1, "configured acceptance: ", a, " (expected (0, 1])");
+    r.accept.push_back(static_cast<float>(a));
+    r.top_prob.push_back(1.0f);
+    r.entropy.push_back(0.0f);
+  }
+  r.beta = r.accept.empty() ? -1.0f : r.accept[0];
+  AcceptanceProfile p;
+  p.max_depth = depth;
+  for (int i = 0; i < n_prompts; i++) {
+    AcceptancePrompt ap;
+    ap.prompt_id = "configured-" + std::to_string(i);
+    ap.positions.assign(static_cast<size_t>(n_positions), r);
+    p.prompts.push_back(std::move(ap));
+  }
+  return p;
+}
+
+Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& acceptance,
+                         const ChainSetting& s) {
+  const std::string where = cost.origin.empty() ? "cost profile" : cost.origin;
+  cost_profile_validate(cost, where);
+  SPECLAB_INPUT_CHECK(s.gamma >= 1, "prediction: gamma ", s.gamma, " (expected >= 1)");
+  SPECLAB_INPUT_CHECK(s.max_new_tokens >= 1, "prediction: max_new_tokens ", s.max_new_tokens);
+  const int g_max = s.policy == "heuristic" ? cost.max_gamma() : s.gamma;
+  const int64_t k_max = s.tree_nodes > 0 ? s.tree_nodes + 1 : g_max + 1;
+  SPECLAB_INPUT_CHECK(static_cast<int64_t>(cost.target_s.size()) >= k_max, where,
+                      ": T(k) up to k = ", cost.target_s.size(), ", the setting needs k = ", k_max);
+  SPECLAB_INPUT_CHECK(cost.max_gamma() >= g_max, where, ": draft cost for up to ", cost.max_gamma(),
+                      " tokens per round, the setting needs ", g_max);
+  for (const auto& p : acceptance.prompts)
+    for (const auto& r : p.positions)
+      SPECLAB_INPUT_CHECK(
+          r.top_prob.size() == r.accept.size() && r.entropy.size() == r.accept.size(),
+          "acceptance profile: prompt '", p.prompt_id,
+          "': accept, top_prob and entropy lengths differ");
+
+  Prediction out;
+  out.base_s_per_token = cost.target_s[0] + cost.host_round_s[0];
+  double seconds = 0, rounds = 0, drafted = 0, tokens = 0;
+  for (size_t i = 0; i < acceptance.prompts.size(); i++) {
+    const AcceptancePrompt& p = acceptance.prompts[i];
+    if (p.positions.empty()) continue;
+    const PromptTotals t = s.policy == "fixed" && !s.force_walks ? expected_fixed(cost, p, s)
+                                                                 : expected_by_walks(cost, p, s, i);
+    seconds += cost.draft_prefill_s + t.seconds;
+    rounds += t.rounds;
+    drafted += t.drafted;
+    tokens += static_cast<double>(p.positions.size());
+  }
+  SPECLAB_INPUT_CHECK(tokens > 0, "acceptance profile: no generated positions to predict from");
+  out.spec_s_per_token = seconds / tokens;
+  out.speedup = out.base_s_per_token / out.spec_s_per_token;
+  out.tokens_per_round = tokens / rounds;
+  out.mean_drafted_per_round = drafted / rounds;
+  return out;
+}
+
+}  // namespace speclab

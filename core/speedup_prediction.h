@@ -1,0 +1,135 @@
+// Out-of-sample speedup prediction: what speculative decoding will buy, computed from two
+// profiles measured apart from any speculative run (Leviathan et al. 2023, section 3, with
+// the i.i.d. and constant-cost assumptions of Theorem 3.8 replaced by measured profiles).
+//
+//   Cost profile        the target's T(k) over k tokens, the drafter's seconds per round as a
+//                       function of the tokens it proposes, its catch-up after a fully
+//                       accepted round and its prefill of the prompt (per request), and the
+//                       host seconds per round (standardize k rows + verify) - all measured
+//                       in isolation (experiments/cost_profile.h) or imported.
+//   Acceptance profile  for every position t of the target's own generated text, a draft
+//                       rollout from the true prefix and the probability that each of its
+//                       tokens passes the verification test given the ones before it passed
+//                       (experiments/acceptance_profile.h). It does not depend on gamma.
+//
+// The predictor walks each profiled text the way the decoder does. A round that starts with
+// t tokens emitted drafts g = min(gamma, max_new_tokens - t - 1, m_t) tokens (m_t: what the
+// rollout at t proposed, cut by the p_min rule), accepts exactly n of them with probability
+//   P(n) = S_t(n) - S_t(n + 1),   S_t(i) = prod_{j<=i} r_{t,j},  S_t(0) = 1, S_t(g + 1) = 0,
+// (r_{t,j}: acceptance probability of the rollout's j-th token given j - 1 accepted) and
+// continues at t + n + 1. For a fixed gamma the expected seconds V(t) and rounds R(t) to
+// finish the text satisfy
+//   V(t) = round_s(g) + sum_n P(n) [V(t + n + 1) + (n == g) catchup_s],   V(t >= N) = 0,
+// computed exactly backwards over t. Adaptive gamma policies are walked by Monte Carlo
+// (their state depends on the history). Then, with the baseline's seconds per token
+//   base_s = T(1) + host_s(1)   (one target call and one sampling per token),
+//   predicted speedup = (sum_prompts N_p) base_s / sum_prompts (draft_prefill_s + V_p(0)),
+// the same pooled ratio of per-token times the measurement reports.
+//
+// round_s(g) = draft_round_s[g] + T(g + 1) + host_s(g + 1); with T(k) = T(1), draft_round_s[g]
+// = g c T(1), host, catch-up and prefill 0, r = alpha everywhere and N -> infinity this is
+// Theorem 3.8 exactly (tests/core/test_speedup_prediction.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace speclab {
+
+// Seconds, measured at one context length (or imported).
+struct CostProfile {
+  std::string source;                 // "measured", "csv", "llama-bench", "profile"
+  std::string origin;                 // the file it came from ("" when measured in this run)
+  int64_t context_len = 0;            // cache length the calls started from
+  std::vector<double> target_s;       // [K] T(k): one target call over k tokens, k = 1..K
+  std::vector<double> draft_round_s;  // [G + 1] one draft proposal of n tokens, n = 0..G, in the
+                                      // steady state (one token to catch up: the correction)
+  double draft_step_s = 0;            // one draft forward step of one token (the paper's c
+                                      // numerator; c = draft_step_s / T(1))
+  double draft_catchup_s = 0;         // extra seconds of the next proposal after a round that
+                                      // accepted every draft (two tokens to catch up)
+  double draft_prefill_s = 0;         // per request: the drafter's first proposal (it reads the
+                                      // prompt) minus a steady one-token proposal
+  std::vector<double> host_round_s;   // [K] host seconds of a round verifying k tokens
+                                      // (standardize k rows + verify), k = 1..K; [0] is the
+                                      // baseline's sampling of one token
+  int max_gamma() const { return static_cast<int>(draft_round_s.size()) - 1; }
+  double c() const { return target_s.empty() || target_s[0] <= 0 ? 0 : draft_step_s / target_s[0]; }
+};
+
+// One start position of the target's text: the draft rollout from the true prefix.
+struct AcceptanceRollout {
+  std::vector<float> accept;    // [m] r_j: P(rollout token j passes | tokens < j passed)
+  std::vector<float> top_prob;  // [m] max_x q_j(x) (1 for deterministic drafters): p_min rule
+  std::vector<float> entropy;   // [m] H(q_j) / log(vocab) (entropy-guided gamma policy)
+  float beta = 0;               // Corollary 3.6 at this position: sum_x min(p_t(x), q_t(x)/...)
+                                // with lenience; -1 when the drafter proposed nothing here
+  float lenient_tv = 0;         // sampling with lenience < 1: total variation between the
+                                // emitted token's law and p_t (0 when exact)
+};
+
+struct AcceptancePrompt {
+  std::string prompt_id;
+  std::vector<AcceptanceRollout> positions;  // [N] t = 0..N-1 (N = tokens the target generated)
+};
+
+struct AcceptanceProfile {
+  int max_depth = 0;  // longest rollout
+  std::vector<AcceptancePrompt> prompts;
+};
+
+// Per-depth summaries of a profile (pooled over prompts and positions):
+//   survival[i - 1]    = mean_t S_t(i)             P(first i drafts accepted), i = 1..max_depth
+//   conditional[i - 1] = survival[i-1] / survival[i-2]  (a_i, the per-depth acceptance)
+//   alpha_beta         = mean_t beta_t             the Corollary 3.6 alpha of the pair
+struct AcceptanceSummary {
+  std::vector<double> survival, conditional;
+  double alpha_beta = 0;
+  double lenient_tv = 0;    // mean over positions with a rollout
+  int64_t n_positions = 0;  // positions with a rollout
+};
+AcceptanceSummary acceptance_summarize(const AcceptanceProfile& profile);
+
+// Percentile bootstrap of alpha_beta with prompts resampled as clusters.
+struct AlphaInterval {
+  double lo = 0, hi = 0;
+};
+AlphaInterval acceptance_alpha_interval(const AcceptanceProfile& profile, int resamples,
+                                        double confidence, uint64_t seed);
+
+// A profile in which every position proposes `depth` tokens accepted with the configured
+// probabilities accept_prob[i] (last repeating): synthetic acceptance, N positions per prompt.
+AcceptanceProfile acceptance_profile_configured(const std::vector<double>& accept_prob, int depth,
+                                                int n_prompts, int64_t n_positions);
+
+struct ChainSetting {
+  int gamma = 4;                 // fixed gamma, or the policy's initial / maximum gamma
+  std::string policy = "fixed";  // fixed | heuristic | entropy (core/gamma_policy.h)
+  double p_min = 0;              // drafting stops before a token with top probability < p_min
+  int64_t max_new_tokens = 64;   // the request budget (rounds shrink near its end)
+  int tree_nodes = 0;            // > 0: a tree round of depth gamma verifying tree_nodes + 1
+                                 // tokens (the profile then holds per-depth tree acceptance)
+  int monte_carlo_walks = 200;   // walks per prompt for adaptive policies
+  bool force_walks = false;      // walk a fixed gamma too (tests hold the walker to the recursion)
+  uint64_t seed = 0;             // Monte Carlo stream
+};
+
+struct Prediction {
+  double speedup = 0;           // predicted walltime speedup over the target alone
+  double tokens_per_round = 0;  // expected tokens per target call after the prefill
+  double spec_s_per_token = 0;  // predicted seconds per token, speculative
+  double base_s_per_token = 0;  // T(1) + host_s(1)
+  double mean_drafted_per_round = 0;
+};
+
+// Throws InputError when the cost profile does not cover a round the setting needs (T(k) or
+// draft cost missing) or a profile field is negative / not finite.
+Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& acceptance,
+                         const ChainSetting& setting);
+
+// Checks a cost profile's fields (sizes, finite non-negative seconds, positive T(1)); InputError
+// naming `where` and the field.
+void cost_profile_validate(const CostProfile& cost, const std::string& where);
+
+}  // namespace speclab

@@ -1,0 +1,64 @@
+// The acceptance profile of a draft/target pair at one sampling setting
+// (core/speedup_prediction.h), estimated by teacher forcing: no speculative round runs.
+//
+// For each prompt the target alone generates its text (generate_autoregressive, with a seed
+// stream of its own so the text is not the one a speculative run of the same seed will be
+// measured on). Then, along that text, at every position t:
+//   - the drafter proposes a rollout of up to `depth` tokens from the true prefix, drawn
+//     from its standardized q (its own random stream);
+//   - one target pass over [x_{t-1}, d_1..d_m] gives the standardized p at every rollout
+//     token;
+//   - r_j = the probability that d_j passes the verification test given d_1..d_{j-1} passed:
+//       sampling   min(1, p_j(d_j) / (l q_j(d_j)))        (Algorithm 1, lenience l; q one-hot
+//                                                         for deterministic drafters)
+//       greedy     1 if d_j = argmax p_j, or the lenient greedy rule holds, else 0;
+//   - beta_t = sum_x min(q_t(x), p_t(x) / l): Corollary 3.6 at the true prefix (alpha_l with
+//     lenience), the pair's acceptance independent of any round structure.
+// The survival prod_{j<=i} r_j averaged over t estimates P(first i drafts accepted) for a
+// round starting at t (the accept coins are independent given the drafts, so the product
+// is exact for the drawn rollout). Accepted prefixes are tilted toward tokens where
+// min(p, q) is large, so depths are correlated; the rollouts keep that correlation, which
+// is why the predictor uses them and not beta^i. beta is reported as alpha_profile and fed
+// to Theorem 3.8.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/sampling.h"
+#include "core/speedup_prediction.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/token_runner.h"
+
+namespace speclab {
+
+// A tokenized prompt (its id from the prompt set).
+struct PromptTokens {
+  std::string id;
+  std::vector<int32_t> ids;
+};
+
+struct AcceptanceProfileRequest {
+  SamplingParams target_sampling, draft_sampling;
+  double lenience = 1.0;
+  int depth = 8;                  // rollout length (max gamma of the cells it serves)
+  int64_t max_new_tokens = 64;    // text generated per prompt
+  std::vector<int64_t> stop_ids;  // EOS ids (empty = ignore EOS)
+  uint64_t seed = 0;
+};
+
+// Throws InputError from the models; stops early (returns what it has) when *interrupted.
+AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& drafter,
+                                             const std::vector<PromptTokens>& prompts,
+                                             const AcceptanceProfileRequest& request,
+                                             const std::atomic<bool>* interrupted = nullptr);
+
+// P(d passes | reached) for one draft token: see the header comment. p: standardized target
+// row [vocab]; p_raw: the target's softmax at temperature 1 (lenient greedy rule; may be
+// null when lenience = 1); q: the draft row or null (one-hot at d).
+double acceptance_token_probability(const float* p, const float* p_raw, const float* q, int32_t d,
+                                    int64_t vocab, bool greedy, double lenience);
+
+}  // namespace speclab

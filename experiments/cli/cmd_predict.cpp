@@ -1,0 +1,146 @@
+// speclab predict CONFIG.yaml [--out DIR] [--set key=value ...] [--profiles DIR]
+//                             [--cost-profile FILE]
+//
+// Answers a sweep without running the speculative decoder: every cell's predicted speedup and
+// tokens per round, and per group of cells that differ only in gamma (and gamma policy) the
+// predicted best gamma, from the pair's cost profile (measured in isolation, or imported with
+// --cost-profile) and acceptance profile (teacher-forced along the target's own text); see
+// core/speedup_prediction.h. Writes DIR/predictions.jsonl (DIR defaults to results/<name>)
+// and the profiles to DIR/profiles; --profiles DIR2 reads the profiles of an earlier predict
+// or run from DIR2/profiles instead of measuring (no model is loaded: milliseconds).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "core/error.h"
+#include "experiments/cell_prediction.h"
+#include "experiments/cli/commands.h"
+#include "experiments/experiment_config.h"
+#include "experiments/experiment_session.h"
+#include "experiments/profile_io.h"
+#include "experiments/sweep.h"
+#include "models/decode/decode_counters.h"
+
+namespace speclab {
+
+namespace {
+
+struct PredictArgs {
+  std::string config, out, profiles, cost_profile;
+  std::vector<std::string> set;
+};
+
+void write_lines_atomically(const std::string& path, const std::vector<nlohmann::json>& rows) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    SPECLAB_INPUT_CHECK(out.good(), tmp, ": cannot be written");
+    for (const auto& r : rows)
+      out << r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out.flush();
+    if (!out.good()) {
+      std::remove(tmp.c_str());
+      fail_input(tmp, ": write failed (disk full?)");
+    }
+  }
+  SPECLAB_INPUT_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, path, ": cannot be written");
+}
+
+void predict_experiment(const PredictArgs& a) {
+  const ExperimentConfig cfg = experiment_config_load(a.config, a.set);
+  SPECLAB_INPUT_CHECK(cfg.target.has_value(), a.config,
+                      ": no target (simulator-only configs run with `speclab simulate`)");
+  SPECLAB_INPUT_CHECK(!cfg.measure.cost_only, a.config,
+                      ": measure.cost_only has no cells to predict (it predicts a grid itself)");
+  const std::vector<Cell> cells = sweep_expand(cfg);
+  const std::string dir = a.out.empty() ? "results/" + cfg.name : a.out;
+  std::unique_ptr<CostProfile> cost_override;
+  if (!a.cost_profile.empty())
+    cost_override = std::make_unique<CostProfile>(cost_profile_import(a.cost_profile));
+
+  std::vector<CellPrediction> predictions;
+  if (!a.profiles.empty()) {
+    // Offline: profiles from an earlier predict or run; no model is loaded.
+    std::vector<PromptTokens> none;
+    CellPredictor predictor(cfg, cells, nullptr, none, {}, a.profiles + "/profiles", true,
+                            cost_override.get(), nullptr);
+    for (const Cell& c : cells) predictions.push_back(predictor.predict(c, nullptr));
+  } else {
+    ExperimentSession session(cfg, nullptr, /*measure_bandwidth=*/false,
+                              /*measure_cost_curve=*/false);
+    session.enable_prediction(cells, dir + "/profiles", false, cost_override.get());
+    for (const Cell& c : cells) predictions.push_back(session.predict_cell(c));
+  }
+
+  const int64_t spec_runs = decode_speculative_generations();
+  std::vector<nlohmann::json> rows;
+  for (size_t i = 0; i < cells.size(); i++) {
+    nlohmann::json r = cells[i].to_json();
+    r["row_type"] = "cell";
+    r["experiment"] = cfg.name;
+    r["config_hash"] = cfg.config_hash();
+    r["max_new_tokens"] = cfg.generation.max_new_tokens;
+    r.update(predictions[i].to_json());
+    r["speculative_generations_run"] = spec_runs;
+    rows.push_back(r);
+  }
+  std::map<std::string, const Cell*> by_id;
+  for (const Cell& c : cells) by_id[c.cell_id] = &c;
+  for (const auto& g : CellPredictor::best_per_group(cells, predictions)) {
+    // The group's shared parameters (everything but gamma and policy), so readers can match
+    // it to measured rows.
+    nlohmann::json shared = by_id.at(g.best_cell_id)->to_json();
+    for (const char* k : {"gamma", "gamma_policy", "cell_id", "cell_index"}) shared.erase(k);
+    nlohmann::json row = {{"row_type", "group"},
+                    {"group", g.group},
+                    {"cell_ids", g.cell_ids},
+                    {"predicted_best_cell_id", g.best_cell_id},
+                    {"predicted_best_gamma", g.best_gamma},
+                    {"predicted_best_policy", g.best_policy},
+                    {"predicted_best_speedup", g.best_speedup}};
+    shared.update(row);
+    rows.push_back(shared);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  SPECLAB_INPUT_CHECK(!ec, dir, ": cannot create the output directory: ", ec.message());
+  write_lines_atomically(dir + "/predictions.jsonl", rows);
+
+  std::printf(
+      "| draft | T | gamma | policy | predicted speedup | tokens/round | alpha_profile | c |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (size_t i = 0; i < cells.size(); i++) {
+    const Cell& c = cells[i];
+    const CellPrediction& p = predictions[i];
+    std::printf("| %s | %g | %s | %s | %.3f | %.3f | %.3f | %.3f |\n", c.drafter.c_str(),
+                c.temperature, c.tree.depth() == 0 ? std::to_string(c.gamma).c_str() : c.tree.to_string().c_str(),
+                c.gamma_policy.c_str(), p.prediction.speedup, p.prediction.tokens_per_round,
+                p.acceptance.alpha_beta, p.c);
+  }
+  std::fprintf(stderr, "speclab: %zu cells predicted (%lld speculative generations run); %s\n",
+               cells.size(), static_cast<long long>(spec_runs),
+               (dir + "/predictions.jsonl").c_str());
+}
+
+}  // namespace
+
+void register_predict(CLI::App& app) {
+  auto a = std::make_shared<PredictArgs>();
+  auto* c = app.add_subcommand(
+      "predict",
+      "predict every cell's speedup from cost and acceptance profiles (no speculative run)");
+  c->add_option("config", a->config, "experiment YAML")->required();
+  c->add_option("--out", a->out, "output directory (default results/<name>)");
+  c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
+  c->add_option("--profiles", a->profiles,
+                "reuse the profiles in DIR/profiles (from an earlier predict or run; no model is "
+                "loaded)");
+  c->add_option("--cost-profile", a->cost_profile,
+                "cost profile to use for every cell: speclab JSON, CSV (k,target_s,...) or "
+                "llama-bench -o json of a target and a draft");
+  c->callback([a] { predict_experiment(*a); });
+}
+
+}  // namespace speclab

@@ -1,0 +1,38 @@
+// Sanity flags on a measured cell: results that are impossible or too fragile to quote as
+// they stand. Each flag is a short code followed by what was seen, e.g.
+//   "speedup_above_bound: speedup 1.83 > tokens per round 1.33"
+// Rows carry them in "flags"; tables print them; `speclab run` summarizes them at the end.
+//
+//   speedup_above_bound   a round costs at least one target call, so the speedup cannot exceed
+//                         the tokens per round (T(k) >= T(1)); above it, load or drift
+//                         between the baseline and the speculative runs made the timing lie
+//   few_prompts           fewer than 8 prompts behind the bootstrap interval
+//   load_above_cores      the 1-minute load average exceeded the core count during the cell
+//   baseline_drift        the baseline's seconds per token moved more than 20% from the
+//                         run's first cell: the machine changed speed during the run
+//   greedy_mismatch       a greedy run differed from the target's own greedy output: the
+//                         decoder is not exact
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace speclab {
+
+struct RunFlagInputs {
+  double speedup = 0;           // 0 = not measured
+  double tokens_per_round = 0;  // tau
+  int64_t n_prompts = 0;
+  int cores = 0;
+  double load_before = -1, load_after = -1;
+  double baseline_s_per_token = 0, baseline_reference_s = 0;
+  bool greedy_checked = false, greedy_match = true;
+};
+
+constexpr int kFlagMinPrompts = 8;
+constexpr double kFlagBaselineDrift = 0.20;
+
+std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in);
+
+}  // namespace speclab

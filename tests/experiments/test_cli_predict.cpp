@@ -1,0 +1,205 @@
+// `speclab predict`: every cell of a sweep predicted from cost and acceptance profiles without
+// running the speculative decoder; profiles reused offline; cost profiles imported from CSV
+// and llama-bench JSON; bad profile files exit 2 with one line. And `speclab run`: the pair's
+// acceptance (alpha_profile) is one number across the gamma cells of a drafter and setting.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "experiments/experiment_config.h"
+#include "experiments/sweep.h"
+#include "tests/experiments/cli_runner.h"
+
+namespace speclab {
+namespace {
+
+using testing_util::CliResult;
+using testing_util::run_speclab;
+using testing_util::ScratchDir;
+
+std::vector<nlohmann::json> read_rows(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+std::string small_config(ScratchDir& d, const std::string& gammas) {
+  const std::string src = SPECLAB_SOURCE_DIR;
+  return d.write(
+      "small.yaml",
+      "name: small\nquestion: \"q\"\ntarget: " + src +
+          "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + src +
+          "/models/zoo/tiny-draft-0.5m\n  lookup: \"lookup:n=3\"\nprompts:\n  file: " + src +
+          "/configs/prompts/tiny-in-domain.jsonl\n  limit: 3\ngeneration:\n"
+          "  max_new_tokens: 16\n  warmup: 0\n  threads: 1\n  ctx: 128\n"
+          "  ignore_eos: true\nmeasure:\n  bootstrap_resamples: 50\nsweep:\n"
+          "  drafter: [d, lookup]\n  gamma: " +
+          gammas + "\n  temperature: [0, 1]\n");
+}
+
+TEST(CliPredict, DefaultConfigRunsNoSpeculativeRoundAndPredictsTheRunsCells) {
+  ScratchDir d;
+  const std::string cfg = std::string(SPECLAB_SOURCE_DIR) + "/configs/default.yaml";
+  const CliResult r = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = read_rows(d.file("P/predictions.jsonl"));
+  std::set<std::string> predicted;
+  std::set<int> gammas;
+  int groups = 0;
+  for (const auto& row : rows) {
+    if (row["row_type"] == "group") {
+      groups++;
+      EXPECT_TRUE(row.contains("predicted_best_gamma"));
+      continue;
+    }
+    EXPECT_EQ(row["speculative_generations_run"], 0) << "predict ran the speculative decoder";
+    EXPECT_GT(row["predicted_speedup"].get<double>(), 0);
+    EXPECT_GE(row["predicted_tokens_per_round"].get<double>(), 1.0);
+    predicted.insert(row["cell_id"].get<std::string>());
+    gammas.insert(row["gamma"].get<int>());
+  }
+  // The cells `speclab run` measures are sweep_expand's, in the same order and ids.
+  std::set<std::string> run_ids;
+  for (const Cell& c : sweep_expand(experiment_config_load(cfg, {}))) run_ids.insert(c.cell_id);
+  EXPECT_EQ(predicted, run_ids);
+  EXPECT_EQ(groups, 6);  // 3 drafters x 2 temperatures
+  for (const auto& row : rows)
+    if (row["row_type"] == "group")
+      EXPECT_TRUE(gammas.count(row["predicted_best_gamma"].get<int>()));
+  EXPECT_TRUE(testing_util::file_exists(d.file("P/profiles/index.json")));
+}
+
+TEST(CliPredict, ProfilesAreReusedOfflineForOtherGammasAndRefusedWhenTooShallow) {
+  ScratchDir d;
+  const std::string cfg = small_config(d, "[1, 4]");
+  ASSERT_EQ(run_speclab("predict '" + cfg + "' --out '" + d.file("A") + "'").exit_code, 0);
+  // The same cells from the saved profiles: identical predictions (the recursion is exact).
+  const CliResult again = run_speclab("predict '" + cfg + "' --out '" + d.file("B") +
+                                      "' --profiles '" + d.file("A") + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const auto a = read_rows(d.file("A/predictions.jsonl"));
+  const auto b = read_rows(d.file("B/predictions.jsonl"));
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); i++)
+    if (a[i]["row_type"] == "cell")
+      EXPECT_DOUBLE_EQ(a[i]["predicted_speedup"].get<double>(),
+                       b[i]["predicted_speedup"].get<double>());
+  // Another gamma within the profiled depth: predicted offline.
+  const CliResult g3 = run_speclab("predict '" + cfg + "' --set 'sweep.gamma=[3]' --out '" +
+                                   d.file("C") + "' --profiles '" + d.file("A") + "'");
+  EXPECT_EQ(g3.exit_code, 0) << g3.err;
+  // Deeper than the rollouts: refused with one line naming the profile.
+  const CliResult deep = run_speclab("predict '" + cfg + "' --set 'sweep.gamma=[8]' --out '" +
+                                     d.file("D") + "' --profiles '" + d.file("A") + "'");
+  EXPECT_EQ(deep.exit_code, 2);
+  EXPECT_NE(deep.err.find("rollouts of depth 4"), std::string::npos) << deep.err;
+  // A directory without profiles.
+  const CliResult none = run_speclab("predict '" + cfg + "' --out '" + d.file("E") +
+                                     "' --profiles '" + d.file("nothing") + "'");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no such file"), std::string::npos) << none.err;
+}
+
+TEST(CliPredict, ImportsCostProfilesFromCsvAndLlamaBench) {
+  ScratchDir d;
+  const std::string cfg = small_config(d, "[1, 2]");
+  // T(k) = 10 ms flat, drafts 1 ms per token, no host: predicted speedup follows Theorem 3.8
+  // shape; what matters here is that the figures come from the file.
+  const std::string csv = d.write("cost.csv",
+                                  "k,target_s,draft_round_s,host_s\n1,0.010,0.001,0\n"
+                                  "2,0.010,0.002,0\n3,0.010,0.003,0\n");
+  const CliResult r =
+      run_speclab("predict '" + cfg + "' --out '" + d.file("A") + "' --cost-profile '" + csv + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& row : read_rows(d.file("A/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    EXPECT_EQ(row["cost_profile_source"], "csv");
+    EXPECT_NEAR(row["c_profile"].get<double>(), 0.1, 1e-12);
+    EXPECT_NEAR(row["predicted_baseline_s_per_token"].get<double>(), 0.010, 1e-12);
+  }
+  // llama-bench -o json: a 3B target (pp1..pp3) and a 1B draft (tg).
+  const std::string bench = d.write(
+      "bench.json",
+      R"([{"model_filename":"t.gguf","model_n_params":3000000000,"n_prompt":1,"n_gen":0,"avg_ns":20000000},
+          {"model_filename":"t.gguf","model_n_params":3000000000,"n_prompt":2,"n_gen":0,"avg_ns":21000000},
+          {"model_filename":"t.gguf","model_n_params":3000000000,"n_prompt":3,"n_gen":0,"avg_ns":22000000},
+          {"model_filename":"d.gguf","model_n_params":1000000000,"n_prompt":0,"n_gen":128,"avg_ns":1024000000}])");
+  const CliResult lb = run_speclab("predict '" + cfg + "' --out '" + d.file("B") +
+                                   "' --cost-profile '" + bench + "'");
+  ASSERT_EQ(lb.exit_code, 0) << lb.err;
+  for (const auto& row : read_rows(d.file("B/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    EXPECT_EQ(row["cost_profile_source"], "llama-bench");
+    EXPECT_NEAR(row["c_profile"].get<double>(), 0.008 / 0.020, 1e-9);
+  }
+}
+
+TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
+  ScratchDir d;
+  const std::string cfg = small_config(d, "[1, 2]");
+  const std::map<std::string, std::pair<std::string, std::string>> cases = {
+      {"notnum.csv", {"k,target_s\n1,abc\n", "notnum.csv:2: 'abc' is not a number"}},
+      {"order.csv", {"k,target_s\n2,0.01\n", "expected 1"}},
+      {"header.csv", {"x,y\n1,2\n", "expected the header"}},
+      {"short.csv", {"k,target_s\n1,0.01\n", "short.csv: T(k) up to k = 1"}},
+      {"one-model.json",
+       {R"([{"model_filename":"t","model_n_params":1,"n_prompt":1,"n_gen":0,"avg_ns":5}])",
+        "exactly two models"}},
+      {"profile.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[-1]})", "draft_round_s"}},
+      {"broken.json", {"{\"format\":", "not valid JSON"}},
+  };
+  for (const auto& [name, c] : cases) {
+    const std::string f = d.write(name, c.first);
+    const CliResult r =
+        run_speclab("predict '" + cfg + "' --out '" + d.file("o") + "' --cost-profile '" + f + "'");
+    EXPECT_EQ(r.exit_code, 2) << name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.second), std::string::npos) << name << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << name << ": " << r.err;
+  }
+  const CliResult dir =
+      run_speclab("predict '" + cfg + "' --cost-profile '" + d.path.string() + "'");
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_NE(dir.err.find("not a regular file"), std::string::npos) << dir.err;
+}
+
+TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
+  ScratchDir d;
+  const std::string cfg = small_config(d, "[1, 2, 4]");
+  const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("R") + "' --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::set<double>> alpha;  // drafter/T -> alpha_profile values
+  for (const auto& row : read_rows(d.file("R/results.jsonl"))) {
+    const std::string key = row["drafter"].get<std::string>() + "/" + row["temperature"].dump();
+    alpha[key].insert(row["alpha_profile"].get<double>());
+    EXPECT_LE(row["alpha_profile_ci_lo"].get<double>(), row["alpha_profile"].get<double>());
+    EXPECT_GE(row["alpha_profile_ci_hi"].get<double>(), row["alpha_profile"].get<double>());
+    for (const char* k : {"predicted_speedup", "prediction_error", "thm38_speedup", "c_profile",
+                          "alpha_empirical", "draft_s", "verify_s", "sample_s", "flags", "run_utc",
+                          "run_load_before", "run_git_describe", "run_matmul_isa"})
+      EXPECT_TRUE(row.contains(k)) << k;
+    EXPECT_FALSE(row.contains("predicted_speedup_refined"));
+    // Greedy: the profile walks the very text the decoder emits, so tokens per round agree.
+    if (row["temperature"] == 0)
+      EXPECT_NEAR(row["predicted_tokens_per_round"].get<double>(), row["tau"].get<double>(), 1e-9)
+          << row["drafter"] << " gamma " << row["gamma"];
+    // Three prompts: the interval is flagged as resting on too few.
+    EXPECT_NE(row["flags"].dump().find("few_prompts"), std::string::npos);
+  }
+  EXPECT_EQ(alpha.size(), 4u);
+  for (const auto& [k, v] : alpha) EXPECT_EQ(v.size(), 1u) << k;
+  // The same profiles as `speclab predict` writes: predict from the run's profiles offline.
+  const CliResult p = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "' --profiles '" +
+                                  d.file("R") + "'");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+}
+
+}  // namespace
+}  // namespace speclab
