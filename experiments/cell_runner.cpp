@@ -66,29 +66,21 @@ Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double c
     c.ss += x.spec_s;
     c.st += static_cast<double>(x.spec_tokens);
   }
-  std::vector<double> stats;
-  const size_t n = clusters.size();
-  for (int b = 0; b < resamples && n > 0; b++) {
-    Cluster sum;
-    for (size_t i = 0; i < n; i++) {
-      RngKey key{seed, static_cast<uint64_t>(b), static_cast<uint64_t>(i),
-                 static_cast<uint32_t>(kRngBootstrap), 0};
-      const Cluster& x = clusters[std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n))];
-      sum.bs += x.bs;
-      sum.bt += x.bt;
-      sum.ss += x.ss;
-      sum.st += x.st;
-    }
-    if (sum.bt > 0 && sum.st > 0 && sum.ss > 0)
-      stats.push_back((sum.bs / sum.bt) / (sum.ss / sum.st));
-  }
-  if (stats.empty()) return {0, 0};
-  std::sort(stats.begin(), stats.end());
-  const double tail = (1 - confidence) / 2;
-  auto at = [&](double q) {
-    return stats[std::min(stats.size() - 1, static_cast<size_t>(q * (stats.size() - 1) + 0.5))];
-  };
-  return {at(tail), at(1 - tail)};
+  if (clusters.empty() || resamples < 2) return {0, 0};
+  const Interval ci = stats_cluster_bootstrap_interval(
+      clusters.size(),
+      [&](const std::vector<size_t>& picks) {
+        Cluster sum;
+        for (size_t i : picks) {
+          sum.bs += clusters[i].bs;
+          sum.bt += clusters[i].bt;
+          sum.ss += clusters[i].ss;
+          sum.st += clusters[i].st;
+        }
+        return sum.bt > 0 && sum.st > 0 && sum.ss > 0 ? (sum.bs / sum.bt) / (sum.ss / sum.st) : NAN;
+      },
+      resamples, 1 - confidence, seed);
+  return std::isfinite(ci.lo) ? ci : Interval{0, 0};
 }
 
 // Share of the 4-grams of a text that already occurred earlier in it: a greedy loop repeats

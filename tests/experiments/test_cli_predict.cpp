@@ -71,8 +71,9 @@ TEST(CliPredict, DefaultConfigRunsNoSpeculativeRoundAndPredictsTheRunsCells) {
   EXPECT_EQ(predicted, run_ids);
   EXPECT_EQ(groups, 6);  // 3 drafters x 2 temperatures
   for (const auto& row : rows)
-    if (row["row_type"] == "group")
+    if (row["row_type"] == "group") {
       EXPECT_TRUE(gammas.count(row["predicted_best_gamma"].get<int>()));
+    }
   EXPECT_TRUE(testing_util::file_exists(d.file("P/profiles/index.json")));
 }
 
@@ -88,9 +89,10 @@ TEST(CliPredict, ProfilesAreReusedOfflineForOtherGammasAndRefusedWhenTooShallow)
   const auto b = read_rows(d.file("B/predictions.jsonl"));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); i++)
-    if (a[i]["row_type"] == "cell")
+    if (a[i]["row_type"] == "cell") {
       EXPECT_DOUBLE_EQ(a[i]["predicted_speedup"].get<double>(),
                        b[i]["predicted_speedup"].get<double>());
+    }
   // Another gamma within the profiled depth: predicted offline.
   const CliResult g3 = run_speclab("predict '" + cfg + "' --set 'sweep.gamma=[3]' --out '" +
                                    d.file("C") + "' --profiles '" + d.file("A") + "'");
@@ -204,9 +206,10 @@ TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
       EXPECT_TRUE(row.contains(k)) << k;
     EXPECT_FALSE(row.contains("predicted_speedup_refined"));
     // Greedy: the profile walks the very text the decoder emits, so tokens per round agree.
-    if (row["temperature"] == 0)
+    if (row["temperature"] == 0) {
       EXPECT_NEAR(row["predicted_tokens_per_round"].get<double>(), row["tau"].get<double>(), 1e-9)
           << row["drafter"] << " gamma " << row["gamma"];
+    }
     // Three prompts: the interval is flagged as resting on too few.
     EXPECT_NE(row["flags"].dump().find("few_prompts"), std::string::npos);
   }
