@@ -32,9 +32,12 @@
 
 // GCC 12's AVX-512 headers build some intrinsics from an "undefined" register (x = x), which
 // -Wuninitialized / -Wmaybe-uninitialized report once inlined here (GCC bug 105593); the
-// values are never read. Silenced for this file only.
+// values are never read. Silenced for this file only (GCC only: clang has no
+// -Wmaybe-uninitialized and would warn about the unknown option).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/gamma_policy.h"
 #include "core/rng.h"
+#include "core/stats.h"
 
 namespace speclab {
 
@@ -178,26 +179,20 @@ AlphaInterval acceptance_alpha_interval(const AcceptanceProfile& profile, int re
     sums.push_back(b);
     counts.push_back(c);
   }
-  const size_t n = sums.size();
-  if (n == 0 || resamples < 1) return {};
-  std::vector<double> stats;
-  for (int b = 0; b < resamples; b++) {
-    double s = 0, c = 0;
-    for (size_t i = 0; i < n; i++) {
-      const RngKey key{seed, static_cast<uint64_t>(b), static_cast<uint64_t>(i), kRngBootstrap, 1};
-      const size_t pick = std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n));
-      s += sums[pick];
-      c += counts[pick];
-    }
-    if (c > 0) stats.push_back(s / c);
-  }
-  if (stats.empty()) return {};
-  std::sort(stats.begin(), stats.end());
-  const double tail = (1 - confidence) / 2;
-  auto at = [&](double q) {
-    return stats[std::min(stats.size() - 1, static_cast<size_t>(q * (stats.size() - 1) + 0.5))];
-  };
-  return {at(tail), at(1 - tail)};
+  if (sums.empty() || resamples < 2) return {};
+  const Interval ci = stats_cluster_bootstrap_interval(
+      sums.size(),
+      [&](const std::vector<size_t>& picks) {
+        double b = 0, c = 0;
+        for (size_t i : picks) {
+          b += sums[i];
+          c += counts[i];
+        }
+        return c > 0 ? b / c : NAN;
+      },
+      resamples, 1 - confidence, seed);
+  if (!std::isfinite(ci.lo)) return {};
+  return {ci.lo, ci.hi};
 }
 
 AcceptanceProfile acceptance_profile_configured(const std::vector<double>& accept_prob, int depth,

@@ -224,26 +224,44 @@ Interval stats_mean_interval(const std::vector<double>& v, double alpha) {
   return {m - half, m + half};
 }
 
+Interval stats_cluster_bootstrap_interval(
+    size_t n_clusters, const std::function<double(const std::vector<size_t>&)>& stat,
+    int n_resamples, double alpha, uint64_t seed) {
+  SPECLAB_ASSERT(n_clusters > 0 && n_resamples > 1);
+  std::vector<double> stats;
+  std::vector<size_t> picks(n_clusters);
+  for (int b = 0; b < n_resamples; b++) {
+    for (size_t i = 0; i < n_clusters; i++) {
+      const RngKey key{seed, static_cast<uint64_t>(b), i, kRngBootstrap, 0};
+      picks[i] = std::min(n_clusters - 1, static_cast<size_t>(rng_uniform(key) * n_clusters));
+    }
+    const double x = stat(picks);
+    if (std::isfinite(x)) stats.push_back(x);  // a degenerate resample (0/0) has no statistic
+  }
+  if (stats.empty()) return {NAN, NAN};
+  std::sort(stats.begin(), stats.end());
+  const size_t n = stats.size();
+  auto quantile = [&](double q) {  // linear interpolation between order statistics
+    const double h = q * static_cast<double>(n - 1);
+    const size_t k = static_cast<size_t>(h);
+    const size_t k1 = std::min<size_t>(k + 1, n - 1);
+    return stats[k] + (h - static_cast<double>(k)) * (stats[k1] - stats[k]);
+  };
+  return {quantile(0.5 * alpha), quantile(1.0 - 0.5 * alpha)};
+}
+
 Interval stats_bootstrap_interval(const std::vector<double>& v,
                                   const std::function<double(const std::vector<double>&)>& stat,
                                   int n_resamples, double alpha, uint64_t seed) {
   SPECLAB_ASSERT(!v.empty() && n_resamples > 1);
-  std::vector<double> stats(n_resamples), resample(v.size());
-  for (int b = 0; b < n_resamples; b++) {
-    for (size_t i = 0; i < v.size(); i++) {
-      const RngKey key{seed, static_cast<uint64_t>(b), i, kRngBootstrap, 0};
-      resample[i] = v[static_cast<size_t>(rng_uniform(key) * v.size())];
-    }
-    stats[b] = stat(resample);
-  }
-  std::sort(stats.begin(), stats.end());
-  auto quantile = [&](double q) {  // linear interpolation between order statistics
-    const double h = q * (n_resamples - 1);
-    const size_t k = static_cast<size_t>(h);
-    const size_t k1 = std::min<size_t>(k + 1, n_resamples - 1);
-    return stats[k] + (h - k) * (stats[k1] - stats[k]);
-  };
-  return {quantile(0.5 * alpha), quantile(1.0 - 0.5 * alpha)};
+  std::vector<double> resample(v.size());
+  return stats_cluster_bootstrap_interval(
+      v.size(),
+      [&](const std::vector<size_t>& picks) {
+        for (size_t i = 0; i < picks.size(); i++) resample[i] = v[picks[i]];
+        return stat(resample);
+      },
+      n_resamples, alpha, seed);
 }
 
 }  // namespace speclab

@@ -6,6 +6,7 @@
 // percentile bootstrap over per-item values (seeded with the counter RNG).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -63,6 +64,16 @@ Interval stats_mean_interval(const std::vector<double>& v, double alpha);
 
 // Percentile bootstrap: n_resamples resamples of v with replacement (drawn with the counter
 // RNG from seed), the statistic of each, and the alpha/2, 1 - alpha/2 quantiles.
+// Percentile bootstrap over clusters: n_resamples draws of n_clusters cluster indices with
+// replacement (keys (seed, resample, i, kRngBootstrap)); stat(picks) computes the statistic
+// of one resample (a ratio of sums over the picked clusters, say), and resamples where it is
+// not finite are dropped. Clusters keep together what is not independent: a prompt's repeats,
+// a text's positions. {NaN, NaN} when no resample had a statistic.
+Interval stats_cluster_bootstrap_interval(
+    size_t n_clusters, const std::function<double(const std::vector<size_t>&)>& stat,
+    int n_resamples, double alpha, uint64_t seed);
+
+// The same with each value its own cluster.
 Interval stats_bootstrap_interval(const std::vector<double>& v,
                                   const std::function<double(const std::vector<double>&)>& stat,
                                   int n_resamples, double alpha, uint64_t seed);

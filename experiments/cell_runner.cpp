@@ -14,9 +14,9 @@
 #include "core/speedup_theory.h"
 #include "core/stats.h"
 #include "experiments/model_identity.h"
+#include "experiments/round_trace.h"
 #include "experiments/run_conditions.h"
 #include "experiments/run_flags.h"
-#include "experiments/round_trace.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
@@ -34,6 +34,18 @@ struct Sample {
   int64_t baseline_tokens = 0, spec_tokens = 0;
   int64_t rounds = 0, drafted = 0, accepted = 0;
   bool outputs_match = false;
+};
+
+// Everything a cell's timed runs produced, before it is put into the row.
+struct CellMeasurement {
+  std::vector<Sample> samples;
+  AcceptanceStats acc;
+  double draft_s = 0, verify_s = 0, sample_s = 0;  // time breakdown of the speculative runs
+  int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
+  std::vector<double> tokens_per_round;  // [rounds] tokens each round emitted
+  std::vector<double> repeat_share;      // [requests] repeated 4-gram share of each output
+  LoadSample load_before, load_after;
+  std::string started;  // UTC
 };
 
 // Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
@@ -54,29 +66,21 @@ Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double c
     c.ss += x.spec_s;
     c.st += static_cast<double>(x.spec_tokens);
   }
-  std::vector<double> stats;
-  const size_t n = clusters.size();
-  for (int b = 0; b < resamples && n > 0; b++) {
-    Cluster sum;
-    for (size_t i = 0; i < n; i++) {
-      RngKey key{seed, static_cast<uint64_t>(b), static_cast<uint64_t>(i),
-                 static_cast<uint32_t>(kRngBootstrap), 0};
-      const Cluster& x = clusters[std::min(n - 1, static_cast<size_t>(rng_uniform(key) * n))];
-      sum.bs += x.bs;
-      sum.bt += x.bt;
-      sum.ss += x.ss;
-      sum.st += x.st;
-    }
-    if (sum.bt > 0 && sum.st > 0 && sum.ss > 0)
-      stats.push_back((sum.bs / sum.bt) / (sum.ss / sum.st));
-  }
-  if (stats.empty()) return {0, 0};
-  std::sort(stats.begin(), stats.end());
-  const double tail = (1 - confidence) / 2;
-  auto at = [&](double q) {
-    return stats[std::min(stats.size() - 1, static_cast<size_t>(q * (stats.size() - 1) + 0.5))];
-  };
-  return {at(tail), at(1 - tail)};
+  if (clusters.empty() || resamples < 2) return {0, 0};
+  const Interval ci = stats_cluster_bootstrap_interval(
+      clusters.size(),
+      [&](const std::vector<size_t>& picks) {
+        Cluster sum;
+        for (size_t i : picks) {
+          sum.bs += clusters[i].bs;
+          sum.bt += clusters[i].bt;
+          sum.ss += clusters[i].ss;
+          sum.st += clusters[i].st;
+        }
+        return sum.bt > 0 && sum.st > 0 && sum.ss > 0 ? (sum.bs / sum.bt) / (sum.ss / sum.st) : NAN;
+      },
+      resamples, 1 - confidence, seed);
+  return std::isfinite(ci.lo) ? ci : Interval{0, 0};
 }
 
 // Share of the 4-grams of a text that already occurred earlier in it: a greedy loop repeats
@@ -139,15 +143,11 @@ PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry)
   return d;
 }
 
-nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+// The timed part of a cell: warmup, then for each prompt (and repeat) the baseline and the
+// speculative decoder, in alternating order, with the same seed and request id.
+CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter) {
   const ExperimentConfig& cfg = *ctx.config;
-  Drafter& drafter = *prepared.drafter;
   TokenRunner& target = *ctx.target;
-
-  // Predict before running: profiles only, no speculative round.
-  std::optional<CellPrediction> prediction;
-  if (ctx.predictor) prediction = ctx.predictor->predict(cell, &drafter);
-
   GenerationRequest req;
   req.max_new_tokens = cfg.generation.max_new_tokens;
   req.sampling = cell.target_sampling();
@@ -159,7 +159,6 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   spec.lenience = cell.lenience;
   spec.stop_rule.p_min = static_cast<float>(cell.p_min);
   spec.synthetic_accept = cell.synthetic_acceptance;  // empty = off
-  const bool synthetic = !cell.synthetic_acceptance.empty();
   const bool tree = cell.tree.depth() > 0;
 
   // Tree cells (sweep.tree) run the tree decoder with the same draft sampling.
@@ -184,13 +183,9 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     run_speculative(wreq);
   }
 
-  const LoadSample load_before = run_conditions_sample();
-  const std::string started = run_conditions_utc_now();
-  std::vector<Sample> samples;
-  AcceptanceStats acc;
-  double draft_s = 0, verify_s = 0, sample_s = 0;
-  int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
-  std::vector<double> tokens_per_round, repeat_share;
+  CellMeasurement m;
+  m.load_before = run_conditions_sample();
+  m.started = run_conditions_utc_now();
   for (size_t pi = 0; pi < ctx.prompts.size(); pi++) {
     for (int rep = 0; rep < cfg.generation.repeats; rep++) {
       if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
@@ -213,34 +208,52 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
       s.spec_tokens = static_cast<int64_t>(out.tokens.size());
       s.rounds = static_cast<int64_t>(out.rounds.size());
       s.outputs_match = base.tokens == out.tokens;
-      repeat_share.push_back(repeated_4gram_share(cfg.measure.baseline ? base.tokens : out.tokens));
+      m.repeat_share.push_back(
+          repeated_4gram_share(cfg.measure.baseline ? base.tokens : out.tokens));
       for (const auto& r : out.rounds) {
         s.drafted += r.n_draft;
         s.accepted += r.n_accepted;
-        draft_s += r.draft_s;
-        verify_s += r.verify_s;
-        sample_s += r.sample_s;
-        tokens_per_round.push_back(r.n_emitted);
+        m.draft_s += r.draft_s;
+        m.verify_s += r.verify_s;
+        m.sample_s += r.sample_s;
+        m.tokens_per_round.push_back(r.n_emitted);
       }
-      acc.add(out.rounds);
-      draft_calls += out.n_draft_calls;
-      target_calls_spec += out.n_target_calls;
-      target_calls_base += base.n_target_calls;
-      samples.push_back(s);
+      m.acc.add(out.rounds);
+      m.draft_calls += out.n_draft_calls;
+      m.target_calls_spec += out.n_target_calls;
+      m.target_calls_base += base.n_target_calls;
+      m.samples.push_back(s);
     }
   }
-  const LoadSample load_after = run_conditions_sample();
+  m.load_after = run_conditions_sample();
+  return m;
+}
+
+nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+  const ExperimentConfig& cfg = *ctx.config;
+  Drafter& drafter = *prepared.drafter;
+
+  // Predict before running: profiles only, no speculative round.
+  std::optional<CellPrediction> prediction;
+  if (ctx.predictor) prediction = ctx.predictor->predict(cell, &drafter);
+
+  const CellMeasurement m = cell_measure(ctx, cell, drafter);
+
+  // Assemble the row: what the cell is, what was measured, what was predicted, the flags.
+  const bool synthetic = !cell.synthetic_acceptance.empty();
+  const bool tree = cell.tree.depth() > 0;
+  const uint64_t seed = static_cast<uint64_t>(cfg.generation.seed);
 
   nlohmann::json row = row_header(ctx, cell, prepared);
-  row["run_utc"] = started;
-  row["run_load_before"] = load_before.load1;
-  row["run_load_after"] = load_after.load1;
-  row["run_mem_free_gb"] = load_before.mem_free_gb;
+  row["run_utc"] = m.started;
+  row["run_load_before"] = m.load_before.load1;
+  row["run_load_after"] = m.load_after.load1;
+  row["run_mem_free_gb"] = m.load_before.mem_free_gb;
   double base_s = 0, spec_s = 0;
   int64_t base_tok = 0, spec_tok = 0;
   bool all_match = true;
   nlohmann::json raw = nlohmann::json::array();
-  for (const auto& s : samples) {
+  for (const auto& s : m.samples) {
     base_s += s.baseline_s;
     spec_s += s.spec_s;
     base_tok += s.baseline_tokens;
@@ -261,17 +274,17 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   row["tokens_spec"] = spec_tok;
   row["wall_baseline_s"] = base_s;
   row["wall_spec_s"] = spec_s;
-  row["target_calls_baseline"] = target_calls_base;
-  row["target_calls_spec"] = target_calls_spec;
-  row["draft_calls"] = draft_calls;
-  row["rounds"] = acc.n_rounds;
-  row["drafted"] = acc.n_drafted;
-  row["tested"] = acc.n_tested;
-  row["accepted"] = acc.n_accepted;
-  row["drafted_by_position"] = acc.drafted_at;
-  row["tested_by_position"] = acc.tested_at;
-  row["accepted_by_position"] = acc.accepted_at;
-  row["repeated_4gram_share"] = stats_mean(repeat_share);
+  row["target_calls_baseline"] = m.target_calls_base;
+  row["target_calls_spec"] = m.target_calls_spec;
+  row["draft_calls"] = m.draft_calls;
+  row["rounds"] = m.acc.n_rounds;
+  row["drafted"] = m.acc.n_drafted;
+  row["tested"] = m.acc.n_tested;
+  row["accepted"] = m.acc.n_accepted;
+  row["drafted_by_position"] = m.acc.drafted_at;
+  row["tested_by_position"] = m.acc.tested_at;
+  row["accepted_by_position"] = m.acc.accepted_at;
+  row["repeated_4gram_share"] = stats_mean(m.repeat_share);
   // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
   // synthetic acceptance changes the text by design, so it has no such check.
   const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
@@ -280,20 +293,21 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
   // get tested depends on where rounds start, hence on gamma). The pair's acceptance is
   // alpha_profile below.
-  row["alpha_empirical"] = acc.alpha_empirical();
-  if (!tree) row["alpha_beta"] = acc.alpha_beta();  // Corollary 3.6 at the tested positions
-  const double a_hat = acc.alpha_empirical();
-  row["alpha_se"] = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
-  row["acceptance_by_position"] = acc.conditional_acceptance();
-  row["survival_by_position"] = acc.survival();
-  row["tau"] = acc.tau();
-  row["tau_se"] = tokens_per_round.size() > 1
-                      ? std::sqrt(stats_variance(tokens_per_round) / tokens_per_round.size())
+  row["alpha_empirical"] = m.acc.alpha_empirical();
+  if (!tree) row["alpha_beta"] = m.acc.alpha_beta();  // Corollary 3.6 at the tested positions
+  const double a_hat = m.acc.alpha_empirical();
+  row["alpha_se"] = m.acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / m.acc.n_tested) : 0.0;
+  row["acceptance_by_position"] = m.acc.conditional_acceptance();
+  row["survival_by_position"] = m.acc.survival();
+  row["tau"] = m.acc.tau();
+  row["tau_se"] = m.tokens_per_round.size() > 1
+                      ? std::sqrt(stats_variance(m.tokens_per_round) / m.tokens_per_round.size())
                       : 0.0;
-  row["mean_drafted_per_round"] = acc.n_rounds ? double(acc.n_drafted) / acc.n_rounds : 0.0;
+  row["mean_drafted_per_round"] = m.acc.n_rounds ? double(m.acc.n_drafted) / m.acc.n_rounds : 0.0;
   if (tree) {
-    row["tree_nodes"] = acc.n_tree_nodes;
-    row["mean_tree_nodes_per_round"] = acc.n_rounds ? double(acc.n_tree_nodes) / acc.n_rounds : 0.0;
+    row["tree_nodes"] = m.acc.n_tree_nodes;
+    row["mean_tree_nodes_per_round"] =
+        m.acc.n_rounds ? double(m.acc.n_tree_nodes) / m.acc.n_rounds : 0.0;
   }
   if (synthetic) {
     std::vector<double> configured;
@@ -304,17 +318,17 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
 
   // Time breakdown of the speculative runs (an accounting identity: these add up to the
   // decode time, up to the loop's own bookkeeping; they are not a prediction).
-  row["draft_s"] = draft_s;
-  row["verify_s"] = verify_s;
-  row["sample_s"] = sample_s;
-  row["draft_s_per_drafted_token"] = acc.n_drafted ? draft_s / acc.n_drafted : 0.0;
-  row["round_host_s"] = acc.n_rounds ? sample_s / acc.n_rounds : 0.0;
+  row["draft_s"] = m.draft_s;
+  row["verify_s"] = m.verify_s;
+  row["sample_s"] = m.sample_s;
+  row["draft_s_per_drafted_token"] = m.acc.n_drafted ? m.draft_s / m.acc.n_drafted : 0.0;
+  row["round_host_s"] = m.acc.n_rounds ? m.sample_s / m.acc.n_rounds : 0.0;
 
   double speedup = 0;
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
     speedup = (base_s / base_tok) / (spec_s / spec_tok);
-    const Interval ci = bootstrap_speedup(samples, cfg.measure.bootstrap_resamples,
-                                          cfg.measure.confidence, req.seed ^ 0x5eedULL);
+    const Interval ci = bootstrap_speedup(m.samples, cfg.measure.bootstrap_resamples,
+                                          cfg.measure.confidence, seed ^ 0x5eedULL);
     row["speedup"] = speedup;
     row["speedup_ci_lo"] = ci.lo;
     row["speedup_ci_hi"] = ci.hi;
@@ -336,11 +350,11 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   // Sanity flags: results that must not be quoted as they stand.
   RunFlagInputs f;
   f.speedup = speedup;
-  f.tokens_per_round = acc.tau();
+  f.tokens_per_round = m.acc.tau();
   f.n_prompts = static_cast<int64_t>(ctx.prompts.size());
   f.cores = ctx.machine.value("cores", 0);
-  f.load_before = load_before.load1;
-  f.load_after = load_after.load1;
+  f.load_before = m.load_before.load1;
+  f.load_after = m.load_after.load1;
   f.baseline_s_per_token = base_tok > 0 ? base_s / base_tok : 0;
   f.baseline_reference_s = ctx.baseline_reference_s;
   f.greedy_checked = greedy_checked;

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/tree_verify.h"
+#include "experiments/config_schema.h"
 #include "models/formats/hf_hub_cache.h"
 #include "models/tokenizer/utf8.h"
 
@@ -461,9 +462,8 @@ ExperimentConfig experiment_config_load(const std::string& path,
     return experiment_expand_string(r.scalar_string(node, p), r.location(node, p) + ": " + p);
   };
 
-  MapReader top(r, root, "",
-                {"name", "question", "target", "drafters", "prompts", "generation", "measure",
-                 "sweep", "simulate", "gate"});
+  // Allowed keys come from the schema table (config_schema.cpp), the docs' source too.
+  MapReader top(r, root, "", config_schema_children(""));
   c.name = r.scalar_string(top.require("name"), "name");
   c.question = r.scalar_string(top.require("question"), "question");
   if (top.has("target")) {
@@ -484,7 +484,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     }
   }
   if (top.has("prompts")) {
-    MapReader m(r, top.get("prompts"), "prompts", {"file", "limit", "chat_template", "tokenizer"});
+    MapReader m(r, top.get("prompts"), "prompts", config_schema_children("prompts"));
     PromptsConfig p;
     for (const auto& spec : r.list<std::string>(m.require("file"), "prompts.file", expanded))
       p.files.push_back(ModelRef{spec, resolve_path(spec, repo_root)});
@@ -498,9 +498,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     c.prompts = p;
   }
   if (top.has("generation")) {
-    MapReader m(
-        r, top.get("generation"), "generation",
-        {"max_new_tokens", "seed", "repeats", "warmup", "threads", "ctx", "ignore_eos", "backend"});
+    MapReader m(r, top.get("generation"), "generation", config_schema_children("generation"));
     GenerationConfig& g = c.generation;
     auto int_key = [&](const char* key, int* out) {
       if (m.has(key)) *out = r.scalar_int32(m.get(key), m.child_path(key));
@@ -517,8 +515,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
   }
   bool cost_curve_given = false;
   if (top.has("measure")) {
-    MapReader m(r, top.get("measure"), "measure",
-                {"baseline", "cost_curve_max_k", "bootstrap_resamples", "confidence", "cost_only"});
+    MapReader m(r, top.get("measure"), "measure", config_schema_children("measure"));
     MeasureConfig& ms = c.measure;
     if (m.has("baseline")) ms.baseline = r.scalar_bool(m.get("baseline"), "measure.baseline");
     if (m.has("cost_curve_max_k")) {
@@ -533,9 +530,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("cost_only")) ms.cost_only = r.scalar_bool(m.get("cost_only"), "measure.cost_only");
   }
   if (top.has("sweep")) {
-    MapReader m(r, top.get("sweep"), "sweep",
-                {"drafter", "gamma", "temperature", "draft_temperature", "top_k", "top_p",
-                 "lenience", "gamma_policy", "p_min", "synthetic_acceptance", "tree"});
+    MapReader m(r, top.get("sweep"), "sweep", config_schema_children("sweep"));
     SweepConfig s;
     auto str = [&](const YAML::Node& n, const std::string& p) { return r.scalar_string(n, p); };
     auto i32 = [&](const YAML::Node& n, const std::string& p) { return r.scalar_int32(n, p); };
@@ -596,11 +591,11 @@ ExperimentConfig experiment_config_load(const std::string& path,
     c.sweep = s;
   }
   if (top.has("simulate")) {
-    MapReader m(r, top.get("simulate"), "simulate", {"table"});
+    MapReader m(r, top.get("simulate"), "simulate", config_schema_children("simulate"));
     c.simulate = SimulateConfig{r.scalar_string(m.require("table"), "simulate.table")};
   }
   if (top.has("gate")) {
-    MapReader m(r, top.get("gate"), "gate", {"sigmas"});
+    MapReader m(r, top.get("gate"), "gate", config_schema_children("gate"));
     if (m.has("sigmas")) c.gate.sigmas = r.scalar_double(m.get("sigmas"), "gate.sigmas");
   }
   if (!cost_curve_given) {

@@ -9,7 +9,9 @@
 // A value that came from `--set` is named by the override instead of a line:
 //   --set sweep.gamma: sweep.gamma[0]: expected an integer in 1..64, got 0
 //
-// Schema (every key; `=` gives the default of an optional key):
+// Schema (every key; `=` gives the default of an optional key). The table the loader checks
+// keys against, and docs/config-reference.md is made from, is experiments/config_schema.cpp:
+// a new key goes there too.
 //
 //   name: default              required; [A-Za-z0-9._-]+; results go to results/<name>/
 //   question: "..."            required; one line

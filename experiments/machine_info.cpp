@@ -10,6 +10,10 @@
 #include <memory>
 #include <vector>
 
+#ifdef SPECLAB_HAVE_CUDA
+#include "core/cuda/cuda_device.h"
+#endif
+
 namespace speclab {
 
 namespace {
@@ -48,7 +52,8 @@ nlohmann::json MachineInfo::to_json() const {
           {"memory_gb", static_cast<double>(memory_bytes) / 1e9},
           {"mem_read_gbps", mem_read_gbps},
           {"hostname", hostname},
-          {"git_commit", git_commit}};
+          {"git_commit", git_commit},
+          {"gpu", gpu}};
 }
 
 double machine_measure_read_bandwidth(size_t bytes, double seconds, int threads) {
@@ -105,6 +110,9 @@ MachineInfo machine_info_collect(int threads_in_use, const std::string& source_d
   char host[256] = {0};
   m.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
   m.git_commit = machine_git_commit(source_dir);
+#ifdef SPECLAB_HAVE_CUDA
+  if (cuda_device_count() > 0) m.gpu = speclab_cuda_device_info();
+#endif
   return m;
 }
 

@@ -18,8 +18,11 @@ struct MachineInfo {
   double mem_read_gbps = 0;  // measured streaming read bandwidth; 0 = not measured
   std::string hostname;
   std::string git_commit;  // short hash of the source tree, "unknown" outside a repo
+  // The CUDA device a cuda-backend run uses (speclab_cuda_device_info: name, sm, memory,
+  // SMs, runtime and driver), or "none": a build without the CUDA backend, or no device.
+  std::string gpu = "none";
 
-  // {cpu_model, cores, threads, memory_gb, mem_read_gbps, hostname, git_commit}
+  // {cpu_model, cores, threads, memory_gb, mem_read_gbps, hostname, git_commit, gpu}
   nlohmann::json to_json() const;
 };
 

@@ -145,6 +145,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "start, hence on gamma)",
              {"target", "draft", "T", "alpha_profile", "alpha_profile_ci_lo", "alpha_profile_ci_hi",
               "accepted/tested", "tested"},
+             {},
+             {},
              {}};
     for (const auto& [k, a] : by) {
       t3.rows.push_back({std::get<0>(k), std::get<1>(k), f.fmt(std::get<2>(k), 1),
@@ -161,6 +163,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         "vs the out-of-sample prediction (cost and acceptance profiles, no speculative run) "
         "and Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
         {"draft", "T", "gamma", "policy", "alpha_profile", "c", "tau", "predicted tau", "speedup"},
+        {},
+        {},
         {}};
     f.interval_header(&t4.headers);
     for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
@@ -206,11 +210,13 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
       grid[key].measured[g] = num(*r, "speedup");
       grid[key].predicted[g] = num(*r, "predicted_speedup");
     }
-    Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}};
+    Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}, {}, {}};
     for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
     Table tp{"gamma_predicted",
              "Predicted speedup vs gamma (fixed gamma, out of sample)",
              {"draft", "T"},
+             {},
+             {},
              {}};
     for (int g : gammas) tp.headers.push_back("g=" + std::to_string(g));
     Table tb{"best_gamma",
@@ -218,6 +224,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "at the predicted best ('ok' when within 3% of the measured best)",
              {"draft", "T", "measured best", "speedup at measured best", "predicted best",
               "speedup at predicted best", "within 3%"},
+             {},
+             {},
              {}};
     for (const auto& [k, m] : grid) {
       std::vector<std::string> row{k[0], k[1]}, prow{k[0], k[1]};
@@ -258,6 +266,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         "siblings as independent tries per depth: an approximation); Theorem 3.8 has no tree "
         "form",
         {"draft", "T", "tree", "nodes/round", "tau", "predicted tau", "speedup"},
+        {},
+        {},
         {}};
     f.interval_header(&tt.headers);
     for (const char* h : {"predicted", "err predicted", "flags"}) tt.headers.push_back(h);
@@ -284,6 +294,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "cost profile at the configured acceptance, and Theorem 3.8; alpha set = "
              "configured per position (last repeats), alpha = measured accepted/tested",
              {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "predicted tau", "speedup"},
+             {},
+             {},
              {}};
     f.interval_header(&ts.headers);
     for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
@@ -334,6 +346,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
                "out-of-sample prediction, then Theorem 3.8 for comparison)",
                {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
                 "thm 3.8 max |err|"},
+               {},
+               {},
                {}};
       const double none = NAN;
       tq.rows.push_back(
@@ -349,6 +363,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     Table tc{"cost",
              "Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",
              {"draft", "c", "bytes ratio", "T(1) ms"},
+             {},
+             {},
              {}};
     size_t kmax = 0;
     for (const auto* r : cost) kmax = std::max(kmax, (*r)["target_tk_ratio"].size());

@@ -17,6 +17,8 @@ enum class TableFormat { kMarkdown, kCsv, kLatex, kJson };
 // Parses "md" | "markdown" | "csv" | "latex" | "json"; InputError otherwise.
 TableFormat table_format_parse(const std::string& name);
 
+// Built with every field given (clang -Wmissing-field-initializers); config_hash and experiment
+// are filled in after the rows.
 struct Table {
   std::string name;   // acceptance | speedup | gamma | tree | synthetic | cost
   std::string title;  // what the table shows (prefixed by its config when there are several)

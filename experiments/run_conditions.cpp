@@ -40,7 +40,25 @@ nlohmann::json run_conditions_static(const std::string& source_dir) {
     }
     pclose(f);
   }
+  // The processor as /proc/cpuinfo names it: the marketing string alone hides the stepping a
+  // kernel path depends on.
+  std::string family = "unknown", model = "unknown", model_name = "unknown";
+  std::ifstream cpu("/proc/cpuinfo");
+  for (std::string line; std::getline(cpu, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon), value = line.substr(colon + 1);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    if (!value.empty() && value[0] == ' ') value.erase(0, 1);
+    if (key == "cpu family" && family == "unknown") family = value;
+    if (key == "model" && model == "unknown") model = value;
+    if (key == "model name" && model_name == "unknown") model_name = value;
+    if (key.empty()) break;  // the first processor is enough
+  }
   return {{"run_git_describe", describe},
+          {"run_cpu_model_name", model_name},
+          {"run_cpu_family", family},
+          {"run_cpu_model", model},
           {"run_build_type", SPECLAB_BUILD_TYPE},
           {"run_matmul_isa", matmul_isa()}};
 }

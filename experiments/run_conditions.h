@@ -15,7 +15,8 @@ struct LoadSample {
 };
 LoadSample run_conditions_sample();
 
-// Fixed for a run: {run_git_describe, run_build_type, run_matmul_isa}.
+// Fixed for a run: {run_git_describe, run_cpu_model_name, run_cpu_family, run_cpu_model,
+// run_build_type, run_matmul_isa}.
 nlohmann::json run_conditions_static(const std::string& source_dir);
 
 // The current time as "YYYY-MM-DDTHH:MM:SSZ".

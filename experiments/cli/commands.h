@@ -16,6 +16,7 @@ void register_table(CLI::App& app);
 void register_check(CLI::App& app);
 void register_ngram(CLI::App& app);
 void register_merge(CLI::App& app);
+void register_config_reference(CLI::App& app);
 void register_predict(CLI::App& app);
 
 }  // namespace speclab

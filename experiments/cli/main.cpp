@@ -12,14 +12,16 @@
 namespace {
 
 // Every verb's --help lists each option with its default: CLI11 prints "=VALUE" after the
-// type for captured defaults; flags and options whose default is "unset" get it in words.
+// type for captured defaults; flags, and options without a value by default whose text does
+// not already say what the default means, get it in words.
 void describe_defaults(CLI::App& app) {
   for (CLI::App* verb : app.get_subcommands({})) {
     for (CLI::Option* opt : verb->get_options({})) {
       if (opt == verb->get_help_ptr() || opt->get_required() || opt->get_positional()) continue;
       if (opt->get_expected_max() == 0) {  // a flag
         opt->description(opt->get_description() + " [default: off]");
-      } else if (opt->get_default_str().empty()) {
+      } else if (opt->get_default_str().empty() &&
+                 opt->get_description().find("default") == std::string::npos) {
         opt->description(opt->get_description() + " [default: unset]");
       }
     }
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   speclab::register_ngram(app);
   speclab::register_merge(app);
   speclab::register_predict(app);
+  speclab::register_config_reference(app);
   describe_defaults(app);
   try {
     app.parse(argc, argv);

@@ -44,41 +44,51 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   rec->draft_s = buf.proposal.seconds;
   *n_draft_calls += buf.proposal.n_forward_calls;
 
-  // Verify: one target pass over [last, d1..dk] gives p for k+1 positions.
+  // Verify: one target pass over [last, d1..dk] gives p for k+1 positions. A GPU runner
+  // standardizes and verifies where the logits are (TokenRunner::verify_on_device); the host
+  // path below is the reference, and the one synthetic acceptance takes.
   auto tv = DecodeClock::now();
   buf.batch.assign(1, in.context.back());
   buf.batch.insert(buf.batch.end(), drafts.begin(), drafts.end());
-  const float* logits = target.forward(buf.batch.data(), n_draft + 1);
-  rec->verify_s = seconds_since(tv);
-
-  auto ts = DecodeClock::now();
-  buf.p.resize(static_cast<size_t>((n_draft + 1) * vocab));
-  for (int i = 0; i <= n_draft; i++)
-    sampling_standardize(buf.p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
+  const float* q = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
   // Greedy lenience (paper A.5) compares against the target's distribution before
-  // standardization, which at temperature 0 is one-hot: softmax of the raw logits.
+  // standardization, which at temperature 0 is one-hot: softmax of the raw logits. The
+  // device round has no such input: that case stays on the host too.
   const bool raw_needed = in.greedy && config.lenience < 1.0;
-  if (raw_needed) {
-    buf.p_raw.resize(static_cast<size_t>(n_draft * vocab));
-    for (int i = 0; i < n_draft; i++)
-      sampling_standardize(buf.p_raw.data() + i * vocab, logits + i * vocab, vocab,
-                           SamplingParams{1.0f, 0, 1.0f});
-  }
-  VerifyRound round;
-  round.n_draft = n_draft;
-  round.draft = drafts.data();
-  round.q = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
-  round.p = buf.p.data();
-  round.vocab = vocab;
-  round.p_raw = raw_needed ? buf.p_raw.data() : nullptr;
   VerifyConfig vcfg;
   vcfg.greedy = in.greedy;
   vcfg.lenience = config.lenience;
-  static_cast<VerifyOutcome&>(*rec) =
-      config.synthetic_accept.empty()
-          ? speculative_verify(round, vcfg, in.base)
-          : speculative_verify_synthetic(round, config.synthetic_accept, in.greedy, in.base);
-  rec->sample_s = seconds_since(ts);
+  VerifyOutcome& out = *rec;
+  if (config.synthetic_accept.empty() && !raw_needed &&
+      target.verify_on_device(buf.batch.data(), n_draft, q, request.sampling, vcfg, in.base,
+                              &out)) {
+    rec->verify_s = seconds_since(tv);
+  } else {
+    const float* logits = target.forward(buf.batch.data(), n_draft + 1);
+    rec->verify_s = seconds_since(tv);
+
+    auto ts = DecodeClock::now();
+    buf.p.resize(static_cast<size_t>((n_draft + 1) * vocab));
+    for (int i = 0; i <= n_draft; i++)
+      sampling_standardize(buf.p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
+    if (raw_needed) {
+      buf.p_raw.resize(static_cast<size_t>(n_draft * vocab));
+      for (int i = 0; i < n_draft; i++)
+        sampling_standardize(buf.p_raw.data() + i * vocab, logits + i * vocab, vocab,
+                             SamplingParams{1.0f, 0, 1.0f});
+    }
+    VerifyRound round;
+    round.n_draft = n_draft;
+    round.draft = drafts.data();
+    round.q = q;
+    round.p = buf.p.data();
+    round.vocab = vocab;
+    round.p_raw = raw_needed ? buf.p_raw.data() : nullptr;
+    out = config.synthetic_accept.empty()
+              ? speculative_verify(round, vcfg, in.base)
+              : speculative_verify_synthetic(round, config.synthetic_accept, in.greedy, in.base);
+    rec->sample_s = seconds_since(ts);
+  }
 
   // Roll the target back to the accepted prefix: its cache keeps [.., last, d1..dn].
   target.truncate(L + rec->n_accepted);

@@ -32,7 +32,8 @@ LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<b
     : model_(model), skip_layers_(std::move(skip_layers)) {
   const LlamaConfig& c = model.config;
   const LlamaWeights& w = model.weights;
-  max_ctx_ = token_runner_check_setup(model, max_ctx, &skip_layers_);
+  kv_ = kv_cache_book_make(token_runner_check_setup(model, max_ctx, &skip_layers_), c.n_kv_heads,
+                           c.head_dim);
 
   const int64_t q_dim = c.n_heads * c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim;
@@ -56,12 +57,12 @@ LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<b
     attn_norm_[l] = norm_to_f32(lw.attn_norm, c.dim, "attention norm");
     ffn_norm_[l] = norm_to_f32(lw.ffn_norm, c.dim, "ffn norm");
     // new float[] without () leaves the pages untouched until written.
-    key_cache_[l].reset(new float[max_ctx_ * kv_dim]);
-    value_cache_[l].reset(new float[max_ctx_ * kv_dim]);
+    key_cache_[l].reset(new float[kv_.layer_floats()]);
+    value_cache_[l].reset(new float[kv_.layer_floats()]);
   }
   inv_freq_ = llama_rope_inv_freq(c);
-  slot_position_.assign(static_cast<size_t>(max_ctx_), 0);
-  slot_parent_.assign(static_cast<size_t>(max_ctx_), -1);
+  slot_position_.assign(static_cast<size_t>(kv_.max_ctx), 0);
+  slot_parent_.assign(static_cast<size_t>(kv_.max_ctx), -1);
   rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
 }
 
@@ -79,39 +80,29 @@ void LlamaRunner::ensure_batch_capacity(int64_t n_tokens) {
   batch_capacity_ = n_tokens;
 }
 
-void LlamaRunner::check_tokens(const int32_t* tokens, int64_t n_tokens) const {
-  const LlamaConfig& c = model_.config;
-  SPECLAB_INPUT_CHECK(n_tokens >= 1, "forward needs at least one token, got ", n_tokens);
-  SPECLAB_INPUT_CHECK(n_past_ + n_tokens <= max_ctx_, "context of ", n_past_ + n_tokens,
-                      " tokens exceeds the limit ", max_ctx_);
-  for (int64_t t = 0; t < n_tokens; t++) {
-    SPECLAB_INPUT_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token id ", tokens[t],
-                        " at index ", t, " is outside the vocabulary [0, ", c.vocab_size, ")");
-  }
-}
-
 const float* LlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {
-  check_tokens(tokens, n_tokens);
-  SPECLAB_ASSERT(linear_len_ == n_past_);  // a tree is pending: keep_path/truncate first
+  kv_.check_append(tokens, n_tokens, model_.config.vocab_size);
+  SPECLAB_ASSERT(!kv_.has_tree());  // a tree is pending: keep_path/truncate first
+  const int64_t n_past = kv_.n_past;
   for (int64_t t = 0; t < n_tokens; t++) {
-    slot_position_[n_past_ + t] = n_past_ + t;
-    slot_parent_[n_past_ + t] = n_past_ + t - 1;
+    slot_position_[n_past + t] = n_past + t;
+    slot_parent_[n_past + t] = n_past + t - 1;
   }
   const float* logits = run(tokens, n_tokens, last_only, nullptr);
-  linear_len_ = n_past_;
+  kv_.commit_linear(n_tokens);
   return logits;
 }
 
 const float* LlamaRunner::forward_tree(const int32_t* tokens, const int32_t* parent_slot,
                                        int64_t n_tokens) {
-  check_tokens(tokens, n_tokens);
+  kv_.check_append(tokens, n_tokens, model_.config.vocab_size);
   // Per node: position, and the context it reads: the linear prefix up to its first
   // linear ancestor, then its tree ancestors and itself in ascending slot order.
   std::vector<int64_t> positions(n_tokens), prefix_len(n_tokens), offset(n_tokens + 1, 0);
   std::vector<int64_t> extra;  // concatenated ascending slot lists
   std::vector<int64_t> chain;
   for (int64_t i = 0; i < n_tokens; i++) {
-    const int64_t slot = n_past_ + i;
+    const int64_t slot = kv_.n_past + i;
     const int64_t parent = parent_slot[i];
     SPECLAB_INPUT_CHECK(parent >= -1 && parent < slot, "forward_tree: node ", i,
                         " has parent slot ", parent, ", expected -1..", slot - 1);
@@ -120,7 +111,7 @@ const float* LlamaRunner::forward_tree(const int32_t* tokens, const int32_t* par
     positions[i] = slot_position_[slot];
     chain.clear();
     int64_t s = slot;
-    while (s >= linear_len_) {  // tree slots, walking up to the linear sequence
+    while (s >= kv_.linear_len) {  // tree slots, walking up to the linear sequence
       chain.push_back(s);
       s = slot_parent_[s];
     }
@@ -129,17 +120,19 @@ const float* LlamaRunner::forward_tree(const int32_t* tokens, const int32_t* par
     offset[i + 1] = static_cast<int64_t>(extra.size());
   }
   const TreeBatch tree{positions.data(), prefix_len.data(), offset.data(), extra.data()};
-  return run(tokens, n_tokens, /*last_only=*/false, &tree);
+  const float* logits = run(tokens, n_tokens, /*last_only=*/false, &tree);
+  kv_.commit_tree(n_tokens);
+  return logits;
 }
 
 void LlamaRunner::keep_path(int64_t base, const int32_t* path, int64_t n) {
-  SPECLAB_ASSERT(base == linear_len_ && n >= 0 && base + n <= n_past_);
+  SPECLAB_ASSERT(base == kv_.linear_len && n >= 0 && base + n <= kv_.n_past);
   const LlamaConfig& c = model_.config;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim;
   int64_t prev = base - 1;
   for (int64_t j = 0; j < n; j++) {
     const int64_t from = path[j];
-    SPECLAB_ASSERT(from >= base + j && from < n_past_ && slot_parent_[from] == prev);
+    SPECLAB_ASSERT(from >= base + j && from < kv_.n_past && slot_parent_[from] == prev);
     prev = from;
     const int64_t to = base + j;  // to <= from and later sources lie above from: no overlap
     if (from != to) {
@@ -153,7 +146,7 @@ void LlamaRunner::keep_path(int64_t base, const int32_t* path, int64_t n) {
     slot_position_[to] = to;
     slot_parent_[to] = to - 1;
   }
-  n_past_ = linear_len_ = base + n;
+  kv_.keep_path(base, n);
 }
 
 const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last_only,
@@ -162,7 +155,7 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
   const LlamaWeights& w = model_.weights;
   ensure_batch_capacity(n_tokens);
   const int64_t dim = c.dim;
-  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
+  const int64_t n_past = kv_.n_past;
   float* x = x_.data();
 
   // Token embeddings: one row of tok_embeddings per token, converted to FP32.
@@ -175,8 +168,8 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
     float* key_cache = key_cache_[l].get();
     float* value_cache = value_cache_[l].get();
     // The new tokens' K/V rows go straight into the cache: [n_tokens, n_kv_heads, head_dim].
-    float* k_new = key_cache + n_past_ * kv_dim;
-    float* v_new = value_cache + n_past_ * kv_dim;
+    float* k_new = key_cache + kv_.row_offset(n_past);
+    float* v_new = value_cache + kv_.row_offset(n_past);
 
     // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb).
     rmsnorm(xb_.data(), x, attn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
@@ -191,11 +184,11 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
       attention_tree(att_.data(), q_.data(), key_cache, value_cache, n_tokens, tree->prefix_len,
                      tree->extra_offset, tree->extra_slots, c.n_heads, c.n_kv_heads, c.head_dim);
     } else {
-      rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past_, inv_freq_.data(),
+      rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past, inv_freq_.data(),
                  rope_interleaved_);
-      rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past_, inv_freq_.data(),
+      rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past, inv_freq_.data(),
                  rope_interleaved_);
-      attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past_, c.n_heads,
+      attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past, c.n_heads,
                 c.n_kv_heads, c.head_dim);
     }
     matmul_weights(xb2_.data(), att_.data(), lw.wo, n_tokens);
@@ -218,15 +211,9 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
     logits_.resize(n_rows * c.vocab_size);
   }
   matmul_weights(logits_.data(), xb_.data(), w.output, n_rows);
-
-  n_past_ += n_tokens;
   return logits_.data();
 }
 
-void LlamaRunner::truncate(int64_t n) {
-  SPECLAB_ASSERT(n >= 0 && n <= n_past_);
-  n_past_ = n;
-  linear_len_ = std::min(linear_len_, n);
-}
+void LlamaRunner::truncate(int64_t n) { kv_.truncate(n); }
 
 }  // namespace speclab

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/kv_cache_book.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/token_runner.h"
 
@@ -38,15 +39,15 @@ class LlamaRunner : public TokenRunner {
                             int64_t n_tokens) override;
   void keep_path(int64_t base, const int32_t* path, int64_t n) override;
 
-  int64_t n_past() const override { return n_past_; }
-  int64_t max_ctx() const override { return max_ctx_; }
+  int64_t n_past() const override { return kv_.n_past; }
+  int64_t max_ctx() const override { return kv_.max_ctx; }
   int64_t vocab() const override { return model_.config.vocab_size; }
   const LlamaModel& model() const { return model_; }
 
  private:
   void ensure_batch_capacity(int64_t n_tokens);
-  void check_tokens(const int32_t* tokens, int64_t n_tokens) const;
-  // The layers and the head over n_tokens tokens appended at slots [n_past, n_past + n).
+  // The layers and the head over n_tokens tokens appended at slots [n_past, n_past + n);
+  // the caller commits them to kv_.
   // tree == nullptr: linear (causal) batch at positions n_past + t.
   struct TreeBatch {
     const int64_t* positions;     // [n_tokens]
@@ -57,13 +58,11 @@ class LlamaRunner : public TokenRunner {
   const float* run(const int32_t* tokens, int64_t n_tokens, bool last_only, const TreeBatch* tree);
 
   const LlamaModel& model_;
-  int64_t max_ctx_ = 0;
-  int64_t n_past_ = 0;
+  KvCacheBook kv_;                 // n_past, linear_len, max_ctx (shared with the CUDA runner)
   std::vector<bool> skip_layers_;  // [n_layers]
   std::vector<float> inv_freq_;    // [head_dim/2]
-  // Tree bookkeeping per cache slot: the slots [0, linear_len_) hold the linear sequence
+  // Tree bookkeeping per cache slot: the slots [0, kv_.linear_len) hold the linear sequence
   // (slot s at position s); tree slots beyond have their own position and parent slot.
-  int64_t linear_len_ = 0;
   std::vector<int64_t> slot_position_;  // [max_ctx]
   std::vector<int64_t> slot_parent_;    // [max_ctx] (-1: none)
   bool rope_interleaved_ = false;

@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/rng.h"
+#include "core/sampling.h"
+#include "core/speculative_verify.h"
+
 namespace speclab {
 
 struct LlamaModel;
@@ -37,6 +41,22 @@ class TokenRunner {
   virtual void keep_path(int64_t base, const int32_t* path, int64_t n);
   virtual int64_t max_ctx() const = 0;
   virtual int64_t vocab() const = 0;
+
+  // One speculative verification where the logits are (DESIGN.md: on a GPU the round stays
+  // on the device). Runs batch[0..n_draft] = [last, d_1..d_n] at positions
+  // [n_past, n_past + n_draft + 1) like forward(), standardizes the n_draft + 1 logit rows
+  // with `sampling` (sampling_standardize) and verifies the drafts against them
+  // (speculative_verify, Leviathan et al. 2023 Algorithm 1, the same Philox keys), so only
+  // *out (accepted count, next token, per-position p, q, beta) crosses to the host.
+  //   q: [n_draft, vocab] host draft distributions, or nullptr (one-hot drafter)
+  // Returns false, touching nothing, when this backend verifies on the host (the default):
+  // the caller then runs forward + sampling_standardize + speculative_verify itself, the
+  // reference path. Leaves the cache at n_past + n_draft + 1 either way (the caller truncates).
+  virtual bool verify_on_device(const int32_t* batch, int n_draft, const float* q,
+                                const SamplingParams& sampling, const VerifyConfig& config,
+                                RngKey base, VerifyOutcome* out) {
+    return false;
+  }
 };
 
 // The checks every runner makes on its arguments (heads, head_dim, layer count, skip list)

@@ -11,7 +11,7 @@ Two models:
 For each prompt: the full-vocabulary FP32 logits at the last position(s) (binary .f32 file),
 top-20 (id, logit) at every prompt position, and a 40-token greedy continuation.
 The script also measures how far FP32 logits move under a different summation order
-(eager vs SDPA attention) and against a float64 run, which grounds the tolerance in README.md,
+(eager vs SDPA attention) and against a float64 run, which grounds the tolerance in tests/golden/README.md,
 and checks transformers' GGUF dequantization against an independent numpy implementation.
 
 Run from the repository root (a few minutes on 2 cores):

@@ -144,3 +144,42 @@ TEST(Stats, BootstrapCoversAndIsSeeded) {
 
 }  // namespace
 }  // namespace speclab
+
+namespace speclab {
+namespace {
+
+// Repeats of one prompt are not independent draws: resampled as clusters, 10 prompts with 5
+// identical repeats each give an interval about sqrt(5) times wider than the 50 values
+// resampled one by one (which would overstate the evidence).
+TEST(Stats, ClusterBootstrapKeepsRepeatsTogether) {
+  std::vector<double> per_cluster, flat;
+  for (int c = 0; c < 10; c++) {
+    per_cluster.push_back(c % 2 ? 1.0 : 2.0 + 0.1 * c);
+    for (int r = 0; r < 5; r++) flat.push_back(per_cluster.back());
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  const Interval naive = stats_bootstrap_interval(flat, mean, 2000, 0.05, 3);
+  const Interval clustered = stats_cluster_bootstrap_interval(
+      per_cluster.size(),
+      [&](const std::vector<size_t>& picks) {
+        double s = 0;
+        for (size_t i : picks) s += 5 * per_cluster[i];
+        return s / (5.0 * static_cast<double>(picks.size()));
+      },
+      2000, 0.05, 3);
+  EXPECT_TRUE(clustered.contains(mean(flat)));
+  const double ratio = (clustered.hi - clustered.lo) / (naive.hi - naive.lo);
+  EXPECT_GT(ratio, 1.8);
+  EXPECT_LT(ratio, 2.8);
+  // A statistic that is never defined gives no interval.
+  const Interval none = stats_cluster_bootstrap_interval(
+      3, [](const std::vector<size_t>&) { return NAN; }, 10, 0.05, 1);
+  EXPECT_TRUE(std::isnan(none.lo));
+}
+
+}  // namespace
+}  // namespace speclab

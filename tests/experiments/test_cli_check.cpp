@@ -127,8 +127,12 @@ TEST(CliCheck, DrafterNameOnOtherWeightsFails) {
   EXPECT_TRUE(has(r.err, "draft_sha256")) << r.err;
   for (const auto& row : read_rows(kBaseline)) {
     const std::string id = row["cell_id"];
-    if (row["drafter"] == "draft-2m") EXPECT_TRUE(has(r.err, id + "] missing")) << id;
-    if (row["drafter"] == "draft-0.5m") EXPECT_TRUE(has(r.err, id + "] model_changed")) << id;
+    if (row["drafter"] == "draft-2m") {
+      EXPECT_TRUE(has(r.err, id + "] missing")) << id;
+    }
+    if (row["drafter"] == "draft-0.5m") {
+      EXPECT_TRUE(has(r.err, id + "] model_changed")) << id;
+    }
   }
 }
 

@@ -71,8 +71,9 @@ TEST(CliPredict, DefaultConfigRunsNoSpeculativeRoundAndPredictsTheRunsCells) {
   EXPECT_EQ(predicted, run_ids);
   EXPECT_EQ(groups, 6);  // 3 drafters x 2 temperatures
   for (const auto& row : rows)
-    if (row["row_type"] == "group")
+    if (row["row_type"] == "group") {
       EXPECT_TRUE(gammas.count(row["predicted_best_gamma"].get<int>()));
+    }
   EXPECT_TRUE(testing_util::file_exists(d.file("P/profiles/index.json")));
 }
 
@@ -88,9 +89,10 @@ TEST(CliPredict, ProfilesAreReusedOfflineForOtherGammasAndRefusedWhenTooShallow)
   const auto b = read_rows(d.file("B/predictions.jsonl"));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); i++)
-    if (a[i]["row_type"] == "cell")
+    if (a[i]["row_type"] == "cell") {
       EXPECT_DOUBLE_EQ(a[i]["predicted_speedup"].get<double>(),
                        b[i]["predicted_speedup"].get<double>());
+    }
   // Another gamma within the profiled depth: predicted offline.
   const CliResult g3 = run_speclab("predict '" + cfg + "' --set 'sweep.gamma=[3]' --out '" +
                                    d.file("C") + "' --profiles '" + d.file("A") + "'");
@@ -181,15 +183,33 @@ TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
     alpha[key].insert(row["alpha_profile"].get<double>());
     EXPECT_LE(row["alpha_profile_ci_lo"].get<double>(), row["alpha_profile"].get<double>());
     EXPECT_GE(row["alpha_profile_ci_hi"].get<double>(), row["alpha_profile"].get<double>());
-    for (const char* k : {"predicted_speedup", "prediction_error", "thm38_speedup", "c_profile",
-                          "alpha_empirical", "draft_s", "verify_s", "sample_s", "flags", "run_utc",
-                          "run_load_before", "run_git_describe", "run_matmul_isa"})
+    for (const char* k : {"predicted_speedup",
+                          "prediction_error",
+                          "thm38_speedup",
+                          "c_profile",
+                          "alpha_empirical",
+                          "draft_s",
+                          "verify_s",
+                          "sample_s",
+                          "flags",
+                          "run_utc",
+                          "run_load_before",
+                          "run_load_after",
+                          "run_mem_free_gb",
+                          "run_git_describe",
+                          "run_cpu_family",
+                          "run_cpu_model",
+                          "run_cpu_model_name",
+                          "run_build_type",
+                          "run_matmul_isa",
+                          "repeated_4gram_share"})
       EXPECT_TRUE(row.contains(k)) << k;
     EXPECT_FALSE(row.contains("predicted_speedup_refined"));
     // Greedy: the profile walks the very text the decoder emits, so tokens per round agree.
-    if (row["temperature"] == 0)
+    if (row["temperature"] == 0) {
       EXPECT_NEAR(row["predicted_tokens_per_round"].get<double>(), row["tau"].get<double>(), 1e-9)
           << row["drafter"] << " gamma " << row["gamma"];
+    }
     // Three prompts: the interval is flagged as resting on too few.
     EXPECT_NE(row["flags"].dump().find("few_prompts"), std::string::npos);
   }
@@ -199,6 +219,41 @@ TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
   const CliResult p = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "' --profiles '" +
                                   d.file("R") + "'");
   EXPECT_EQ(p.exit_code, 0) << p.err;
+}
+
+}  // namespace
+}  // namespace speclab
+
+namespace speclab {
+namespace {
+
+// A drafter that is the target itself proposes exactly the target's law: every rollout token
+// passes (r = 1) and beta = sum_x min(p, p) = 1 at every position, at any temperature, so the
+// profile says alpha 1 and every round yields gamma + 1 tokens (except where the request's
+// budget cuts it). A profile that mixed up p and q rows, positions or the lenience would not.
+TEST(CliPredict, SelfDraftingProfilesAcceptEverything) {
+  ScratchDir d;
+  const std::string src = SPECLAB_SOURCE_DIR;
+  const std::string cfg = d.write(
+      "self.yaml", "name: self\nquestion: \"q\"\ntarget: " + src +
+                       "/models/zoo/tiny-target-5m\ndrafters:\n  same: " + src +
+                       "/models/zoo/tiny-target-5m\nprompts:\n  file: " + src +
+                       "/configs/prompts/tiny-in-domain.jsonl\n  limit: 2\ngeneration:\n"
+                       "  max_new_tokens: 13\n  threads: 1\n  ctx: 128\n  ignore_eos: true\n"
+                       "sweep:\n  drafter: [same]\n  gamma: [3]\n  temperature: [0, 1]\n");
+  const CliResult r = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int cells = 0;
+  for (const auto& row : read_rows(d.file("P/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    cells++;
+    EXPECT_NEAR(row["alpha_profile"].get<double>(), 1.0, 1e-5) << row["temperature"];
+    for (const auto& a : row["acceptance_profile_by_position"])
+      EXPECT_NEAR(a.get<double>(), 1.0, 1e-5) << row["temperature"];
+    // 13 tokens with gamma 3: rounds of 4, 4, 4 and a last one of 1 (budget) = 13 / 4.
+    EXPECT_NEAR(row["predicted_tokens_per_round"].get<double>(), 13.0 / 4.0, 1e-9);
+  }
+  EXPECT_EQ(cells, 2);
 }
 
 }  // namespace

@@ -15,9 +15,14 @@ TEST(MachineInfo, CollectsTheMachine) {
   EXPECT_FALSE(m.hostname.empty());
   EXPECT_EQ(m.mem_read_gbps, 0);
   const nlohmann::json j = m.to_json();
-  for (const char* key :
-       {"cpu_model", "cores", "threads", "memory_gb", "mem_read_gbps", "hostname", "git_commit"})
+  for (const char* key : {"cpu_model", "cores", "threads", "memory_gb", "mem_read_gbps", "hostname",
+                          "git_commit", "gpu"})
     EXPECT_TRUE(j.contains(key)) << key;
+  // The device a row was measured on: "none" unless this build has CUDA and sees a device.
+  EXPECT_FALSE(m.gpu.empty());
+#ifndef SPECLAB_HAVE_CUDA
+  EXPECT_EQ(m.gpu, "none");
+#endif
   EXPECT_EQ(machine_info_collect(0, SPECLAB_SOURCE_DIR, false).threads, m.cores);
 }
 

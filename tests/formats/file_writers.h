@@ -68,6 +68,17 @@ Bytes as_bytes(const std::vector<T>& v) {
   return out;
 }
 
+// [u64 little-endian size][bytes]: the safetensors header layout. Written into a buffer of the
+// final size rather than grown by put + insert, where GCC 12 reports a false -Warray-bounds
+// in vector::insert's reallocation of the 8-byte prefix.
+inline Bytes length_prefixed(const std::string& text) {
+  Bytes out(sizeof(uint64_t) + text.size());
+  const uint64_t size = text.size();
+  std::memcpy(out.data(), &size, sizeof size);
+  if (!text.empty()) std::memcpy(out.data() + sizeof size, text.data(), text.size());
+  return out;
+}
+
 // safetensors: tensors packed in order; header = JSON built from the entries (or raw).
 struct SafetensorsTensor {
   std::string name;
@@ -88,17 +99,13 @@ inline Bytes safetensors_build(const std::vector<SafetensorsTensor>& tensors,
   if (header_out) *header_out = header;
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');  // keeps the data 8-aligned, as HF does
-  Bytes out;
-  put<uint64_t>(out, text.size());
-  out.insert(out.end(), text.begin(), text.end());
+  Bytes out = length_prefixed(text);
   for (const auto& t : tensors) out.insert(out.end(), t.data.begin(), t.data.end());
   return out;
 }
 // A file from a raw header string and data bytes (for malformed headers).
 inline Bytes safetensors_build_raw(const std::string& header, const Bytes& data) {
-  Bytes out;
-  put<uint64_t>(out, header.size());
-  out.insert(out.end(), header.begin(), header.end());
+  Bytes out = length_prefixed(header);
   out.insert(out.end(), data.begin(), data.end());
   return out;
 }

@@ -7,6 +7,9 @@
 #include "core/cuda/cuda_matmul.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/cuda_rope.h"
+#include "core/cuda/cuda_sampling.h"
+#include "core/cuda/cuda_verify.h"
+#include "core/cuda/cuda_verify_result.h"
 #include "core/error.h"
 #include "models/llama/llama_rope.h"
 
@@ -39,7 +42,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
   const LlamaConfig& c = config_;
   const LlamaWeights& w = model.weights;
   const int64_t ctx = token_runner_check_setup(model, max_ctx, &skip_layers_);
-  kv_ = cuda_kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
+  kv_ = kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
 
   SPECLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                      "no CUDA device? see speclab_cuda_device_info()");
@@ -64,8 +67,8 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
     d.w_down = upload_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
     d.attn_norm = upload_norm(lw.attn_norm, c.dim, "attention norm");
     d.ffn_norm = upload_norm(lw.ffn_norm, c.dim, "ffn norm");
-    d.key_cache.resize(kv_.layer_bytes() / sizeof(float));  // left uninitialized, like the CPU
-    d.value_cache.resize(kv_.layer_bytes() / sizeof(float));
+    d.key_cache.resize(kv_.layer_floats());  // left uninitialized, like the CPU
+    d.value_cache.resize(kv_.layer_floats());
   }
   const std::vector<float> inv_freq = llama_rope_inv_freq(c);
   inv_freq_.upload(inv_freq.data(), inv_freq.size());
@@ -97,11 +100,7 @@ void CudaLlamaRunner::ensure_batch_capacity(int64_t n) {
 const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_tokens,
                                              bool last_only) {
   const LlamaConfig& c = config_;
-  kv_.check_append(n_tokens);
-  for (int64_t t = 0; t < n_tokens; t++) {
-    SPECLAB_INPUT_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab_size, "token id ", tokens[t],
-                        " at index ", t, " is outside the vocabulary [0, ", c.vocab_size, ")");
-  }
+  kv_.check_append(tokens, n_tokens, c.vocab_size);
   ensure_batch_capacity(n_tokens);
   cudaStream_t s = stream_;
   const int64_t dim = c.dim;
@@ -150,7 +149,7 @@ const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_to
   const CudaWeightView head = output_is_embeddings_ ? tok_embeddings_.view() : output_.view();
   cuda_matmul_weights(logits_.data(), xb_.data(), head, n_rows, s);
 
-  kv_.commit(n_tokens);
+  kv_.commit_linear(n_tokens);
   return logits_.data();
 }
 
@@ -163,6 +162,34 @@ const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, b
                      "logits copy failed");
   SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_), "a kernel of the forward pass failed");
   return logits_host_.data();
+}
+
+bool CudaLlamaRunner::verify_on_device(const int32_t* batch, int n_draft, const float* q,
+                                       const SamplingParams& sampling, const VerifyConfig& config,
+                                       RngKey base, VerifyOutcome* out) {
+  // Greedy lenience (paper A.5) needs the raw softmax beside the one-hot p, which this
+  // round does not compute: the host path handles it.
+  if (config.greedy && config.lenience < 1.0) return false;
+  const int64_t vocab = config_.vocab_size;
+  const int64_t n_rows = n_draft + 1;
+  // Host checks before any device work (same messages as the host path).
+  cuda_verify_check_args(n_draft, vocab, true, batch != nullptr, config);
+  sampling_validate(sampling);
+  const float* d_logits = forward_device(batch, n_rows);  // [n_rows, vocab], device
+  probs_.resize(static_cast<size_t>(n_rows * vocab));
+  cuda_sampling_standardize(probs_.data(), d_logits, n_rows, vocab, sampling, stream_);
+  CudaVerifyRound round;
+  round.n_draft = n_draft;
+  round.draft = tokens_.data() + 1;  // forward_device uploaded batch: [last, d_1..d_n]
+  round.p = probs_.data();
+  round.vocab = vocab;
+  round.draft_host = batch + 1;
+  if (q != nullptr && n_draft > 0) {
+    draft_q_.upload(q, static_cast<size_t>(n_draft * vocab), stream_);
+    round.q = draft_q_.data();
+  }
+  *out = cuda_speculative_verify(round, config, base, stream_);
+  return true;
 }
 
 }  // namespace speclab

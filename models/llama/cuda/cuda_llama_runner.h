@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/cuda/cuda_buffer.h"
-#include "core/cuda/cuda_kv_cache_book.h"
 #include "core/cuda/cuda_weights.h"
+#include "core/kv_cache_book.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/token_runner.h"
 
@@ -36,6 +36,13 @@ class CudaLlamaRunner : public TokenRunner {
   // device pointer is valid until the next call.
   const float* forward_device(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
 
+  // The device round: forward_device -> cuda_sampling_standardize -> cuda_speculative_verify,
+  // so only the verify record crosses to the host (a host q is uploaded first). Synchronizes.
+  // Declines (false) greedy lenience < 1, whose rule reads the raw softmax.
+  bool verify_on_device(const int32_t* batch, int n_draft, const float* q,
+                        const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
+                        VerifyOutcome* out) override;
+
   // O(1): forgets cache positions >= n (n <= n_past).
   void truncate(int64_t n) override { kv_.truncate(n); }
 
@@ -56,7 +63,7 @@ class CudaLlamaRunner : public TokenRunner {
   std::vector<bool> skip_layers_;  // [n_layers]
   bool rope_interleaved_ = false;
   cudaStream_t stream_ = nullptr;
-  CudaKvCacheBook kv_;
+  KvCacheBook kv_;  // the CPU runner's bookkeeping; linear only (no tree attention here)
 
   CudaWeight tok_embeddings_;  // [vocab, dim]
   CudaWeight output_;          // [vocab, dim]; empty when it shares tok_embeddings_
@@ -76,6 +83,8 @@ class CudaLlamaRunner : public TokenRunner {
   CudaBuffer<float> hb_;            // [n_tokens, hidden_dim]
   CudaBuffer<float> hb2_;           // [n_tokens, hidden_dim]
   CudaBuffer<float> logits_;        // [n_tokens or 1, vocab]
+  CudaBuffer<float> probs_;         // [n_draft + 1, vocab] standardized target rows
+  CudaBuffer<float> draft_q_;       // [n_draft, vocab] the drafter's q, uploaded
   std::vector<float> logits_host_;  // [n_tokens or 1, vocab]
 };
 
