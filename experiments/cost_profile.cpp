@@ -67,14 +67,22 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
     }
     for (int n = 1; n <= r.g_max; n++) {
       propose_s(at_l1, 1);  // the drafter now holds the context but its last token
+      // In the decoder a round's drafting follows the previous round's target pass, which has
+      // pushed the draft's weights out of the caches: time it after one, as it runs there.
+      target.forward(ctx.data() + L, 1);
+      target.truncate(L);
       const double s = propose_s(at_l, n);
       if (keep) draft_n[static_cast<size_t>(n)].push_back(s);
     }
     propose_s(at_l2, 1);  // two tokens behind: the state after a fully accepted round
+    target.forward(ctx.data() + L, 1);
+    target.truncate(L);
     const double two = propose_s(at_l, 1);
     drafter.reset();
     const double first = propose_s(prompt, 1);
     propose_s(at_l1, 1);
+    target.forward(ctx.data() + L, 1);
+    target.truncate(L);
     const double one = propose_s(at_l, 1);
     if (keep) {
       two_behind.push_back(two);

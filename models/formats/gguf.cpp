@@ -270,9 +270,11 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   uint64_t alignment = kDefaultAlignment;
   if (out->has("general.alignment")) {
     const int64_t a = out->get_int("general.alignment");
-    SPECLAB_INPUT_CHECK(a > 0 && (a & (a - 1)) == 0 && a <= (1 << 20), path,
+    // At least 8: a smaller alignment lets F16/BF16 rows and quantized blocks start at
+    // addresses the kernels cannot load from (fuzzing found alignment 1 with an odd offset).
+    SPECLAB_INPUT_CHECK(a >= 8 && (a & (a - 1)) == 0 && a <= (1 << 20), path,
                         ": metadata key 'general.alignment' = ", a,
-                        ", expected a power of two <= 2^20");
+                        ", expected a power of two from 8 to 2^20");
     alignment = static_cast<uint64_t>(a);
   }
 
