@@ -128,7 +128,8 @@ class MarkovDrafter : public Drafter {
   void propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
                     const SamplingParams& params, const RngKey& key, DraftTree* out) override {
     const int64_t V = m_.vocab;
-    exactness_markov_tree(standardized(params), context.back(), shape, key, out);
+    const MarkovPair q = standardized(params);  // rows below point into it: keep it alive
+    exactness_markov_tree(q, context.back(), shape, key, out);
     if (plant_.tree_depth < 1) return;
     for (int32_t node = 0; node < out->n_nodes(); node++) {
       if (out->depth[node] + 1 != plant_.tree_depth) continue;
@@ -138,7 +139,7 @@ class MarkovDrafter : public Drafter {
                     1.0f / static_cast<float>(V));
         } else {
           pr.q_row = static_cast<int32_t>(out->q.size() / V);
-          const float* row = standardized(params).q_row(out->token[node]);
+          const float* row = q.q_row(out->token[node]);
           out->q.insert(out->q.end(), row, row + V);
         }
       }
