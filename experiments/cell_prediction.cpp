@@ -122,6 +122,7 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     k = std::max(k, config.measure.cost_curve_max_k);
     cell_needs(c, config.measure.cost_curve_max_k, &d, &k);
     settings_[g] = group_settings(config, c);
+    needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
   }
   if (!reuse_) {
     std::error_code ec;
@@ -183,7 +184,11 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     ar.max_new_tokens = config_.generation.max_new_tokens;
     ar.stop_ids = stop_ids_;
     ar.seed = static_cast<uint64_t>(config_.generation.seed);
-    prof.acceptance = acceptance_profile_measure(*target_, *drafter, prompts_, ar, interrupted_);
+    // Synthetic cells predict from their configured acceptance: a group of nothing else needs
+    // no rollouts (its profile file is written empty, so --profiles still finds it).
+    prof.acceptance.max_depth = depth;
+    if (needs_acceptance_.at(g))
+      prof.acceptance = acceptance_profile_measure(*target_, *drafter, prompts_, ar, interrupted_);
     profile_write_json(cost_file, cost_profile_to_json(prof.cost));
     profile_write_json(acc_file, acceptance_profile_to_json(prof.acceptance));
   }
@@ -247,7 +252,8 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     out.thm38_alpha = constant ? a[0] : (lo + hi) / 2;
   }
   const double alpha = std::min(out.thm38_alpha, 1.0 - 1e-12);
-  out.thm38_speedup = cell.tree.depth() == 0 ? theory_walltime_speedup(alpha, out.c, cell.gamma) : 0.0;
+  out.thm38_speedup =
+      cell.tree.depth() == 0 ? theory_walltime_speedup(alpha, out.c, cell.gamma) : 0.0;
   return out;
 }
 

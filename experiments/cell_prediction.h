@@ -91,6 +91,7 @@ class CellPredictor {
   const CostProfile* cost_override_;
   const std::atomic<bool>* interrupted_;
   std::map<std::string, int> depth_;                // group -> rollout depth
+  std::map<std::string, bool> needs_acceptance_;    // group -> has a cell not synthetic
   std::map<std::string, int> k_max_;                // group -> T(k) up to
   std::map<std::string, nlohmann::json> settings_;  // group -> its settings (index.json)
   std::map<std::string, Profiles> cache_;

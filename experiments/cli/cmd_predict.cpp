@@ -86,12 +86,12 @@ void predict_experiment(const PredictArgs& a) {
     nlohmann::json shared = by_id.at(g.best_cell_id)->to_json();
     for (const char* k : {"gamma", "gamma_policy", "cell_id", "cell_index"}) shared.erase(k);
     nlohmann::json row = {{"row_type", "group"},
-                    {"group", g.group},
-                    {"cell_ids", g.cell_ids},
-                    {"predicted_best_cell_id", g.best_cell_id},
-                    {"predicted_best_gamma", g.best_gamma},
-                    {"predicted_best_policy", g.best_policy},
-                    {"predicted_best_speedup", g.best_speedup}};
+                          {"group", g.group},
+                          {"cell_ids", g.cell_ids},
+                          {"predicted_best_cell_id", g.best_cell_id},
+                          {"predicted_best_gamma", g.best_gamma},
+                          {"predicted_best_policy", g.best_policy},
+                          {"predicted_best_speedup", g.best_speedup}};
     shared.update(row);
     rows.push_back(shared);
   }
@@ -107,7 +107,8 @@ void predict_experiment(const PredictArgs& a) {
     const Cell& c = cells[i];
     const CellPrediction& p = predictions[i];
     std::printf("| %s | %g | %s | %s | %.3f | %.3f | %.3f | %.3f |\n", c.drafter.c_str(),
-                c.temperature, c.tree.depth() == 0 ? std::to_string(c.gamma).c_str() : c.tree.to_string().c_str(),
+                c.temperature,
+                c.tree.depth() == 0 ? std::to_string(c.gamma).c_str() : c.tree.to_string().c_str(),
                 c.gamma_policy.c_str(), p.prediction.speedup, p.prediction.tokens_per_round,
                 p.acceptance.alpha_beta, p.c);
   }

@@ -58,8 +58,7 @@ TEST(CliHfModelId, InspectAndGenerateFindTheSnapshotInTheHubCache) {
   HubCacheEnv env((dir.path / "hub").string());
   const CliResult inspect = run_speclab("inspect speclab-test/tiny-llama32 --json");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
-  EXPECT_EQ(nlohmann::json::parse(inspect.out).at("vocab_size"), 128256)
-      << inspect.out;
+  EXPECT_EQ(nlohmann::json::parse(inspect.out).at("vocab_size"), 128256) << inspect.out;
   const CliResult gen = run_speclab(
       "generate --target speclab-test/tiny-llama32 --prompt-ids 1,2,3 --max-new-tokens 3 "
       "--temperature 0 --ignore-eos --json");
