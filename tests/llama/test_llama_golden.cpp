@@ -123,5 +123,20 @@ TEST(LlamaGolden, SmolLM2Q4_1GgufMatchesTransformers) {
   check_against_golden(*model, g, 1e-3);
 }
 
+TEST(LlamaGolden, SmolLM2DistillDraftMatchesTransformers) {
+  // models/zoo/smollm2-draft-distill (BF16, SmolLM2's vocabulary, RoPE theta 100000,
+  // rotate-half pairing, 2048 positions); golden from models/train/make_draft_golden.py, whose
+  // third prompt (621 tokens) runs the greedy continuation to position 660.
+  const Golden g = read_golden("smollm2-draft-distill");
+  auto model =
+      llama_load(std::string(SPECLAB_SOURCE_DIR) + "/" + g.meta["model"].get<std::string>());
+  ASSERT_EQ(model->config.rope_pairing, RopePairing::kHalf);
+  ASSERT_EQ(model->config.max_seq_len, 2048);
+  // Measured max |ours - golden| about 1e-5 (both FP32 from the same BF16 weights, other
+  // summation orders); a wrong RoPE theta or pairing moves the long prompt's logits by far
+  // more than 1e-4.
+  check_against_golden(*model, g, 1e-4);
+}
+
 }  // namespace
 }  // namespace speclab
