@@ -1,14 +1,14 @@
 #include "experiments/machine_info.h"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <memory>
 #include <vector>
+
+#include "experiments/read_bandwidth_probe.h"
 
 #ifdef SPECLAB_HAVE_CUDA
 #include "core/cuda/cuda_device.h"
@@ -57,31 +57,7 @@ nlohmann::json MachineInfo::to_json() const {
 }
 
 double machine_measure_read_bandwidth(size_t bytes, double seconds, int threads) {
-  const int n_threads = threads > 0 ? threads : omp_get_num_procs();
-  const int64_t n = static_cast<int64_t>(bytes / sizeof(uint64_t));
-  if (n <= 0) return 0;
-  std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(n)]);
-  // First touch from the same threads that read, so pages are mapped before timing.
-#pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = static_cast<uint64_t>(i);
-  double best = 0;
-  uint64_t sink = 0;
-  const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  int passes = 0;
-  do {
-    const auto t0 = std::chrono::steady_clock::now();
-    uint64_t sum = 0;
-#pragma omp parallel for num_threads(n_threads) schedule(static) reduction(+ : sum)
-    for (int64_t i = 0; i < n; ++i) sum += buf[static_cast<size_t>(i)];
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    sink += sum;
-    if (dt > 0) best = std::max(best, static_cast<double>(n) * sizeof(uint64_t) / dt / 1e9);
-    ++passes;
-  } while (std::chrono::steady_clock::now() < t_end || passes < 2);
-  // The sum depends on every element: keep it observable so the loop is not optimized away.
-  volatile uint64_t keep = sink;
-  (void)keep;
-  return best;
+  return read_bandwidth_measure(bytes, seconds, threads).best_gbps;
 }
 
 std::string machine_git_commit(const std::string& source_dir) {

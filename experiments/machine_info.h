@@ -31,9 +31,10 @@ struct MachineInfo {
 MachineInfo machine_info_collect(int threads_in_use, const std::string& source_dir,
                                  bool measure_bandwidth = true);
 
-// Streaming-sum read bandwidth in GB/s (1e9 bytes/s) over a `bytes` buffer with `threads`
-// OpenMP threads (0 = all), repeated for about `seconds`; the best pass is reported (the
-// napkin limit of a memory-bound decode). 512 MB defeats every cache level.
+// Streaming read bandwidth in GB/s (1e9 bytes/s) over a `bytes` buffer with `threads` OpenMP
+// threads (0 = all), for about `seconds`: the best pass of the best of several read probes
+// (experiments/read_bandwidth_probe.h), the napkin limit of a memory-bound decode. 512 MB
+// defeats every cache level.
 double machine_measure_read_bandwidth(size_t bytes = size_t{512} << 20, double seconds = 0.5,
                                       int threads = 0);
 

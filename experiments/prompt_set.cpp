@@ -1,5 +1,6 @@
 #include "experiments/prompt_set.h"
 
+#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -32,6 +33,18 @@ std::string string_field(const nlohmann::json& obj, const char* key, bool requir
 
 }  // namespace
 
+bool prompt_category_valid(const std::string& name) {
+  if (name.empty() || name.size() > 40) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      return false;
+  return true;
+}
+
+std::string prompt_default_category(const std::string& task) {
+  return prompt_category_valid(task) ? task : "uncategorized";
+}
+
 std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
   // A special file (/dev/zero, a FIFO) is refused before a byte is read; the size bound keeps
   // a wrong path from filling memory.
@@ -62,10 +75,20 @@ std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
     p.id = string_field(obj, "id", true, where);
     p.text = string_field(obj, "text", true, where);
     p.task = string_field(obj, "task", false, where);
+    if (obj.contains("category")) {
+      p.category = string_field(obj, "category", false, where);
+      SPECLAB_INPUT_CHECK(prompt_category_valid(p.category), where,
+                          ": key \"category\": expected a name of 1-40 characters "
+                          "[A-Za-z0-9._-], got ",
+                          obj["category"].dump());
+    } else {
+      p.category = prompt_default_category(p.task);
+    }
     p.source = string_field(obj, "source", false, where);
     p.license = string_field(obj, "license", false, where);
     for (const auto& [k, v] : obj.items())
-      if (k != "id" && k != "text" && k != "task" && k != "source" && k != "license")
+      if (k != "id" && k != "text" && k != "task" && k != "category" && k != "source" &&
+          k != "license")
         p.extra[k] = v;
     const auto [it, fresh] = id_line.emplace(p.id, line_no);
     SPECLAB_INPUT_CHECK(fresh, where, ": duplicate id \"", p.id, "\" (first at line ", it->second,

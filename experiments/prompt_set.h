@@ -1,8 +1,11 @@
 // Prompt sets: JSONL files (configs/prompts/*.jsonl), one prompt object per line:
-//   {"id": "bible-001", "text": "In the beginning", "task": "continue", "source": "...",
-//    "license": "..."}
+//   {"id": "bible-001", "text": "In the beginning", "task": "continue",
+//    "category": "continuation", "source": "...", "license": "..."}
 // `id` and `text` are required non-empty strings; `task`, `source`, `license` are optional
-// strings; other keys are kept in `extra`. Blank lines are skipped. Bad JSON, a line that is
+// strings; `category` (the kind of task the per-category tables group by: coding,
+// summarization, chat, ...) is an optional name of 1-40 characters [A-Za-z0-9._-], defaulting
+// to `task` when that is such a name and to "uncategorized" otherwise; other keys are kept in
+// `extra`. Blank lines are skipped. Bad JSON, a line that is
 // not an object, a missing or mistyped key, or a repeated id is an InputError
 // "<file>:<line>: ..."; a file with no prompts is an error too.
 #pragma once
@@ -17,6 +20,7 @@ struct Prompt {
   std::string id;
   std::string text;
   std::string task;                                 // "" when absent
+  std::string category;                             // never empty (see above)
   std::string source;                               // "" when absent
   std::string license;                              // "" when absent
   nlohmann::json extra = nlohmann::json::object();  // any other keys, as written
@@ -27,6 +31,12 @@ struct Prompt {
 // The prompts of `path` in file order; limit > 0 keeps the first `limit` (the whole file is
 // still checked). Throws InputError.
 std::vector<Prompt> prompt_set_load(const std::string& path, int limit = 0);
+
+// The category given to prompts without one ("uncategorized" when `task` is no valid name).
+std::string prompt_default_category(const std::string& task);
+// Whether `name` can be a category: 1-40 characters of [A-Za-z0-9._-] (it names table
+// columns and plot labels).
+bool prompt_category_valid(const std::string& name);
 
 // The prompts of several files in order (prompts.file as a list), the first `limit_per_file`
 // of each (0 = all); an id repeated across files is an InputError naming both files.

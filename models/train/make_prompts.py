@@ -10,6 +10,8 @@
                          from the input, the case prompt-lookup drafting is made for.
   tiny-out-of-domain.jsonl, chat.jsonl   hand-written below (CC0, by the speclab authors).
 
+Every row has a `category` (continuation, rewriting, chat) for the per-category tables; the
+sets by category (summarization, extraction, ...) are models/train/make_category_prompts.py's.
 Reads the held-out text written by prepare_data.py. Reproduce:
   python models/train/prepare_data.py --skip-tokenizer && python models/train/make_prompts.py
 """
@@ -124,24 +126,25 @@ def main():
     rows = []
     for c in ("bible", "moby", "sotu"):
         for j, p in enumerate(passages(c, 8, 0.0)):
-            rows.append({"id": f"{c}-{j:02d}", "task": TASK[c], "text": p, "source": SOURCES[c][0],
-                         "license": SOURCES[c][1]})
+            rows.append({"id": f"{c}-{j:02d}", "task": TASK[c], "category": "continuation",
+                         "text": p, "source": SOURCES[c][0], "license": SOURCES[c][1]})
     write_jsonl("tiny-in-domain.jsonl", rows)
 
     rows = []
     for c in ("bible", "moby", "sotu"):
         for j, p in enumerate(passages(c, 8, 0.5)[::2]):
-            rows.append({"id": f"rewrite-{c}-{j:02d}", "task": "rewrite",
+            rows.append({"id": f"rewrite-{c}-{j:02d}", "task": "rewrite", "category": "rewriting",
                          "text": REWRITE_TEMPLATES[j % len(REWRITE_TEMPLATES)].format(p=p),
                          "source": SOURCES[c][0], "license": SOURCES[c][1]})
     write_jsonl("rewrite.jsonl", rows)
 
     write_jsonl("tiny-out-of-domain.jsonl", [
-        {"id": f"ood-{j:02d}", "task": "continue-technical", "text": t,
+        {"id": f"ood-{j:02d}", "task": "continue-technical", "category": "continuation", "text": t,
          "source": "written for speclab (modern technical / everyday prose)", "license": "CC0-1.0"}
         for j, t in enumerate(OUT_OF_DOMAIN)])
     write_jsonl("chat.jsonl", [
-        {"id": f"chat-{j:02d}", "task": "chat", "text": t, "source": "written for speclab",
+        {"id": f"chat-{j:02d}", "task": "chat", "category": "chat", "text": t,
+         "source": "written for speclab",
          "license": "CC0-1.0"} for j, t in enumerate(CHAT)])
 
 

@@ -12,12 +12,17 @@
 
 namespace speclab {
 
-// Streaming read bandwidth of both cores in bytes/s (machine_measure_read_bandwidth, 2
-// threads, best of ~1 s), measured on first use.
+// Streaming read bandwidth of both cores in bytes/s: the best of the read probes
+// (experiments/read_bandwidth_probe.h, 2 threads, ~2 s round robin), measured on first use.
 double bench_read_bandwidth();
 
-// The synthetic model `spec` ("llama-3.2-3b:bf16"); building another frees the previous one.
+// The model `spec`: a synthetic shape ("llama-3.2-3b:bf16") or "file:PATH" (a GGUF or
+// safetensors model); loading another frees the previous one.
 const LlamaModel& bench_model(const std::string& spec);
+
+// The installed SmolLM2-135M-Instruct Q4_1 GGUF ($SPECLAB_CACHE or ~/.cache/speclab), or ""
+// when it is not there.
+std::string bench_smollm2_gguf();
 
 // Bytes of weights one forward call reads: every layer matrix and the output head (the norms
 // are negligible, the embedding lookup reads one row per token).

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+
 #include "experiments/machine_info.h"
+#include "experiments/read_bandwidth_probe.h"
 #include "experiments_test_util.h"
 
 namespace speclab {
@@ -41,6 +46,43 @@ TEST(MachineInfo, MeasuresAPlausibleReadBandwidth) {
   const double gbps = machine_measure_read_bandwidth(size_t{32} << 20, 0.1, 0);
   EXPECT_GT(gbps, 0.1);     // slower than 100 MB/s would be a broken loop
   EXPECT_LT(gbps, 2000.0);  // faster than 2 TB/s would mean the loop was optimized away
+}
+
+// Every probe must read every word: a probe that skipped part of the buffer (a wrong stride,
+// a lost tail, a thread range that ends early) would report a bandwidth it never moved.
+// Buffer sizes cover ranges that are not a multiple of the vector loop nor split evenly
+// between threads, and the two-stream probe's uneven halves.
+TEST(ReadBandwidthProbe, EveryProbeSumsEveryWord) {
+  for (const int64_t n :
+       {int64_t{1}, int64_t{7}, int64_t{64}, int64_t{1000}, int64_t{4099}, int64_t{100003}}) {
+    std::unique_ptr<uint64_t, decltype(&std::free)> buf(
+        static_cast<uint64_t*>(std::aligned_alloc(64, (n * 8 + 63) / 64 * 64)), &std::free);
+    uint64_t expected = 0;
+    for (int64_t i = 0; i < n; i++) {
+      buf.get()[i] = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
+      expected += buf.get()[i];
+    }
+    for (const ReadProbe probe : read_probe_all()) {
+      for (const int threads : {1, 2, 3}) {
+        EXPECT_EQ(read_probe_pass(probe, buf.get(), n, threads), expected)
+            << read_probe_name(probe) << " n=" << n << " threads=" << threads;
+      }
+    }
+  }
+}
+
+TEST(ReadBandwidthProbe, TheLimitIsTheBestProbe) {
+  const ReadBandwidth bw = read_bandwidth_measure(size_t{16} << 20, 0.05, 0);
+  ASSERT_EQ(bw.probes.size(), read_probe_all().size());
+  double best = 0;
+  for (const ReadProbeFigure& f : bw.probes) {
+    EXPECT_GE(f.passes, 2) << read_probe_name(f.probe);
+    EXPECT_GT(f.gbps, 0.1) << read_probe_name(f.probe);
+    best = std::max(best, f.gbps);
+  }
+  EXPECT_EQ(bw.best_gbps, best);
+  EXPECT_STRNE(read_probe_name(bw.best_probe), "?");
+  EXPECT_STRNE(read_probe_isa(), "?");
 }
 
 }  // namespace

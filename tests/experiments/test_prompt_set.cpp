@@ -35,7 +35,9 @@ TEST(PromptSet, LoadsFieldsInOrderWithLimit) {
   EXPECT_EQ(all[0].source, "s");
   EXPECT_EQ(all[0].license, "CC0-1.0");
   EXPECT_EQ(all[0].extra["difficulty"], 3);
+  EXPECT_EQ(all[0].category, "chat");  // no category: the task names it
   EXPECT_EQ(all[1].task, "");
+  EXPECT_EQ(all[1].category, "uncategorized");
   EXPECT_EQ(all[1].line, 3);
   EXPECT_EQ(all[2].line, 4);
   EXPECT_EQ(prompt_set_load(path, 2).size(), 2u);
@@ -63,6 +65,19 @@ TEST(PromptSet, BadLinesNameFileAndLine) {
             dir.file("7.jsonl") + ":2: key \"text\": expected a non-empty string");
   EXPECT_EQ(error_of(dir.write("8.jsonl", ok + "{\"id\": \"b\", \"text\": \"y\", \"task\": 1}\n")),
             dir.file("8.jsonl") + ":2: key \"task\": expected a string, got 1");
+  EXPECT_EQ(
+      error_of(dir.write("9.jsonl", ok + "{\"id\": \"b\", \"text\": \"y\", \"category\": 3}\n")),
+      dir.file("9.jsonl") + ":2: key \"category\": expected a string, got 3");
+  EXPECT_EQ(error_of(dir.write("10.jsonl",
+                               ok + "{\"id\": \"b\", \"text\": \"y\", \"category\": \"\"}\n")),
+            dir.file("10.jsonl") +
+                ":2: key \"category\": expected a name of 1-40 characters [A-Za-z0-9._-], got "
+                "\"\"");
+  EXPECT_EQ(error_of(dir.write("11.jsonl", ok + "{\"id\": \"b\", \"text\": \"y\", "
+                                                "\"category\": \"open chat\"}\n")),
+            dir.file("11.jsonl") +
+                ":2: key \"category\": expected a name of 1-40 characters [A-Za-z0-9._-], got "
+                "\"open chat\"");
   EXPECT_EQ(error_of(dir.write("empty.jsonl", "\n\n")),
             dir.file("empty.jsonl") +
                 ": no prompts (expected JSONL, one {\"id\", \"text\"} object per line)");
@@ -89,11 +104,36 @@ TEST(PromptSet, SeveralFilesKeepOrderAndRejectSharedIds) {
   }
 }
 
-TEST(PromptSet, ShippedSetsLoad) {
-  for (const char* name : {"tiny-in-domain", "tiny-out-of-domain", "chat", "rewrite"}) {
+TEST(PromptSet, CategoryGiven) {
+  ScratchDir dir;
+  const auto p = prompt_set_load(
+      dir.write("c.jsonl",
+                "{\"id\": \"a\", \"text\": \"x\", \"task\": \"t\", \"category\": \"qa\"}\n"
+                "{\"id\": \"b\", \"text\": \"y\", \"task\": \"not a name\"}\n"));
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].category, "qa");
+  EXPECT_EQ(p[0].task, "t");
+  EXPECT_FALSE(p[0].extra.contains("category"));
+  EXPECT_EQ(p[1].category, "uncategorized");
+}
+
+TEST(PromptSet, ShippedSetsLoadWithTheirCategory) {
+  const std::vector<std::pair<const char*, const char*>> sets{
+      {"tiny-in-domain", "continuation"},
+      {"tiny-out-of-domain", "continuation"},
+      {"chat", "chat"},
+      {"rewrite", "rewriting"},
+      {"summarization", "summarization"},
+      {"rewriting", "rewriting"},
+      {"extraction", "extraction"},
+      {"qa", "qa"},
+      {"chat-passage", "chat"},
+      {"continuation", "continuation"}};
+  for (const auto& [name, category] : sets) {
     const auto prompts =
         prompt_set_load(std::string(SPECLAB_SOURCE_DIR "/configs/prompts/") + name + ".jsonl");
     EXPECT_FALSE(prompts.empty()) << name;
+    for (const auto& p : prompts) EXPECT_EQ(p.category, category) << name << " " << p.id;
   }
 }
 

@@ -1,0 +1,59 @@
+// The machine's streaming read bandwidth, measured several ways: the memory-bound limit every
+// decode figure is compared with.
+//
+// A single probe understates the limit: a plain summing loop leaves bandwidth on the table
+// that a kernel with wider loads, more independent streams or software prefetch reaches (a
+// fast engine has been seen streaming weights faster than one simple two-thread probe read
+// in the same minutes). So the limit quoted beside a figure is the best of several probes,
+// run interleaved so that load drift affects them alike, and each probe's own figure is
+// reported too.
+//
+// Every probe reads the whole buffer and returns the wrapping 64-bit sum of its words, so a
+// test can check that no probe skips data (a probe that reads half the buffer would report
+// twice the bandwidth).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace speclab {
+
+enum class ReadProbe {
+  kScalarSum,        // uint64 sum in a plain loop (what the compiler vectorizes by itself)
+  kVector4,          // 4 independent vector accumulators, aligned 512- (or 256-) bit loads
+  kVector4Prefetch,  // as kVector4, plus a software prefetch 2 KB ahead of each stream
+  kVectorStream,     // as kVector4 with non-temporal loads (MOVNTDQA) where AVX-512 is present
+  kTwoStreams,       // each thread reads two halves of its range at once (two DRAM pages open)
+};
+
+// "scalar-sum", "vector4", "vector4-prefetch", "vector-nt", "two-streams".
+const char* read_probe_name(ReadProbe probe);
+// All probes, in the order they are run.
+std::vector<ReadProbe> read_probe_all();
+// "avx512" or "avx2" or "generic": the instructions the vector probes use on this CPU.
+const char* read_probe_isa();
+
+// One pass of `probe` over words [0, n) of buf with `threads` OpenMP threads (each thread a
+// contiguous range); buf must be 64-byte aligned. Returns the wrapping sum of the words.
+uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int threads);
+
+struct ReadProbeFigure {
+  ReadProbe probe;
+  double gbps = 0;  // best pass, 1e9 bytes/s
+  int passes = 0;
+};
+
+struct ReadBandwidth {
+  std::vector<ReadProbeFigure> probes;  // in read_probe_all() order
+  double best_gbps = 0;                 // the limit: the best probe's figure
+  ReadProbe best_probe = ReadProbe::kScalarSum;
+};
+
+// Runs every probe over a `bytes` buffer (first touched by the reading threads), round robin
+// for about `seconds` in all and at least two passes each; each probe's best pass counts.
+// threads <= 0: all cores. 512 MB defeats every cache level.
+ReadBandwidth read_bandwidth_measure(size_t bytes, double seconds, int threads);
+
+}  // namespace speclab
