@@ -38,6 +38,7 @@ namespace speclab {
 struct PromptTokens {
   std::string id;
   std::vector<int32_t> ids;
+  std::string category;  // the prompt set's `category` (prompt_set.h), for per-category tables
 };
 
 struct AcceptanceProfileRequest {

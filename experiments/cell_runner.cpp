@@ -29,10 +29,11 @@ namespace {
 // Per prompt (and repeat) raw figures.
 struct Sample {
   std::string prompt_id;
+  std::string category;  // the prompt's category (per-category tables)
   int repeat = 0;
   double baseline_s = 0, spec_s = 0;  // decode-phase wall seconds
   int64_t baseline_tokens = 0, spec_tokens = 0;
-  int64_t rounds = 0, drafted = 0, accepted = 0;
+  int64_t rounds = 0, drafted = 0, tested = 0, accepted = 0, emitted = 0;
   bool outputs_match = false;
 };
 
@@ -195,6 +196,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       spec.policy = policy.get();
       Sample s;
       s.prompt_id = ctx.prompts[pi].id;
+      s.category = ctx.prompts[pi].category;
       s.repeat = rep;
       GenerationResult base, out;
       const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
@@ -219,6 +221,10 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
         m.tokens_per_round.push_back(r.n_emitted);
       }
       m.acc.add(out.rounds);
+      AcceptanceStats prompt_acc;  // this request's share, for the per-category tables
+      prompt_acc.add(out.rounds);
+      s.tested = prompt_acc.n_tested;
+      s.emitted = prompt_acc.n_emitted;
       m.draft_calls += out.n_draft_calls;
       m.target_calls_spec += out.n_target_calls;
       m.target_calls_base += base.n_target_calls;
@@ -260,6 +266,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
     spec_tok += s.spec_tokens;
     all_match = all_match && s.outputs_match;
     raw.push_back({{"prompt_id", s.prompt_id},
+                   {"category", s.category},
                    {"repeat", s.repeat},
                    {"baseline_s", s.baseline_s},
                    {"baseline_tokens", s.baseline_tokens},
@@ -267,7 +274,9 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
                    {"spec_tokens", s.spec_tokens},
                    {"rounds", s.rounds},
                    {"drafted", s.drafted},
-                   {"accepted", s.accepted}});
+                   {"tested", s.tested},
+                   {"accepted", s.accepted},
+                   {"emitted", s.emitted}});
   }
   row["samples"] = raw;
   row["tokens_baseline"] = base_tok;

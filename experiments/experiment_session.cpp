@@ -87,7 +87,7 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
     for (const auto& p : prompt_set_load_files(files, cfg.prompts->limit)) {
       const std::string text =
           cfg.prompts->chat_template ? chat_template_apply(*tok, p.text) : p.text;
-      PromptTokens pt{p.id, tok->encode(text, /*add_bos=*/true)};
+      PromptTokens pt{p.id, tok->encode(text, /*add_bos=*/true), p.category};
       SPECLAB_INPUT_CHECK(static_cast<int64_t>(pt.ids.size()) + cfg.generation.max_new_tokens +
                                   cfg.measure.cost_curve_max_k <=
                               target_->max_ctx(),

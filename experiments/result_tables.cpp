@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "experiments/category_tables.h"
 
 namespace speclab {
 
@@ -255,6 +256,9 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     for (const auto* r : gen) any_prediction |= !std::isnan(num(*r, "predicted_speedup"));
     if (any_prediction) out.push_back(tp);
     if (!tb.rows.empty()) out.push_back(tb);
+
+    // Spec-Bench's layout: acceptance, tau and speedup per prompt category.
+    for (Table& t : category_tables_build(gen, f.machine)) out.push_back(std::move(t));
   }
 
   if (!tree.empty()) {

@@ -3,6 +3,7 @@
 //   speedup      the Table 4 analog: measured speedup (with its interval) beside the
 //                Theorem 3.8 and refined predictions, with alpha, c, gamma, tau
 //   gamma        speedup vs gamma per drafter and temperature
+//   category_*   acceptance, tau and speedup per prompt category (experiments/category_tables.h)
 //   cost         c and T(k)/T(1) (cost-only runs)
 #pragma once
 
@@ -20,7 +21,7 @@ TableFormat table_format_parse(const std::string& name);
 // Built with every field given (clang -Wmissing-field-initializers); config_hash and experiment
 // are filled in after the rows.
 struct Table {
-  std::string name;   // acceptance | speedup | gamma | tree | synthetic | cost
+  std::string name;   // acceptance | speedup | gamma | category_* | tree | synthetic | cost
   std::string title;  // what the table shows (prefixed by its config when there are several)
   std::vector<std::string> headers;  // unique within the table
   std::vector<std::vector<std::string>> rows;
