@@ -7,7 +7,9 @@ directory under models/zoo, <draft>/alpha_speclab.json: per temperature the row'
 `alpha_beta` (Corollary 3.6: the mean over tested drafted positions of
 beta = sum_x min(p(x), q(x)), p/q the standardized target/draft distributions given the
 target-generated prefix), `alpha_empirical` (accepted / tested), the counts and
-tokens per round. write_cards.py and train_smollm2_draft.py --card-only render them.
+tokens per round and, when the row's samples carry prompt categories, the same per
+category (`by_category`: accepted / tested, tokens per round, speedup with a baseline).
+write_cards.py and train_smollm2_draft.py --card-only render them.
 
 Reproduce:
   build/bin/speclab run configs/zoo-alpha.yaml --no-plots
@@ -20,6 +22,30 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def by_category(samples):
+    """Per prompt category (the samples' `category`): accepted / tested, tokens per round and,
+    with a baseline, the speedup (baseline s per token / speculative s per token), each a ratio of
+    sums over the category's prompts; in the order the categories first appear."""
+    out = {}
+    for s in samples:
+        c = out.setdefault(s.get("category", "uncategorized"),
+                           {"prompts": 0, "tested": 0, "accepted": 0, "rounds": 0, "emitted": 0,
+                            "baseline_s": 0.0, "baseline_tokens": 0, "spec_s": 0.0, "spec_tokens": 0})
+        c["prompts"] += 1
+        for k in ("tested", "accepted", "rounds", "emitted", "baseline_s", "baseline_tokens", "spec_s",
+                  "spec_tokens"):
+            c[k] += s.get(k, 0) or 0
+    res = {}
+    for name, c in out.items():
+        r = {"prompts": c["prompts"], "tested": c["tested"], "accepted": c["accepted"],
+             "alpha_empirical": round(c["accepted"] / c["tested"], 4) if c["tested"] else None,
+             "tokens_per_round": round(c["emitted"] / c["rounds"], 3) if c["rounds"] else None}
+        if c["baseline_tokens"] and c["spec_tokens"] and c["spec_s"] > 0:
+            r["speedup"] = round((c["baseline_s"] / c["baseline_tokens"]) / (c["spec_s"] / c["spec_tokens"]), 3)
+        res[name] = r
+    return res
 
 
 def main():
@@ -52,6 +78,9 @@ def main():
              "tokens": r["tokens_spec"], "tokens_per_round": round(r["tau"], 3)}
         if "greedy_outputs_match" in r:
             t["greedy_outputs_match"] = r["greedy_outputs_match"]
+        cats = by_category(r.get("samples") or [])
+        if cats:
+            t["by_category"] = cats
         rec["by_temperature"][key] = t
     if not out:
         print("no zoo drafters in", args.results, file=sys.stderr)

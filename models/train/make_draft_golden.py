@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Golden logits and greedy continuations for models/zoo/smollm2-draft-distill, from transformers.
+
+Writes tests/golden/smollm2-draft-distill.json + .logits.f32 in the layout of make_golden.py
+(tests/golden/README.md: per prompt its ids, the full-vocabulary FP32 logits at the last two
+positions, top-20 at every position, a 40-token greedy continuation). The export is loaded by
+transformers' LlamaForCausalLM with dtype=float32 (so the BF16 weights are computed in FP32),
+SDPA attention, one torch thread. Prompts: a chat-templated instruction (the format the draft
+serves, "<|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n", no BOS: SmolLM2 adds
+none), plain text, and a chat-templated copy instruction over a long passage whose continuation
+runs past position 256 (the old draft's whole context) and up to about 700, so the RoPE
+frequencies (theta 100000) at positions beyond the training windows of the earlier draft are
+checked too. test_llama_golden.cpp (LlamaGolden.SmolLM2DistillDraftMatchesTransformers)
+compares speclab's forward with these.
+
+  python models/train/make_draft_golden.py
+"""
+import hashlib
+import json
+import os
+import platform
+import sys
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NAME = "smollm2-draft-distill"
+MODEL = os.path.join("models", "zoo", NAME)
+OUT = os.path.join(ROOT, "tests", "golden")
+N_NEW, TOP_K, FULL_ROWS = 40, 20, 2
+
+
+def chat(text):
+    return "<|im_start|>user\n" + text + "<|im_end|>\n<|im_start|>assistant\n"
+
+
+def long_passage():
+    # Moby-Dick chapter 1 as shipped in tests/data/corpus (public domain): 450 of its words
+    text = open(os.path.join(ROOT, "tests", "data", "corpus", "moby-dick", "chapter_1.txt"), encoding="utf-8").read()
+    return " ".join(text.split()[200:650])
+
+
+def main():
+    torch.set_num_threads(1)
+    from transformers import AutoTokenizer, LlamaForCausalLM
+    path = os.path.join(ROOT, MODEL)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa").eval()
+    prompts = [
+        ("chat", chat("Give me three tips for writing a clear email.")),
+        ("plain", "The old sailor looked out over the grey water and said that the whale had come back"),
+        ("long-copy", chat("Type out the following passage exactly:\n\n" + long_passage())),
+    ]
+    out_prompts, rows = [], []
+    for name, text in prompts:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        x = torch.tensor([ids])
+        with torch.no_grad():
+            logits = model(x).logits[0].float()
+            g = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=N_NEW, do_sample=False,
+                               pad_token_id=tok.eos_token_id, eos_token_id=None)[0, len(ids):].tolist()
+        n = len(ids)
+        positions = list(range(n - FULL_ROWS, n))
+        top = torch.topk(logits, TOP_K, dim=-1)
+        out_prompts.append({
+            "name": name, "text": text, "ids": ids,
+            "full_logits": {"row_offset": len(rows), "positions": positions},
+            "top20": [[[int(i), float(v)] for i, v in zip(ti, tv)] for ti, tv in
+                      zip(top.indices.tolist(), top.values.tolist())],
+            "greedy": g})
+        for p in positions:
+            rows.append(logits[p].numpy().astype("<f4"))
+        print(name, n, "tokens; greedy:", repr(tok.decode(g)), file=sys.stderr)
+    blob = np.stack(rows).astype("<f4").tobytes()
+    with open(os.path.join(OUT, NAME + ".logits.f32"), "wb") as f:
+        f.write(blob)
+    import transformers
+    meta = {
+        "model": MODEL,
+        "weights_sha256": hashlib.sha256(open(os.path.join(path, "model.safetensors"), "rb").read()).hexdigest(),
+        "logits_file": NAME + ".logits.f32", "logits_format": "float32 little-endian, row-major [rows, vocab]",
+        "rows": len(rows), "vocab": int(logits.shape[-1]), "logits_sha256": hashlib.sha256(blob).hexdigest(),
+        "tokenizer": "the export's tokenizer.json (SmolLM2's), add_special_tokens=False",
+        "compute": "transformers LlamaForCausalLM, dtype=float32 from the BF16 weights, SDPA, 1 torch thread",
+        "greedy": f"generate(do_sample=False, max_new_tokens={N_NEW}, eos_token_id=None)",
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "transformers": transformers.__version__, "numpy": np.__version__},
+        "prompts": out_prompts}
+    with open(os.path.join(OUT, NAME + ".json"), "w") as f:
+        json.dump(meta, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
