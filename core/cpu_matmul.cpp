@@ -128,6 +128,8 @@ SPECLAB_AVX2 inline __m256 u8x8_to_ps(__m128i bytes) {
 SPECLAB_AVX2 void row_to_f32_avx2(float* dst, DType dtype, const void* src, int64_t n) {
   switch (dtype) {
     case DType::F32:
+    case DType::Q4_K:  // (the AVX-512 path dequantizes K-quants in registers)
+    case DType::Q6_K:
       dtype_to_f32(dtype, src, dst, n);
       return;
     case DType::F16: {

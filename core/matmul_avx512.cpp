@@ -187,6 +187,81 @@ struct LoadQ4 {
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
 
+// Q4_K: a 32-column step is one sub-block j of a super-block: scale d * sc_j and offset
+// dmin * m_j (scalar, as dtype_to_f32 rounds them), nibbles low or high of 32 bytes of qs;
+// x = (d * sc_j) * q - dmin * m_j, a product then a difference, as dtype_to_f32 computes it.
+struct LoadQ4_K {
+  struct Block {
+    __m512 d1, m1;
+    const uint8_t* q;
+    __m128i shift;  // 0 or 4
+  };
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) {
+    return static_cast<size_t>(i) * sizeof(BlockQ4_K) / kSuperBlock;
+  }
+  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(row) + i / kSuperBlock;
+    const int j = static_cast<int>(i % kSuperBlock) / 32;
+    int sc, m;
+    dtype_q4_k_scale_min(b->scales, j, &sc, &m);
+    return {_mm512_set1_ps(_cvtsh_ss(b->d) * static_cast<float>(sc)),
+            _mm512_set1_ps(_cvtsh_ss(b->dmin) * static_cast<float>(m)), b->qs + 32 * (j / 2),
+            _mm_cvtsi32_si128(4 * (j % 2))};
+  }
+  SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
+    const __m512i bytes =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q + 16 * h)));
+    const __m512i q = _mm512_and_si512(_mm512_srl_epi32(bytes, b.shift), _mm512_set1_epi32(0x0f));
+    const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    return _mm512_sub_round_ps(_mm512_mul_round_ps(b.d1, _mm512_cvtepi32_ps(q), r), b.m1, r);
+  }
+  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
+};
+
+// Q6_K: a 32-column step is group g of half n of a super-block: low 4 bits from 32 bytes of
+// ql (low or high nibbles), high 2 bits from 32 bytes of qh; each 16-column half has its own
+// scale d * scales[e / 16]; x = (d * scale) * (q - 32), as dtype_to_f32 computes it.
+struct LoadQ6_K {
+  struct Block {
+    __m512 s[2];
+    const uint8_t* ql;
+    const uint8_t* qh;
+    __m128i lo_shift, hi_shift;
+  };
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) {
+    return static_cast<size_t>(i) * sizeof(BlockQ6_K) / kSuperBlock;
+  }
+  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + i / kSuperBlock;
+    const int e0 = static_cast<int>(i % kSuperBlock), n = e0 / 128, g = (e0 % 128) / 32;
+    const float d = _cvtsh_ss(b->d);
+    return {{_mm512_set1_ps(d * static_cast<float>(b->scales[e0 / 16])),
+             _mm512_set1_ps(d * static_cast<float>(b->scales[e0 / 16 + 1]))},
+            b->ql + 64 * n + 32 * (g % 2),
+            b->qh + 32 * n,
+            _mm_cvtsi32_si128(g < 2 ? 0 : 4),
+            _mm_cvtsi32_si128(2 * g)};
+  }
+  SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
+    const __m512i lo = _mm512_and_si512(
+        _mm512_srl_epi32(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.ql + 16 * h))),
+            b.lo_shift),
+        _mm512_set1_epi32(0x0f));
+    const __m512i hi = _mm512_and_si512(
+        _mm512_srl_epi32(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qh + 16 * h))),
+            b.hi_shift),
+        _mm512_set1_epi32(3));
+    const __m512i q =
+        _mm512_sub_epi32(_mm512_or_si512(lo, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32));
+    return _mm512_mul_ps(b.s[h], _mm512_cvtepi32_ps(q));
+  }
+  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
+};
+
 // Accumulators of a work item between segments: row j, token t at acc[(j * 8 + t) * 16].
 constexpr int kMaxTokens = 8;
 constexpr int kAccStride = kMaxTokens * 16;
@@ -461,6 +536,10 @@ RowsFn rows_fn(DType dtype) {
       return rows_avx512<LoadQ4<false>>;
     case DType::Q4_1:
       return rows_avx512<LoadQ4<true>>;
+    case DType::Q4_K:
+      return rows_avx512<LoadQ4_K>;
+    case DType::Q6_K:
+      return rows_avx512<LoadQ6_K>;
   }
   return nullptr;
 }

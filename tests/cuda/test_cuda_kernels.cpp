@@ -59,11 +59,12 @@ TEST(CudaKernels, MatmulWeightsAllDtypes) {
     double atol, rtol;
   };
   const Case cases[] = {
-      {DType::F32, 96, 64, 1, 1e-5, 1e-4},   {DType::F32, 1000, 256, 9, 1e-5, 1e-4},
-      {DType::F16, 96, 64, 3, 2e-3, 2e-3},   {DType::F16, 513, 512, 9, 2e-3, 2e-3},
-      {DType::BF16, 96, 64, 1, 1e-2, 1e-2},  {DType::BF16, 513, 512, 17, 1e-2, 1e-2},
-      {DType::Q8_0, 96, 64, 1, 1e-5, 1e-4},  {DType::Q8_0, 1000, 512, 9, 1e-5, 1e-4},
-      {DType::Q4_0, 33, 128, 5, 1e-5, 1e-4}, {DType::Q4_1, 1000, 256, 9, 1e-5, 1e-4},
+      {DType::F32, 96, 64, 1, 1e-5, 1e-4},    {DType::F32, 1000, 256, 9, 1e-5, 1e-4},
+      {DType::F16, 96, 64, 3, 2e-3, 2e-3},    {DType::F16, 513, 512, 9, 2e-3, 2e-3},
+      {DType::BF16, 96, 64, 1, 1e-2, 1e-2},   {DType::BF16, 513, 512, 17, 1e-2, 1e-2},
+      {DType::Q8_0, 96, 64, 1, 1e-5, 1e-4},   {DType::Q8_0, 1000, 512, 9, 1e-5, 1e-4},
+      {DType::Q4_0, 33, 128, 5, 1e-5, 1e-4},  {DType::Q4_1, 1000, 256, 9, 1e-5, 1e-4},
+      {DType::Q4_K, 100, 512, 5, 1e-5, 1e-4}, {DType::Q6_K, 77, 768, 9, 1e-5, 1e-4},
   };
   for (const Case& c : cases) {
     const HostWeight w = make_weight(c.dtype, c.n_out, c.n_in, 7);
