@@ -22,7 +22,7 @@ every figure (result_rows.drafter_colors):
   target_tk_ratio       the target's verification cost curve T(k)/T(1)
   category_breakdown    acceptance, tokens per round and speedup per prompt category (Spec-Bench
                         layout), one bar per drafter and category with its 95% bootstrap
-                        interval, one row of panels per temperature; read from
+                        interval, one column of panels per temperature; read from
                         RESULTS_DIR/tables.json (`speclab run` writes it; the intervals are
                         speclab's prompt-clustered bootstrap, experiments/category_tables.h)
 
@@ -572,7 +572,8 @@ def plot_category_breakdown(plt, tables, colors, plots_dir, written, notes):
     cats = some["columns"][4::4]
     temps = sorted({r["T"] for r in some["rows"] if r.get("T") is not None})
     metrics = [(n, label) for n, label in CATEGORY_TABLES if n in tables]
-    fig, axes = make_panels(plt, len(temps), len(metrics), w=max(4.5, 0.55 * len(cats) + 2.5),
+    # One row of panels per quantity, one column per temperature.
+    fig, axes = make_panels(plt, len(metrics), len(temps), w=max(4.5, 0.55 * len(cats) + 2.5),
                             h=3.0)
     series = []  # (draft, gamma, policy) in table order
     for r in some["rows"]:
@@ -588,7 +589,7 @@ def plot_category_breakdown(plt, tables, colors, plots_dir, written, notes):
         handles.append(Patch(color=colors.get(d, "grey"), label=label))
     for ti, t in enumerate(temps):
         for mi, (name, label) in enumerate(metrics):
-            ax = axes[ti][mi]
+            ax = axes[mi][ti]
             for si, key in enumerate(series):
                 row = next((r for r in tables[name]["rows"]
                             if (r["draft"], r["gamma"], r["policy"]) == key and r["T"] == t), None)

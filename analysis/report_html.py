@@ -38,7 +38,7 @@ TITLES = {
 CAPTIONS = {
     "category_breakdown": "Acceptance (accepted / tested drafts), tokens per round and speedup "
                           "per prompt category (Spec-Bench layout), one colour per drafter, "
-                          "one row of panels per temperature; the last group is all prompts. "
+                          "one column of panels per temperature; the last group is all prompts. "
                           "Bars: 95% bootstrap interval over the category's prompts (speclab's "
                           "category tables); n = prompts.",
     "predicted_vs_measured": "Every cell's predicted speedup against its measurement, one colour "
