@@ -137,16 +137,6 @@ uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-void dtype_q4_k_scale_min(const uint8_t* scales, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = scales[j] & 63;
-    *m = scales[j + 4] & 63;
-  } else {
-    *sc = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
-    *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-  }
-}
-
 namespace {
 
 void q4_k_pack_scale_min(uint8_t* scales, int j, int sc, int m) {

@@ -75,8 +75,17 @@ size_t dtype_block_bytes(DType t);
 // Bytes of a row of n values (n must be a multiple of the block size for quantized types).
 size_t dtype_row_bytes(DType t, int64_t n);
 
-// Q4_K sub-block j's (0..7) 6-bit scale and min from a super-block's 12 packed bytes.
-void dtype_q4_k_scale_min(const uint8_t* scales, int j, int* sc, int* m);
+// Q4_K sub-block j's (0..7) 6-bit scale and min from a super-block's 12 packed bytes (inline:
+// the AVX-512 kernels call it once per 32 weights).
+inline void dtype_q4_k_scale_min(const uint8_t* scales, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
+    *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
 
 // Scalar conversions (round-to-nearest-even on the way down).
 float fp16_to_f32(uint16_t h);

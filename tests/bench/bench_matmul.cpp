@@ -105,7 +105,8 @@ void BM_MatmulOneCore(benchmark::State& state) {
 BENCHMARK(BM_MatmulOneCore)
     ->ArgNames({"dtype", "k"})
     ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
-                    static_cast<int>(DType::Q4_1)},
+                    static_cast<int>(DType::Q4_1), static_cast<int>(DType::Q4_K),
+                    static_cast<int>(DType::Q6_K)},
                    {1, 4, 8}})
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
