@@ -106,7 +106,7 @@ TEST(KQuants, DequantizationEqualsTheIndependentDecoder) {
 //   sc = {1, 2, 3, 63, 17, 33, 50, 0}, m = {0, 5, 63, 1, 16, 31, 32, 47}
 // (the last four need the high bits); qs[k] = k % 16 | (15 - k % 16) << 4.
 TEST(KQuants, HandBuiltQ4_KBlock) {
-  uint8_t b[144] = {0};
+  alignas(4) uint8_t b[144] = {0};
   const uint16_t d = f32_to_fp16(0.5f), dmin = f32_to_fp16(0.25f);
   std::memcpy(b, &d, 2);
   std::memcpy(b + 2, &dmin, 2);
@@ -136,7 +136,7 @@ TEST(KQuants, HandBuiltQ4_KBlock) {
 // A Q6_K block built by hand: d = 0.125; scales[s] = s - 8 (negative ones too); value e's
 // 6-bit code is e % 64, so x = 0.125 * (e / 16 - 8) * (e % 64 - 32).
 TEST(KQuants, HandBuiltQ6_KBlock) {
-  uint8_t b[210] = {0};
+  alignas(4) uint8_t b[210] = {0};
   for (int e = 0; e < 256; e++) {
     const int q = e % 64, half = e / 128, group = (e % 128) / 32, l = e % 32;
     b[64 * half + 32 * (group % 2) + l] |= static_cast<uint8_t>((q & 15) << (group < 2 ? 0 : 4));
