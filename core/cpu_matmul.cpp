@@ -288,7 +288,8 @@ const Kernels& kernels_for(MatmulIsa isa) {
   // beyond the golden tests' 1e-3 against transformers (FP32), and change greedy outputs.
   // Nor is avx512vnni: int8 activation blocks move SmolLM2-135M Q4_1's logits by up to 1.1
   // and its greedy continuation leaves transformers' at a step whose top-2 margin is 0.04
-  // (tests/llama/test_llama_golden.cpp); and its kernels are not yet faster (docs/cpu-kernels.md).
+  // (tests/llama/test_llama_golden.cpp); and its kernels are faster only for Q8_0 so far
+  // (docs/cpu-kernels.md).
   for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
     if (cpu_has(best)) return kernels_for(best);
   }

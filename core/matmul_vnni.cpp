@@ -12,6 +12,9 @@
 // 16 integer lanes are converted to FP32 and multiplied by dw * dx of their block into one
 // 16-lane FP32 accumulator per (row, token); at the end a fixed tree sums the 16 lanes.
 //
+// Work items, column segments and prefetch as on the FP32-activation path (core/matmul_avx512.cpp):
+// the accumulators of a tile are parked between segments and token groups without rounding.
+//
 // Summation order of one output (row r, token t), the same in every tile shape and work split:
 // the accumulator over the steps in order, then the fixed tree. So a token's outputs are
 // bit-identical whether it is computed alone or in a batch, on any number of threads (batch
@@ -101,9 +104,6 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
   }
 };
 
-// Prefetch distance in bytes ahead of the current step, per row.
-constexpr size_t kPrefetchBytes = 1024;
-
 // acc[r][t] += one step (64 values) of rows r against tokens t. rec: the step's records.
 template <class L, int R, int T>
 SPECLAB_VNNI inline void step(__m512 (&acc)[R][T], const __m512i (&wq)[R], const __m512 (&dw)[R],
@@ -121,65 +121,112 @@ SPECLAB_VNNI inline void step(__m512 (&acc)[R][T], const __m512i (&wq)[R], const
   }
 }
 
-// A register tile of R rows x T tokens over a whole row.
+// Accumulators of a work item between segments: row j, token t at acc[j * kAccStride + 16 t].
+constexpr int kMaxRows = 12;  // rows per work item (matmul_avx512::kRowBlock)
+constexpr int kMaxTokens = 8;
+constexpr int kAccStride = kMaxTokens * 16;
+
+// A register tile of R rows x T tokens over the steps [s0, s1) of one column segment, plus the
+// lone last block of a row with an odd block count (at step s1) when lone. first: start from
+// zero, else from acc; the accumulators are parked in acc afterwards (exactly: a store and a
+// reload change no bit). pf: prefetch distance in bytes.
 template <class L, int R, int T>
-SPECLAB_VNNI void tile(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
-                       const uint8_t* xq, int64_t xs, int64_t n_in) {
-  __m512 acc[R][T];
+SPECLAB_VNNI void tile(const uint8_t* row0, size_t row_bytes, const uint8_t* xq, int64_t xs,
+                       int64_t s0, int64_t s1, bool lone, bool first, float* acc, int64_t pf) {
+  __m512 a[R][T];
   SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-    SPECLAB_UNROLL for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * kAccStride + 16 * t);
+    }
   }
-  const int64_t n_blocks = n_in / kQuantBlock, n_full = n_blocks / 2;
   __m512i wq[R];
   __m512 dw[R], mv[R];
   SPECLAB_UNROLL for (int r = 0; r < R; r++) mv[r] = _mm512_setzero_ps();
-  for (int64_t s = 0; s < n_full; s++) {
+  for (int64_t s = s0; s < s1; s++) {
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       const uint8_t* p = row0 + r * row_bytes + 2 * s * L::kBytes;
-      _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p + pf), _MM_HINT_T0);
+      if (2 * L::kBytes > 64) _mm_prefetch(reinterpret_cast<const char*>(p + pf + 64), _MM_HINT_T0);
       L::template load<true>(p, &wq[r], &dw[r], &mv[r]);
     }
-    step<L, R, T>(acc, wq, dw, mv, xq + s * xs);
+    step<L, R, T>(a, wq, dw, mv, xq + s * xs);
   }
-  if (n_blocks % 2 != 0) {
+  if (lone) {
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      L::template load<false>(row0 + r * row_bytes + 2 * n_full * L::kBytes, &wq[r], &dw[r],
-                              &mv[r]);
+      L::template load<false>(row0 + r * row_bytes + 2 * s1 * L::kBytes, &wq[r], &dw[r], &mv[r]);
     }
-    step<L, R, T>(acc, wq, dw, mv, xq + n_full * xs);
+    step<L, R, T>(a, wq, dw, mv, xq + s1 * xs);
   }
   SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-    SPECLAB_UNROLL for (int t = 0; t < T; t++) out[t * n_out + r] = hsum(acc[r][t]);
+    SPECLAB_UNROLL for (int t = 0; t < T; t++)
+        _mm512_store_ps(acc + r * kAccStride + 16 * t, a[r][t]);
   }
 }
 
-using TileFn = void (*)(float*, int64_t, const uint8_t*, size_t, const uint8_t*, int64_t, int64_t);
+using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, int64_t, int64_t, int64_t, bool,
+                        bool, float*, int64_t);
 template <class L, int R, size_t... T>
 constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
   return {tile<L, R, static_cast<int>(T) + 1>...};
 }
 
-// Tiles of 4 rows x up to 4 tokens (16 accumulators); more tokens in groups of 4, each a pass
-// over the tile's rows (re-read from L1/L2); rows left over (n_rows % 4) one at a time.
+// Column segments as on the FP32-activation path (core/matmul_avx512.cpp): the packed
+// activations of one segment for up to 8 tokens (192 bytes per 64 values and token) stay within
+// kSegActBytes of L1, a row's weights of a segment within kSegRowBytes, and the segments of a
+// row are of about equal length; every step prefetches its row's weights one segment ahead (from
+// the last segment: the next work item's first).
+constexpr int64_t kSegActBytes = 16 << 10;
+constexpr int64_t kSegRowBytes = 1024;
+
+int64_t segment_steps(int64_t k, size_t bytes_per_step, int64_t n_steps) {
+  const int64_t by_act = kSegActBytes / (kRecordBytes * k);
+  const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_step);
+  const int64_t max_steps = std::max<int64_t>(1, std::min(by_act, by_row));
+  const int64_t n_seg = std::max<int64_t>(1, (n_steps + max_steps - 1) / max_steps);
+  return std::max<int64_t>(1, (n_steps + n_seg - 1) / n_seg);
+}
+
+// A work item (n_rows <= kMaxRows): per pass of up to 8 tokens, segment by segment, every row
+// tile (4 rows, then single rows) with token groups [0, 4) and [4, k) while the segment's
+// weights are in L1; then the fixed horizontal sums.
 template <class L>
 SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                             int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in,
                             int64_t n_tokens) {
   static constexpr auto k4 = tiles<L, 4>(std::make_index_sequence<4>());
   static constexpr auto k1 = tiles<L, 1>(std::make_index_sequence<4>());
-  int r = 0;
-  for (; r + 4 <= n_rows; r += 4) {
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += 4) {
-      const int k = static_cast<int>(std::min<int64_t>(4, n_tokens - t0));
-      k4[k - 1](out + t0 * n_out + r, n_out, row0 + r * row_bytes, row_bytes,
-                xq + t0 * kRecordBytes, xs, n_in);
+  alignas(64) float acc[kMaxRows * kAccStride];
+  const int64_t n_blocks = n_in / kQuantBlock, n_full = n_blocks / 2;
+  const bool odd = n_blocks % 2 != 0;
+  const auto offset = [](int64_t s) { return static_cast<int64_t>(2 * s * L::kBytes); };
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    const int k = static_cast<int>(std::min<int64_t>(kMaxTokens, n_tokens - t0));
+    const uint8_t* xt = xq + t0 * kRecordBytes;
+    const int64_t seg = segment_steps(k, 2 * L::kBytes, n_full);
+    for (int64_t s0 = 0;; s0 += seg) {
+      const int64_t s1 = std::min(n_full, s0 + seg);
+      const bool last = s1 == n_full;
+      const int64_t pf =
+          last ? static_cast<int64_t>(kMaxRows * row_bytes) - offset(s0) : offset(s1) - offset(s0);
+      for (int g0 = 0; g0 < k; g0 += 4) {
+        const int gk = std::min(4, k - g0);
+        const uint8_t* xg = xt + g0 * kRecordBytes;
+        int r = 0;
+        for (; r + 4 <= n_rows; r += 4) {
+          k4[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, last && odd, s0 == 0,
+                     acc + r * kAccStride + 16 * g0, pf);
+        }
+        for (; r < n_rows; r++) {
+          k1[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, last && odd, s0 == 0,
+                     acc + r * kAccStride + 16 * g0, pf);
+        }
+      }
+      if (last) break;
     }
-  }
-  for (; r < n_rows; r++) {
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += 4) {
-      const int k = static_cast<int>(std::min<int64_t>(4, n_tokens - t0));
-      k1[k - 1](out + t0 * n_out + r, n_out, row0 + r * row_bytes, row_bytes,
-                xq + t0 * kRecordBytes, xs, n_in);
+    for (int r = 0; r < n_rows; r++) {
+      for (int t = 0; t < k; t++) {
+        out[(t0 + t) * n_out + r] = hsum(_mm512_load_ps(acc + r * kAccStride + 16 * t));
+      }
     }
   }
 }

@@ -28,8 +28,9 @@ constexpr int64_t kStepValues = 64;
 void pack(uint8_t* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk, int64_t s0,
           int64_t s1, DType weights);
 
-// out[t * n_out + j] for rows j < n_rows starting at row0 (stored rows row_bytes apart) and
-// tokens t < n_tokens; xq: the chunk's packed activations, xs = n_tokens * kRecordBytes.
+// out[t * n_out + j] for rows j < n_rows (<= 12, a work item) starting at row0 (stored rows
+// row_bytes apart) and tokens t < n_tokens; xq: the chunk's packed activations, xs = n_tokens *
+// kRecordBytes.
 using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                         int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in, int64_t n_tokens);
 // The kernel for weights of `dtype` (Q8_0, Q4_0, Q4_1); null for any other dtype.
