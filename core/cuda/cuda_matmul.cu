@@ -54,7 +54,7 @@ __global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView
 // depends only on n_in, then a fixed warp reduction: an output does not depend on n_tokens
 // (batch invariance, as on the CPU).
 //   out: [n_tokens, n_out]   x: [n_tokens, n_in] 16-byte aligned   w: [n_out, n_in] BF16,
-//   n_in % 8 == 0, rows 16-byte aligned; n_tokens <= kMaxT
+//   n_in % 8 == 0, rows 16-byte aligned; n_tokens <= kMaxT <= kBf16VecMaxTokens
 template <int kMaxT>
 __global__ void matmul_bf16_vec_kernel(float* out, const float* __restrict__ x,
                                        const uint4* __restrict__ w, int64_t n_out, int64_t n_in,
@@ -100,7 +100,11 @@ __global__ void matmul_bf16_vec_kernel(float* out, const float* __restrict__ x,
   }
 }
 
-constexpr int kBf16VecMaxTokens = 16;
+// Up to 4 tokens: every warp re-reads the call's activations (n_tokens x n_in floats, from L2)
+// for its row, which beyond 4 tokens costs more than GemmEx's fixed overhead (measured on an
+// H100: the 3B shape's forward took 5.7 ms at 1 token, 6.6 at 4, 10.1 at 8 with this kernel,
+// 6.2 at 8 with GemmEx).
+constexpr int kBf16VecMaxTokens = 4;
 constexpr int kBf16VecWarpsPerBlock = 8;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -122,12 +126,8 @@ void matmul_bf16_vec(float* out, const float* x, const CudaWeightView& w, int64_
     matmul_bf16_vec_kernel<1><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
   } else if (n <= 2) {
     matmul_bf16_vec_kernel<2><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
-  } else if (n <= 4) {
-    matmul_bf16_vec_kernel<4><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
-  } else if (n <= 8) {
-    matmul_bf16_vec_kernel<8><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
   } else {
-    matmul_bf16_vec_kernel<16><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
+    matmul_bf16_vec_kernel<4><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
   }
   SPECLAB_CUDA_CHECK_LAUNCH("matmul_bf16_vec_kernel: bad launch configuration");
 }
@@ -181,7 +181,7 @@ void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView
 void cuda_matmul_weights(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
                          cudaStream_t stream) {
   const CudaMatmulPath path = cuda_matmul_path(w.dtype);
-  if (bf16_vec_applies(x, w, n_tokens)) {  // BF16 with 1..16 tokens: our memory-bound kernel
+  if (bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..4 tokens: our memory-bound kernel
     matmul_bf16_vec(out, x, w, n_tokens, stream);
     return;
   }
