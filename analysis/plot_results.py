@@ -20,6 +20,11 @@ every figure (result_rows.drafter_colors):
   predicted_grid        cost-only rows: predicted speedup vs gamma for several alphas
                         (Theorem 3.8 dashed, refined solid)
   target_tk_ratio       the target's verification cost curve T(k)/T(1)
+  category_breakdown    acceptance, tokens per round and speedup per prompt category (Spec-Bench
+                        layout), one bar per drafter and category with its 95% bootstrap
+                        interval, one column of panels per temperature; read from
+                        RESULTS_DIR/tables.json (`speclab run` writes it; the intervals are
+                        speclab's prompt-clustered bootstrap, experiments/category_tables.h)
 
 Missing fields are skipped (rows from runs without a baseline have no speedup; cost-only rows
 have no acceptance). Exit codes: 0 written, or nothing to plot (said on stderr); 1 matplotlib
@@ -30,6 +35,7 @@ predictions.jsonl), one line on stderr naming the file and line. As in speclab's
 text after the last newline (a row torn by a killed run) is ignored.
 """
 
+import json
 import os
 import sys
 
@@ -46,6 +52,7 @@ PLOT_NAMES = [
     "time_breakdown",
     "predicted_grid",
     "target_tk_ratio",
+    "category_breakdown",
 ]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
@@ -523,6 +530,101 @@ def plot_tk_ratio(plt, rows, plots_dir, written, notes):
     save(plt, fig, plots_dir, "target_tk_ratio", written)
 
 
+CATEGORY_TABLES = (("category_acceptance", "acceptance (accepted / tested)"),
+                   ("category_tokens_per_round", "tokens per round (tau)"),
+                   ("category_speedup", "speedup"))
+
+
+def read_category_tables(results_dir):
+    """{table name: table} of the category_* tables in RESULTS_DIR/tables.json (the JSON of
+    `speclab table --format json`), {} when the file is absent; BadInput when it is not that
+    JSON. Several configs in one file: None (their categories are not comparable)."""
+    path = os.path.join(results_dir, "tables.json")
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            tables = json.load(f)["tables"]
+        out = {}
+        for t in tables:
+            if str(t["name"]).startswith("category_"):
+                if t["name"] in out:
+                    return None
+                if not isinstance(t["columns"], list) or not isinstance(t["rows"], list):
+                    raise TypeError("columns and rows must be lists")
+                out[t["name"]] = t
+        return out
+    except (ValueError, KeyError, TypeError) as e:
+        raise BadInput("%s: not the JSON of `speclab table --format json` (%s)" % (path, e))
+
+
+def plot_category_breakdown(plt, tables, colors, plots_dir, written, notes):
+    if tables is None:
+        notes.append("category breakdown: tables.json holds several configs")
+        return
+    if not tables:
+        notes.append("category breakdown: no category tables in tables.json (rows without "
+                     "prompt categories, or no tables.json: `speclab table RESULTS --format json "
+                     "> tables.json`)")
+        return
+    some = next(iter(tables.values()))
+    # Columns: draft, T, gamma, policy, then per category (and overall) value, lo, hi, n.
+    cats = some["columns"][4::4]
+    temps = sorted({r["T"] for r in some["rows"] if r.get("T") is not None})
+    metrics = [(n, label) for n, label in CATEGORY_TABLES if n in tables]
+    # One row of panels per quantity, one column per temperature.
+    fig, axes = make_panels(plt, len(metrics), len(temps), w=max(4.5, 0.55 * len(cats) + 2.5),
+                            h=3.0)
+    series = []  # (draft, gamma, policy) in table order
+    for r in some["rows"]:
+        key = (r["draft"], r["gamma"], r["policy"])
+        if key not in series:
+            series.append(key)
+    several_gammas = len({(k[1], k[2]) for k in series}) > 1
+    width = 0.8 / max(1, len(series))
+    from matplotlib.patches import Patch
+    handles = []
+    for i, (d, g, pol) in enumerate(series):
+        label = d + (" g=%s %s" % (fmt_value(g), pol) if several_gammas else "")
+        handles.append(Patch(color=colors.get(d, "grey"), label=label))
+    for ti, t in enumerate(temps):
+        for mi, (name, label) in enumerate(metrics):
+            ax = axes[mi][ti]
+            for si, key in enumerate(series):
+                row = next((r for r in tables[name]["rows"]
+                            if (r["draft"], r["gamma"], r["policy"]) == key and r["T"] == t), None)
+                if row is None:
+                    continue
+                xs, ys, lo, hi = [], [], [], []
+                for ci, c in enumerate(cats):
+                    v = row.get(c)
+                    if v is None:
+                        continue
+                    xs.append(ci - 0.4 + width * (si + 0.5))
+                    ys.append(v)
+                    lo.append(v - (row.get(c + "_ci_lo") if row.get(c + "_ci_lo") is not None
+                                   else v))
+                    hi.append((row.get(c + "_ci_hi") if row.get(c + "_ci_hi") is not None
+                               else v) - v)
+                ax.bar(xs, ys, width=width * 0.92, color=colors.get(key[0], "grey"),
+                       yerr=[lo, hi], error_kw={"elinewidth": 0.8, "capsize": 1.5})
+            if name == "category_speedup":
+                ax.axhline(1.0, color="grey", ls=":", lw=1)
+            if name == "category_acceptance":
+                ax.set_ylim(0, 1.02)
+            ax.axvline(len(cats) - 1.5, color="lightgrey", lw=0.8)  # overall apart
+            ax.set_xticks(range(len(cats)))
+            n = [some["rows"][0].get(c + "_n") for c in cats]
+            ax.set_xticklabels(["%s\nn=%s" % (c, "-" if k is None else "%d" % k)
+                                for c, k in zip(cats, n)], fontsize=7, rotation=35, ha="right")
+            ax.set_title("%s, T = %s" % (label, fmt_value(t)), fontsize=9)
+    legend_below(fig, handles, ncol=4)
+    finish_with_legend(fig, len(handles), ncol=4,
+                       title="By prompt category (bars: 95% bootstrap interval over prompts; "
+                             "n = prompts)")
+    save(plt, fig, plots_dir, "category_breakdown", written)
+
+
 # ---------------------------------------------------------------------------------------------
 # Index page
 
@@ -578,6 +680,7 @@ def main(argv):
     try:
         rows = read_rows(results_dir)
         predictions = read_predictions(results_dir)
+        category_tables = read_category_tables(results_dir)
     except BadInput as e:
         die(str(e), 2)
     if not rows:
@@ -610,9 +713,10 @@ def main(argv):
     plot_time_breakdown(plt, measured, colors, plots_dir, written, notes)
     plot_predicted_grid(plt, rows, plots_dir, written, notes)
     plot_tk_ratio(plt, rows, plots_dir, written, notes)
+    plot_category_breakdown(plt, category_tables, colors, plots_dir, written, notes)
     if not measured:
         notes = [n for n in notes if not n.startswith(("speedup", "predicted vs", "acceptance",
-                                                       "time breakdown"))]
+                                                       "time breakdown", "category"))]
     index = write_index(results_dir, rows, written, notes)
     report = report_html.write_report(results_dir, rows, written, notes, predictions)
     if not written:

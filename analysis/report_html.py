@@ -32,9 +32,15 @@ TITLES = {
     "time_breakdown": "Where the time goes",
     "predicted_grid": "Predicted speedup vs gamma (cost-only rows)",
     "target_tk_ratio": "Target verification cost T(k)/T(1)",
+    "category_breakdown": "By prompt category",
 }
 
 CAPTIONS = {
+    "category_breakdown": "Acceptance (accepted / tested drafts), tokens per round and speedup "
+                          "per prompt category (Spec-Bench layout), one colour per drafter, "
+                          "one column of panels per temperature; the last group is all prompts. "
+                          "Bars: 95% bootstrap interval over the category's prompts (speclab's "
+                          "category tables); n = prompts.",
     "predicted_vs_measured": "Every cell's predicted speedup against its measurement, one colour "
                              "per drafter. Filled circles: the prediction (out of sample from "
                              "`speclab predict` when the rows carry it, else the refined in-run "

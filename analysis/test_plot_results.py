@@ -5,7 +5,9 @@
 
 Plain asserts; exit 0 when all pass. Uses the synthetic fixture analysis/testdata/results.jsonl
 (rows with the fields experiments/cell_runner.cpp writes: measured cells with and without a
-baseline, and cost-only rows with predicted_grid). Set SPECLAB_BIN to a built speclab to also
+baseline, and cost-only rows with predicted_grid) and analysis/testdata/categories/ (a tiny-zoo
+run with two prompt categories: results.jsonl, tables.json and tables.md as `speclab run` wrote
+them). Set SPECLAB_BIN to a built speclab to also
 test plot_simulator.py (ctest does).
 """
 
@@ -156,6 +158,55 @@ def test_bad_input(tmp):
     rc, _, err = run(SCRIPT)
     assert rc == 2, (rc, err)
     one_line(err)
+
+
+def category_fixture_dir(tmp, name):
+    d = os.path.join(tmp, name)
+    shutil.copytree(os.path.join(FIXTURE, "categories"), d)
+    return d
+
+
+def test_category_breakdown(tmp):
+    # Rows and tables.json of a tiny-zoo run with two prompt categories (continuation, qa),
+    # two drafters, T = 0 and 1 (analysis/testdata/categories, written by `speclab run`).
+    d = category_fixture_dir(tmp, "categories")
+    rc, _, err = run(SCRIPT, d)
+    assert rc == 0, err
+    assert_plots(d, ["category_breakdown"])
+    index = open(os.path.join(d, "index.md")).read()
+    assert "](plots/category_breakdown.png)" in index
+    assert "| draft | T | gamma | policy | continuation | qa | overall |" in index
+    # What the figure draws is the tables' cells: categories in order, then overall.
+    sys.path.insert(0, HERE)
+    import plot_results
+    tables = plot_results.read_category_tables(d)
+    assert sorted(tables) == ["category_acceptance", "category_speedup",
+                              "category_tokens_per_round"], sorted(tables)
+    acc = tables["category_acceptance"]
+    assert acc["columns"][4::4] == ["continuation", "qa", "overall"], acc["columns"]
+    rows = [json.loads(l) for l in open(os.path.join(d, "results.jsonl")) if l.strip()]
+    for tr in acc["rows"]:
+        row = next(r for r in rows if r["drafter"] == tr["draft"] and r["temperature"] == tr["T"])
+        assert abs(tr["overall"] - row["alpha_empirical"]) < 1e-9, (tr, row["alpha_empirical"])
+        assert tr["qa_n"] == 3 and tr["continuation_n"] == 3, tr
+        assert tr["qa_ci_lo"] <= tr["qa"] <= tr["qa_ci_hi"], tr
+
+    # Without tables.json (an older results directory): the other figures, and a note.
+    d = category_fixture_dir(tmp, "no-tables-json")
+    os.remove(os.path.join(d, "tables.json"))
+    rc, _, err = run(SCRIPT, d)
+    assert rc == 0, err
+    assert not os.path.exists(os.path.join(d, "plots", "category_breakdown.png"))
+    assert "category breakdown: no category tables" in open(os.path.join(d, "index.md")).read()
+
+    # A tables.json that is not speclab's: exit 2, one line naming it, no figures.
+    d = category_fixture_dir(tmp, "bad-tables-json")
+    with open(os.path.join(d, "tables.json"), "w") as f:
+        f.write('{"tables": [{"name": "category_speedup"}]}')
+    rc, _, err = run(SCRIPT, d)
+    assert rc == 2, (rc, err)
+    assert "tables.json: not the JSON of `speclab table --format json`" in one_line(err), err
+    assert not os.path.exists(os.path.join(d, "plots"))
 
 
 def test_simulator(tmp):

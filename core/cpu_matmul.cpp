@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "core/matmul_avx512.h"
+#include "core/matmul_int8.h"
+#include "core/matmul_vnni.h"
 
 namespace speclab {
 namespace {
@@ -126,6 +128,8 @@ SPECLAB_AVX2 inline __m256 u8x8_to_ps(__m128i bytes) {
 SPECLAB_AVX2 void row_to_f32_avx2(float* dst, DType dtype, const void* src, int64_t n) {
   switch (dtype) {
     case DType::F32:
+    case DType::Q4_K:  // (the AVX-512 path dequantizes K-quants in registers)
+    case DType::Q6_K:
       dtype_to_f32(dtype, src, dst, n);
       return;
     case DType::F16: {
@@ -205,6 +209,7 @@ struct Kernels {
   // Dequantizes in registers (no FP32 row copy); null: convert rows, then `block`.
   matmul_avx512::RowsFn (*fused)(DType);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
+  bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 weights go through vpdpbusd (int8 activations)
   MatmulIsa id;
   const char* isa;
 };
@@ -213,13 +218,18 @@ constexpr int kRowBlock = 4;  // weight rows per work item and per register tile
 // Rows per work item of the fused (AVX-512) paths.
 constexpr int kFusedRowBlock = matmul_avx512::kRowBlock;
 
-const Kernels kGenericKernels{row_to_f32_generic,  block_generic, nullptr, false,
+const Kernels kGenericKernels{row_to_f32_generic,  block_generic, nullptr, false, false,
                               MatmulIsa::kGeneric, "generic"};
-const Kernels kAvx2Kernels{row_to_f32_avx2, block_avx2, nullptr, false, MatmulIsa::kAvx2, "avx2"};
-const Kernels kAvx512Kernels{row_to_f32_avx2, block_avx2,         matmul_avx512::rows_fn,
-                             false,           MatmulIsa::kAvx512, "avx512"};
-const Kernels kAvx512Bf16Kernels{row_to_f32_avx2,        block_avx2,  matmul_avx512::rows_fn, true,
-                                 MatmulIsa::kAvx512Bf16, "avx512bf16"};
+const Kernels kAvx2Kernels{row_to_f32_avx2, block_avx2,       nullptr, false,
+                           false,           MatmulIsa::kAvx2, "avx2"};
+const Kernels kAvx512Kernels{row_to_f32_avx2,    block_avx2, matmul_avx512::rows_fn, false, false,
+                             MatmulIsa::kAvx512, "avx512"};
+const Kernels kAvx512Bf16Kernels{
+    row_to_f32_avx2,        block_avx2,  matmul_avx512::rows_fn, true, false,
+    MatmulIsa::kAvx512Bf16, "avx512bf16"};
+const Kernels kAvx512VnniKernels{row_to_f32_avx2, block_avx2, matmul_avx512::rows_fn,
+                                 false,           true,       MatmulIsa::kAvx512Vnni,
+                                 "avx512vnni"};
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know
 // "f16c" (a compile error with CXX=clang++, as in the fuzz and sanitizer builds).
@@ -245,6 +255,8 @@ bool cpu_has(MatmulIsa isa) {
       return avx512;
     case MatmulIsa::kAvx512Bf16:
       return avx512 && __builtin_cpu_supports("avx512bf16");
+    case MatmulIsa::kAvx512Vnni:
+      return avx512 && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }
@@ -259,19 +271,25 @@ const Kernels& kernels_for(MatmulIsa isa) {
       return kAvx512Kernels;
     case MatmulIsa::kAvx512Bf16:
       return kAvx512Bf16Kernels;
+    case MatmulIsa::kAvx512Vnni:
+      return kAvx512VnniKernels;
     case MatmulIsa::kBest:
       break;
   }
-  // SPECLAB_MATMUL_ISA=generic|avx2|avx512|avx512bf16 picks a path for a whole run (as
-  // matmul_force_isa does for tests); unknown or unsupported: the default.
+  // SPECLAB_MATMUL_ISA=generic|avx2|avx512|avx512bf16|avx512vnni picks a path for a whole run
+  // (as matmul_force_isa does for tests); unknown or unsupported: the default.
   if (const char* env = std::getenv("SPECLAB_MATMUL_ISA")) {
-    for (const Kernels* k :
-         {&kGenericKernels, &kAvx2Kernels, &kAvx512Kernels, &kAvx512Bf16Kernels}) {
+    for (const Kernels* k : {&kGenericKernels, &kAvx2Kernels, &kAvx512Kernels, &kAvx512Bf16Kernels,
+                             &kAvx512VnniKernels}) {
       if (std::strcmp(env, k->isa) == 0 && cpu_has(k->id)) return *k;
     }
   }
   // avx512bf16 is not the default: BF16 activations move a BF16 model's logits by ~1e-2,
   // beyond the golden tests' 1e-3 against transformers (FP32), and change greedy outputs.
+  // Nor is avx512vnni: int8 activation blocks move SmolLM2-135M Q4_1's logits by up to 1.1
+  // and its greedy continuation leaves transformers' at a step whose top-2 margin is 0.04
+  // (tests/llama/test_llama_golden.cpp); and its kernels are faster only for Q8_0 so far
+  // (docs/cpu-kernels.md).
   for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
     if (cpu_has(best)) return kernels_for(best);
   }
@@ -289,6 +307,54 @@ void check_shapes(const TensorView& w) {
   SPECLAB_ASSERT(w.shape.size() == 2);
   SPECLAB_ASSERT(w.data != nullptr);
   SPECLAB_ASSERT(w.cols() % dtype_block_size(w.dtype) == 0);
+}
+
+// The avx512vnni path for Q8_0 / Q4_0 / Q4_1 weights: activations quantized to int8 blocks and
+// packed (matmul_vnni::pack), then row blocks shared by the threads as on the fused path.
+void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens,
+                         bool parallel) {
+  const int64_t n_out = w.rows();
+  const int64_t n_in = w.cols();
+  const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  const matmul_vnni::RowsFn rows = matmul_vnni::rows_fn(w.dtype);
+  // Chunks of tokens as on the fused path (prompts reread the weights once per chunk).
+  const int64_t chunk = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
+  const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
+  const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
+  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * matmul_vnni::kRecordBytes);
+  thread_local std::vector<uint8_t> xq;  // packed activations (per thread when private)
+  if (xq.size() < packed) xq.resize(packed);
+  uint8_t* shared = xq.data();
+  const int64_t n_blocks = (n_out + kFusedRowBlock - 1) / kFusedRowBlock;
+  // One chunk (decode, verification): every thread packs all of it (no barrier needed).
+  const bool private_pack = n_chunks == 1;
+#pragma omp parallel if (parallel)
+  {
+    uint8_t* xq_t = shared;
+    if (private_pack) {
+      if (xq.size() < packed) xq.resize(packed);
+      xq_t = xq.data();  // this thread's buffer (thread_local)
+      matmul_vnni::pack(xq_t, x, n_tokens, n_in, chunk, 0, n_steps, w.dtype);
+    } else {
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < n_steps; s += 8) {
+        matmul_vnni::pack(shared, x, n_tokens, n_in, chunk, s, std::min(n_steps, s + 8), w.dtype);
+      }  // (barrier: every thread reads all of it)
+    }
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+      const int64_t n_chunk = std::min(chunk, n_tokens - t0);
+      const int64_t offset = t0 * n_steps * matmul_vnni::kRecordBytes;
+      const int64_t xs = n_chunk * matmul_vnni::kRecordBytes;
+#pragma omp for schedule(guided) nowait
+      for (int64_t b = 0; b < n_blocks; b++) {
+        const int64_t r0 = b * kFusedRowBlock;
+        const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
+        rows(out + t0 * n_out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes,
+             n_rows, xq_t + offset, xs, n_in, n_chunk);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -309,6 +375,19 @@ bool matmul_rounds_activations_to_bf16(DType dtype) {
   return dtype == DType::BF16 && kernels().bf16_dot;
 }
 
+bool matmul_quantizes_activations(DType dtype) {
+  return kernels().int8_dot && dtype_has_int8_dot(dtype);
+}
+
+void matmul_force_float_activations(bool force) {
+  matmul_force_isa(MatmulIsa::kBest);
+  if (force && kernels().int8_dot) {
+    for (MatmulIsa isa : {MatmulIsa::kAvx512, MatmulIsa::kAvx2, MatmulIsa::kGeneric}) {
+      if (matmul_force_isa(isa)) return;
+    }
+  }
+}
+
 void weights_row_to_f32(float* dst, const TensorView& w, int64_t r) {
   kernels().row_to_f32(dst, w.dtype, w.row_ptr(r), w.cols());
 }
@@ -325,6 +404,10 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   // few microseconds, and far more when the machine is oversubscribed and a thread waits at
   // the barrier. Each output is computed the same way either way (no result depends on it).
   const bool parallel = n_out * n_in * n_tokens >= (int64_t{1} << 18);
+  if (k.int8_dot && dtype_has_int8_dot(w.dtype)) {
+    matmul_weights_int8(out, x, w, n_tokens, parallel);
+    return;
+  }
   const matmul_avx512::RowsFn fused = k.fused != nullptr ? k.fused(w.dtype) : nullptr;
   if (fused != nullptr) {
     // Prompts (hundreds of tokens) go in chunks of tokens whose packed activations fit in L2

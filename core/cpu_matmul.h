@@ -36,10 +36,15 @@ void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 //               rounded to BF16 (the other dtypes as avx512). Twice the arithmetic rate, but
 //               not exact enough for the golden tests: only when asked for
 //               (matmul_force_isa, or SPECLAB_MATMUL_ISA=avx512bf16 in the environment).
+//   avx512vnni  as avx512, and Q8_0 / Q4_0 / Q4_1 weights dotted with vpdpbusd against
+//               activations quantized to int8 per 32-value block (core/matmul_int8.h states
+//               the arithmetic and its error bound; core/matmul_vnni.cpp). The other dtypes
+//               as avx512. Opt-in (matmul_force_isa, SPECLAB_MATMUL_ISA=avx512vnni): int8
+//               activations move real models' logits beyond the golden tests' 1e-3.
 // Default: the best of avx512, avx2, generic the CPU supports.
-enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16 };
+enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vnni };
 
-// The path in use: "generic", "avx2", "avx512" or "avx512bf16".
+// The path in use: "generic", "avx2", "avx512", "avx512bf16" or "avx512vnni".
 const char* matmul_isa();
 // For tests and comparisons: force a path (kBest: back to the best one the CPU supports).
 // Returns false, changing nothing, if this CPU lacks the path's instructions. Not
@@ -50,5 +55,13 @@ void matmul_force_generic(bool force);
 // Whether matmul_weights on weights of `dtype` rounds the activations to BF16 on the path in
 // use (avx512bf16 and BF16 weights): tests compare against a reference fed the same rounding.
 bool matmul_rounds_activations_to_bf16(DType dtype);
+// Whether matmul_weights on weights of `dtype` quantizes the activations to int8 blocks on the
+// path in use (avx512vnni and Q8_0 / Q4_0 / Q4_1): such products equal
+// matmul_weights_ref_int8 (core/matmul_int8.h) up to FP32 summation order.
+bool matmul_quantizes_activations(DType dtype);
+// For comparisons against FP32-activation references (other backends, golden logits): the best
+// path the CPU supports that keeps FP32 activations (avx512 rather than avx512vnni); false:
+// back to the default. Not thread-safe, like matmul_force_isa.
+void matmul_force_float_activations(bool force);
 
 }  // namespace speclab

@@ -187,6 +187,80 @@ struct LoadQ4 {
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
 
+// Q4_K: a 32-column step is one sub-block j of a super-block, whose 16 possible weights
+// table[q] = (d * sc_j) * q - dmin * m_j (a product, then a difference: dtype_to_f32's rounding)
+// are computed once per step; its nibbles (the low ones of 32 bytes of qs for even j, the high
+// ones for odd j) pick them with vpermps, which reads only the low 4 bits of each index.
+struct LoadQ4_K {
+  struct Block {
+    __m512 table;
+    const uint8_t* q;
+    bool high;  // odd sub-block: the high nibbles
+  };
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) {
+    return static_cast<size_t>(i) * sizeof(BlockQ4_K) / kSuperBlock;
+  }
+  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+    const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(row) + i / kSuperBlock;
+    const int j = static_cast<int>(i % kSuperBlock) / 32;
+    int sc, m;
+    dtype_q4_k_scale_min(b->scales, j, &sc, &m);
+    const float d1 = _cvtsh_ss(b->d) * static_cast<float>(sc);
+    const float m1 = _cvtsh_ss(b->dmin) * static_cast<float>(m);
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    return {_mm512_sub_round_ps(_mm512_mul_round_ps(_mm512_set1_ps(d1), iota, r),
+                                _mm512_set1_ps(m1), r),
+            b->qs + 32 * (j / 2), j % 2 != 0};
+  }
+  SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
+    __m512i idx =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.q + 16 * h)));
+    if (b.high) idx = _mm512_srli_epi32(idx, 4);
+    return _mm512_permutexvar_ps(idx, b.table);
+  }
+  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
+};
+
+// Q6_K: a 32-column step is group g of half n of a super-block. Its 32 six-bit codes are put
+// together with byte operations once per step (low 4 bits: 32 bytes of ql, low or high nibbles;
+// high 2 bits: bits 2g, 2g + 1 of 32 bytes of qh), minus 32, as signed bytes; each 16-column half
+// has its own scale d * scales[e / 16]; x = (d * scale) * (q - 32), as dtype_to_f32 computes it.
+struct LoadQ6_K {
+  struct Block {
+    __m512 s[2];
+    __m256i q;  // the step's 32 values q - 32 (signed bytes)
+  };
+  static constexpr int kLines = 1;
+  static size_t offset(int64_t i) {
+    return static_cast<size_t>(i) * sizeof(BlockQ6_K) / kSuperBlock;
+  }
+  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+    const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + i / kSuperBlock;
+    const int e0 = static_cast<int>(i % kSuperBlock), n = e0 / 128, g = (e0 % 128) / 32;
+    const float d = _cvtsh_ss(b->d);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256i ql =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * n + 32 * (g % 2)));
+    if (g >= 2) ql = _mm256_srli_epi16(ql, 4);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * n));
+    // (qh >> 2g) & 3, moved to bits 4..5: no bit crosses a byte (values <= 0x30).
+    const __m256i hi = _mm256_slli_epi16(
+        _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3)), 4);
+    const __m256i q =
+        _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql, low4), hi), _mm256_set1_epi8(32));
+    return {{_mm512_set1_ps(d * static_cast<float>(b->scales[e0 / 16])),
+             _mm512_set1_ps(d * static_cast<float>(b->scales[e0 / 16 + 1]))},
+            q};
+  }
+  SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
+    const __m128i q16 = h == 0 ? _mm256_castsi256_si128(b.q) : _mm256_extracti128_si256(b.q, 1);
+    return _mm512_mul_ps(b.s[h], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q16)));
+  }
+  static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
+};
+
 // Accumulators of a work item between segments: row j, token t at acc[(j * 8 + t) * 16].
 constexpr int kMaxTokens = 8;
 constexpr int kAccStride = kMaxTokens * 16;
@@ -461,6 +535,10 @@ RowsFn rows_fn(DType dtype) {
       return rows_avx512<LoadQ4<false>>;
     case DType::Q4_1:
       return rows_avx512<LoadQ4<true>>;
+    case DType::Q4_K:
+      return rows_avx512<LoadQ4_K>;
+    case DType::Q6_K:
+      return rows_avx512<LoadQ6_K>;
   }
   return nullptr;
 }

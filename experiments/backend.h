@@ -17,4 +17,8 @@ std::unique_ptr<TokenRunner> backend_create_runner(const std::string& backend,
                                                    const LlamaModel& model, int64_t max_ctx,
                                                    const std::string& what);
 
+// The same choice as a factory for drafters that run a model (draft models, self-speculation),
+// so they run on the target's backend. Checks `backend` now (InputError as above).
+TokenRunnerFactory backend_runner_factory(const std::string& backend, const std::string& what);
+
 }  // namespace speclab

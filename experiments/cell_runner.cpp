@@ -13,6 +13,7 @@
 #include "core/speculative_verify.h"
 #include "core/speedup_theory.h"
 #include "core/stats.h"
+#include "experiments/backend.h"
 #include "experiments/model_identity.h"
 #include "experiments/round_trace.h"
 #include "experiments/run_conditions.h"
@@ -129,7 +130,11 @@ nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
 
 PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
   PreparedDrafter d;
-  d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx());
+  // A draft model runs on the target's backend (a draft on the CPU beside a target on a GPU
+  // would measure the host, not speculative decoding on the device).
+  d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx(),
+                             backend_runner_factory(ctx.config->generation.backend,
+                                                    ctx.config->where("generation.backend")));
   d.identity["name"] = entry.name;
   d.identity["spec"] = entry.ref.spec;
   if (const LlamaModel* m = d.drafter->model()) {

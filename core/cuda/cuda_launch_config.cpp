@@ -39,6 +39,8 @@ CudaMatmulPath cuda_matmul_path(DType dtype) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q4_1:
+    case DType::Q4_K:
+    case DType::Q6_K:
       return CudaMatmulPath::kDequantKernel;
   }
   SPECLAB_ASSERT(false);

@@ -45,6 +45,28 @@ __device__ inline float cuda_weight_at(const CudaWeightView& w, const uint8_t* r
       const int nib = e < 16 ? (blk[4 + e] & 0xF) : (blk[4 + e - 16] >> 4);
       return d * static_cast<float>(nib) + m;
     }
+    case DType::Q4_K: {  // {fp16 d; fp16 dmin; uint8 scales[12]; uint8 qs[128]} per 256
+      const uint8_t* blk = row + (j / 256) * 144;
+      const int e = j % 256, sub = e / 32, l = e % 32;
+      const uint8_t* sc = blk + 4;
+      const int s = sub < 4 ? (sc[sub] & 63) : ((sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4));
+      const int mn = sub < 4 ? (sc[sub + 4] & 63) : ((sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4));
+      const uint8_t qb = blk[16 + 32 * (sub / 2) + l];
+      const int nib = sub % 2 == 0 ? (qb & 0xF) : (qb >> 4);
+      const float d = cuda_half_bits_to_f32(reinterpret_cast<const uint16_t*>(blk)[0]);
+      const float dmin = cuda_half_bits_to_f32(reinterpret_cast<const uint16_t*>(blk)[1]);
+      return d * static_cast<float>(s) * static_cast<float>(nib) - dmin * static_cast<float>(mn);
+    }
+    case DType::Q6_K: {  // {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; fp16 d} per 256
+      const uint8_t* blk = row + (j / 256) * 210;
+      const int e = j % 256, n = e / 128, g = (e % 128) / 32, l = e % 32;
+      const uint8_t lb = blk[64 * n + 32 * (g % 2) + l];
+      const int lo = g < 2 ? (lb & 0xF) : (lb >> 4);
+      const int hi = (blk[128 + 32 * n + l] >> (2 * g)) & 3;
+      const float d = cuda_half_bits_to_f32(*reinterpret_cast<const uint16_t*>(blk + 208));
+      const int8_t scale = static_cast<int8_t>(blk[192 + e / 16]);
+      return d * static_cast<float>(scale) * static_cast<float>((lo | (hi << 4)) - 32);
+    }
   }
   return 0.0f;
 }

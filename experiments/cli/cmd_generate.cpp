@@ -197,11 +197,13 @@ void run_generate(const GenerateArgs& a) {
     cfg.draft_sampling = req.sampling;
     if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
     sampling_validate(cfg.draft_sampling);
-    drafter = drafter_create(a.draft, *target, runner.max_ctx());
+    drafter = drafter_create(a.draft, *target, runner.max_ctx(),
+                             backend_runner_factory(a.backend, "--backend"));
     res = generate_tree_speculative(runner, *drafter, req, cfg);
     stats.add(res.rounds);
   } else {
-    drafter = drafter_create(a.draft, *target, runner.max_ctx());
+    drafter = drafter_create(a.draft, *target, runner.max_ctx(),
+                             backend_runner_factory(a.backend, "--backend"));
     SpeculativeConfig cfg;
     cfg.gamma = a.gamma;
     cfg.draft_sampling = req.sampling;

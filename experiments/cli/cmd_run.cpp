@@ -2,10 +2,11 @@
 //
 // Runs every (not yet finished) cell of the config's sweep and appends one result row per
 // cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
-// DIR/tables.md, the config as written (DIR/config.yaml) and resolved (DIR/config.resolved.json)
-// and, when python3 with matplotlib is available, the plots and the report DIR/index.html
-// (analysis/plot_results.py, docs/report.md). Each output is written whole or not at all
-// (core/output_file.h): a full disk is exit 2 naming the file, never an empty table.
+// DIR/tables.md and DIR/tables.json, the config as written (DIR/config.yaml) and resolved
+// (DIR/config.resolved.json) and, when python3 with matplotlib is available, the plots and
+// the report DIR/index.html (analysis/plot_results.py, docs/report.md). Each output is
+// written whole or not at all (core/output_file.h): a full disk is exit 2 naming the file,
+// never an empty table.
 // SIGINT and SIGTERM abandon the cell in flight and exit after the rows already written, with
 // one line, the lock removed and exit code 128 + signal (130 for SIGINT, 143 for SIGTERM); a
 // later --resume completes the sweep.
@@ -148,6 +149,8 @@ void run_experiment(const RunArgs& a) {
   // Tables and plots from everything in the results file (other shards' rows included).
   const auto rows = results_read(store.results_path());
   output_file_write_atomic(dir + "/tables.md", result_tables_render(rows, TableFormat::kMarkdown));
+  // The same tables as JSON, for the plots (analysis/plot_results.py: category_breakdown).
+  output_file_write_atomic(dir + "/tables.json", result_tables_render(rows, TableFormat::kJson));
   // The report shows the config's header comment and the resolved config (--set applied).
   output_file_write_atomic(dir + "/config.yaml",
                            input_file_read(a.config, "config file", 16ull << 20));

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "core/sampling.h"
 #include "core/token_tree.h"
+#include "models/llama/token_runner.h"
 
 namespace speclab {
 
@@ -64,7 +65,10 @@ class Drafter {
 //   self:skip=4-11          the target with layers 4..11 skipped
 //   lookup:n=3              prompt lookup matching the last 3..1 tokens
 //   ngram:PATH              unigram/bigram counts stored in a file
+// make_runner: where model drafters run (empty = the CPU; experiments pass the target's
+// backend so that a draft model runs on the same device as the target).
 std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaModel& target,
-                                        int64_t max_ctx);
+                                        int64_t max_ctx,
+                                        const TokenRunnerFactory& make_runner = {});
 
 }  // namespace speclab

@@ -21,8 +21,9 @@ namespace {
 // A model drafter that owns the model it runs.
 class OwningModelDrafter : public ModelDrafter {
  public:
-  OwningModelDrafter(std::unique_ptr<LlamaModel> model, const std::string& name, int64_t max_ctx)
-      : ModelDrafter(*model, name, max_ctx), model_(std::move(model)) {}
+  OwningModelDrafter(std::unique_ptr<LlamaModel> model, const std::string& name, int64_t max_ctx,
+                     const TokenRunnerFactory& make_runner)
+      : ModelDrafter(*model, name, max_ctx, {}, make_runner), model_(std::move(model)) {}
 
  private:
   // The base holds a reference to *model_, which stays put when the unique_ptr moves in.
@@ -60,7 +61,7 @@ int parse_int(const std::string& spec, const std::string& s) {
 }  // namespace
 
 std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaModel& target,
-                                        int64_t max_ctx) {
+                                        int64_t max_ctx, const TokenRunnerFactory& make_runner) {
   const int64_t vocab = target.config.vocab_size;
   if (spec == "lookup" || spec.rfind("lookup:", 0) == 0) {
     auto opts = parse_options(spec, spec.size() > 7 ? spec.substr(7) : "");
@@ -97,7 +98,7 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
     }
     SPECLAB_INPUT_CHECK(n_skipped < n_layers, "drafter '", spec,
                         "': skips every layer (keep at least one)");
-    return std::make_unique<ModelDrafter>(target, spec, max_ctx, std::move(skip));
+    return std::make_unique<ModelDrafter>(target, spec, max_ctx, std::move(skip), make_runner);
   }
   if (spec.rfind("ngram:", 0) == 0) {
     return ngram_drafter_load(spec.substr(6), vocab);
@@ -107,7 +108,7 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
                       "drafter '", spec, "': a context of ", max_ctx,
                       " tokens (generation.ctx) exceeds the draft model's context length ",
                       model->config.max_seq_len);
-  return std::make_unique<OwningModelDrafter>(std::move(model), spec, max_ctx);
+  return std::make_unique<OwningModelDrafter>(std::move(model), spec, max_ctx, make_runner);
 }
 
 }  // namespace speclab

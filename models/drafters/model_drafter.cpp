@@ -11,11 +11,15 @@
 namespace speclab {
 
 ModelDrafter::ModelDrafter(const LlamaModel& model, std::string name, int64_t max_ctx,
-                           std::vector<bool> skip_layers)
-    : name_(std::move(name)), runner_(model, max_ctx, std::move(skip_layers)) {}
+                           std::vector<bool> skip_layers, const TokenRunnerFactory& make_runner)
+    : name_(std::move(name)),
+      model_(model),
+      runner_(make_runner ? make_runner(model, max_ctx, std::move(skip_layers))
+                          : std::make_unique<LlamaRunner>(model, max_ctx, std::move(skip_layers))) {
+}
 
 void ModelDrafter::reset() {
-  runner_.truncate(0);
+  runner_->truncate(0);
   fed_.clear();
 }
 
@@ -28,10 +32,10 @@ const float* ModelDrafter::catch_up(const std::vector<int32_t>& context, int64_t
   while (common < fed_.size() && common < static_cast<size_t>(L) && fed_[common] == context[common])
     common++;
   common = std::min(common, static_cast<size_t>(L - 1));  // always re-feed at least the last token
-  runner_.truncate(static_cast<int64_t>(common));
+  runner_->truncate(static_cast<int64_t>(common));
   fed_.resize(common);
-  const float* logits = runner_.forward(context.data() + common, L - static_cast<int64_t>(common),
-                                        /*last_only=*/true);
+  const float* logits = runner_->forward(context.data() + common, L - static_cast<int64_t>(common),
+                                         /*last_only=*/true);
   (*n_calls)++;
   fed_.insert(fed_.end(), context.begin() + static_cast<int64_t>(common), context.end());
   return logits;
@@ -40,11 +44,11 @@ const float* ModelDrafter::catch_up(const std::vector<int32_t>& context, int64_t
 void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                            const DraftStopRule& stop, const RngKey& key, DraftProposal* out) {
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t vocab = runner_.vocab();
+  const int64_t vocab = runner_->vocab();
   const int64_t L = static_cast<int64_t>(context.size());
   SPECLAB_ASSERT(L >= 1);
   *out = DraftProposal();
-  k = static_cast<int>(std::min<int64_t>(k, runner_.max_ctx() - L));
+  k = static_cast<int>(std::min<int64_t>(k, runner_->max_ctx() - L));
   if (k <= 0) return;
 
   const float* logits = catch_up(context, &out->n_forward_calls);
@@ -54,7 +58,7 @@ void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const Sam
     const int32_t tok = draft_sample_step(logits, vocab, i, params, stop, key, out);
     if (tok < 0) break;
     if (i + 1 < k) {
-      logits = runner_.forward(&tok, 1, /*last_only=*/true);
+      logits = runner_->forward(&tok, 1, /*last_only=*/true);
       out->n_forward_calls++;
       fed_.push_back(tok);
     }
@@ -80,14 +84,14 @@ std::vector<int32_t> top_tokens(const float* logits, int64_t vocab, int b) {
 void ModelDrafter::propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
                                 const SamplingParams& params, const RngKey& key, DraftTree* out) {
   const auto t0 = std::chrono::steady_clock::now();
-  const int64_t vocab = runner_.vocab();
+  const int64_t vocab = runner_->vocab();
   const int64_t L = static_cast<int64_t>(context.size());
   SPECLAB_ASSERT(L >= 1);
   out->reset(context.back());
   if (shape.depth() == 0) return;
-  SPECLAB_INPUT_CHECK(L - 1 + shape.n_drafted() <= runner_.max_ctx(), "draft '", name_,
+  SPECLAB_INPUT_CHECK(L - 1 + shape.n_drafted() <= runner_->max_ctx(), "draft '", name_,
                       "': a tree of ", shape.n_drafted(), " nodes at position ", L,
-                      " exceeds its context of ", runner_.max_ctx());
+                      " exceeds its context of ", runner_->max_ctx());
   const bool sample = shape.mode == TreeMode::kSample;
   const float* logits = catch_up(context, &out->n_forward_calls);
 
@@ -138,20 +142,20 @@ void ModelDrafter::propose_tree(const std::vector<int32_t>& context, const TreeS
     // One draft pass over the whole level with the tree mask.
     level_tokens.clear();
     level_parent_slots.clear();
-    const int64_t first_slot = runner_.n_past();
+    const int64_t first_slot = runner_->n_past();
     for (size_t i = 0; i < next.size(); i++) {
       level_tokens.push_back(out->token[next[i]]);
       level_parent_slots.push_back(slot[out->parent[next[i]]]);
       slot[next[i]] = static_cast<int32_t>(first_slot + static_cast<int64_t>(i));
     }
-    const float* rows = runner_.forward_tree(level_tokens.data(), level_parent_slots.data(),
-                                             static_cast<int64_t>(next.size()));
+    const float* rows = runner_->forward_tree(level_tokens.data(), level_parent_slots.data(),
+                                              static_cast<int64_t>(next.size()));
     out->n_forward_calls++;
     for (size_t i = 0; i < next.size(); i++)
       take(next[i], rows + i * vocab, shape.branching[d + 1]);
     frontier = std::move(next);
   }
-  runner_.truncate(L);  // forget the tree: the cache holds the committed context again
+  runner_->truncate(L);  // forget the tree: the cache holds the committed context again
   out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

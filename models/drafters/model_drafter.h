@@ -9,16 +9,18 @@
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_forward.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/token_runner.h"
 
 namespace speclab {
 
 class ModelDrafter : public Drafter {
  public:
   // `model` must outlive the drafter. skip_layers as in LlamaRunner (empty = none).
+  // make_runner: where the draft model runs (empty = the CPU LlamaRunner).
   ModelDrafter(const LlamaModel& model, std::string name, int64_t max_ctx,
-               std::vector<bool> skip_layers = {});
+               std::vector<bool> skip_layers = {}, const TokenRunnerFactory& make_runner = {});
   std::string name() const override { return name_; }
-  int64_t vocab_size() const override { return runner_.vocab(); }
+  int64_t vocab_size() const override { return runner_->vocab(); }
   bool deterministic() const override { return false; }
   void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override;
@@ -28,11 +30,12 @@ class ModelDrafter : public Drafter {
   void propose_tree(const std::vector<int32_t>& context, const TreeShape& shape,
                     const SamplingParams& params, const RngKey& key, DraftTree* out) override;
   void reset() override;
-  const LlamaModel* model() const override { return &runner_.model(); }
+  const LlamaModel* model() const override { return &model_; }
 
  private:
   std::string name_;
-  LlamaRunner runner_;
+  const LlamaModel& model_;
+  std::unique_ptr<TokenRunner> runner_;  // LlamaRunner, or the target's backend's runner
   // Rolls back to the longest common prefix of fed_ and context, feeds the rest; returns
   // the logits of context.back(), [vocab].
   const float* catch_up(const std::vector<int32_t>& context, int64_t* n_calls);

@@ -101,6 +101,12 @@ bool ggml_type_to_dtype(uint32_t ggml_type, DType* out) {
     case 8:
       *out = DType::Q8_0;
       return true;
+    case 12:
+      *out = DType::Q4_K;
+      return true;
+    case 14:
+      *out = DType::Q6_K;
+      return true;
     case 30:
       *out = DType::BF16;
       return true;
@@ -308,9 +314,10 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     }
     const uint64_t type_at = cur.offset();
     const uint32_t ggml_type = cur.read<uint32_t>("tensor type");
-    SPECLAB_INPUT_CHECK(ggml_type_to_dtype(ggml_type, &view.dtype), path, ": offset ", type_at,
-                        ": tensor '", name, "' has unsupported ggml type ", ggml_type,
-                        ", expected F32=0, F16=1, Q4_0=2, Q4_1=3, Q8_0=8 or BF16=30");
+    SPECLAB_INPUT_CHECK(
+        ggml_type_to_dtype(ggml_type, &view.dtype), path, ": offset ", type_at, ": tensor '", name,
+        "' has unsupported ggml type ", ggml_type,
+        ", expected F32=0, F16=1, Q4_0=2, Q4_1=3, Q8_0=8, Q4_K=12, Q6_K=14 or BF16=30");
     const uint64_t block = static_cast<uint64_t>(dtype_block_size(view.dtype));
     SPECLAB_INPUT_CHECK(ne[0] % block == 0, path, ": tensor '", name, "' innermost dimension ",
                         ne[0], " is not a multiple of ", block, " as ", dtype_name(view.dtype),

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/rng.h"
@@ -58,6 +60,12 @@ class TokenRunner {
     return false;
   }
 };
+
+// Makes a runner for a model on some backend: (model, max_ctx, skip_layers). Drafters that run
+// a model take one, so a draft model runs where the target runs (experiments/backend.h makes
+// it from generation.backend / --backend). An empty factory means the CPU runner.
+using TokenRunnerFactory = std::function<std::unique_ptr<TokenRunner>(
+    const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip_layers)>;
 
 // The checks every runner makes on its arguments (heads, head_dim, layer count, skip list)
 // and the context it resolves: max_ctx, or min(max_seq_len, 4096) when 0. Fills an empty

@@ -1,5 +1,6 @@
 #include "models/llama/weights_finite.h"
 
+#include <cstddef>
 #include <cstring>
 #include <set>
 
@@ -53,6 +54,15 @@ int64_t tensor_find_non_finite(const TensorView& t) {
     case DType::Q4_1: {  // {f16 d; f16 m; uint8 q[16]}
       const int64_t b = first_bad_block(p, n / kBlock, 20, 2);
       return b < 0 ? -1 : b * kBlock;
+    }
+    case DType::Q4_K: {  // {f16 d; f16 dmin; uint8 scales[12]; uint8 qs[128]}
+      const int64_t b = first_bad_block(p, n / kSuperBlock, sizeof(BlockQ4_K), 2);
+      return b < 0 ? -1 : b * kSuperBlock;
+    }
+    case DType::Q6_K: {  // {uint8 ql[128]; uint8 qh[64]; int8 scales[16]; f16 d}
+      const int64_t b = first_all_ones<uint16_t>(p + offsetof(BlockQ6_K, d), n / kSuperBlock,
+                                                 sizeof(BlockQ6_K), 0x7c00);
+      return b < 0 ? -1 : b * kSuperBlock;
     }
   }
   return -1;

@@ -8,6 +8,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/dtype.h"
+#include "core/matmul_int8.h"
 #include "core/threads.h"
 
 namespace speclab {
@@ -80,7 +81,7 @@ class CpuMatmulPaths : public ::testing::TestWithParam<MatmulIsa> {
 INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths,
                          ::testing::Values(MatmulIsa::kGeneric, MatmulIsa::kAvx2,
                                            MatmulIsa::kAvx512, MatmulIsa::kAvx512Bf16,
-                                           MatmulIsa::kBest),
+                                           MatmulIsa::kAvx512Vnni, MatmulIsa::kBest),
                          [](const auto& info) {
                            switch (info.param) {
                              case MatmulIsa::kGeneric:
@@ -91,15 +92,22 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths,
                                return "avx512";
                              case MatmulIsa::kAvx512Bf16:
                                return "avx512bf16";
+                             case MatmulIsa::kAvx512Vnni:
+                               return "avx512vnni";
                              default:
                                return "best";
                            }
                          });
 
 // The reference fed the activations the path uses: rounded to BF16 where the path dots BF16
-// weights with vdpbf16ps (then only the summation order differs, and the same tolerance holds).
+// weights with vdpbf16ps, quantized to int8 blocks where it dots Q8_0 / Q4_0 / Q4_1 weights with
+// vpdpbusd (then only the summation order differs, and the same tolerance holds).
 void reference_as_path(float* out, const std::vector<float>& x, const TensorView& w,
                        int64_t n_tokens) {
+  if (matmul_quantizes_activations(w.dtype)) {
+    matmul_weights_ref_int8(out, x.data(), w, n_tokens);
+    return;
+  }
   std::vector<float> xr = x;
   if (matmul_rounds_activations_to_bf16(w.dtype)) {
     for (float& v : xr) v = bf16_to_f32(f32_to_bf16(v));

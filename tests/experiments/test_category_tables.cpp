@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -167,6 +168,11 @@ TEST(CategoryTables, TinyRunTablesHaveTheCategoryColumns) {
 
   const CliResult t = run_speclab("table '" + d.file("out/results.jsonl") + "' --format json");
   ASSERT_EQ(t.exit_code, 0) << t.err;
+  // `speclab run` left the same JSON beside tables.md, for the plots.
+  std::ifstream tj(d.file("out/tables.json"));
+  const std::string run_json((std::istreambuf_iterator<char>(tj)),
+                             std::istreambuf_iterator<char>());
+  EXPECT_EQ(run_json, t.out);
   const nlohmann::json tables = nlohmann::json::parse(t.out)["tables"];
   int found = 0;
   for (const auto& tab : tables) {

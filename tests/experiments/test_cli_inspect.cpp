@@ -84,6 +84,34 @@ TEST(CliInspect, BadGgufFileExitsTwoWithOneLine) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "stderr is not one line: " << r.err;
 }
 
+// K-quant tensors the file cannot hold as declared: rows not whole 256-value super-blocks, or
+// data past the end of the file. Exit 2, one line naming the file and the tensor.
+TEST(CliInspect, BadKQuantTensorsExitTwoWithOneLine) {
+  testing::TempDir dir;
+  const std::string path = dir.file("kquant.gguf");
+  struct Case {
+    uint64_t ne0;
+    uint32_t type;
+    size_t bytes;
+    const char* needle;
+  };
+  for (const Case& c : {Case{320, testing::kGgmlQ4_K, 144, "not a multiple of 256 as Q4_K"},
+                        Case{512, testing::kGgmlQ6_K, 210, "outside the data section"}}) {
+    testing::GgufWriter w;
+    w.str("general.architecture", "llama");
+    w.tensor("blk.0.ffn_down.weight", {c.ne0}, c.type, testing::Bytes(c.bytes));
+    testing::write_bytes(path, w.build());
+    CliResult r = run_speclab("inspect '" + path + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'blk.0.ffn_down.weight'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "stderr is not one line: " << r.err;
+  }
+}
+
 TEST(CliInspect, MissingPathAndMissingArgument) {
   CliResult r = run_speclab("inspect /nonexistent/model.gguf");
   EXPECT_EQ(r.exit_code, 2);

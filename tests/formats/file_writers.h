@@ -132,6 +132,8 @@ enum GgmlType : uint32_t {
   kGgmlQ4_0 = 2,
   kGgmlQ4_1 = 3,
   kGgmlQ8_0 = 8,
+  kGgmlQ4_K = 12,
+  kGgmlQ6_K = 14,
   kGgmlBF16 = 30
 };
 

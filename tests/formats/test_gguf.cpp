@@ -182,6 +182,51 @@ TEST(Gguf, TensorsViewedInPlaceWithExactValues) {
   EXPECT_EQ(g->find_tensor("absent"), nullptr);
 }
 
+// K-quant super-blocks (ggml types 12 and 14) built by hand, read in place with their values.
+// Q4_K: d = 1, dmin = 0.5, sub-block j: scale j + 1, min 2; qs[k] = k % 16 | (15 - k % 16) << 4
+//   -> x[e] = (j + 1) * q - 1 with j = e / 32, q = l % 16 (j even) or 15 - l % 16 (j odd).
+// Q6_K: d = 0.5, scales[s] = s + 1, every 6-bit code 40 -> x[e] = 0.5 * (e / 16 + 1) * 8.
+TEST(Gguf, ReadsQ4_KAndQ6_KSuperBlocks) {
+  Bytes q4k;
+  put<uint16_t>(q4k, f32_to_fp16(1.0f));
+  put<uint16_t>(q4k, f32_to_fp16(0.5f));
+  for (int j = 0; j < 4; j++) put<uint8_t>(q4k, static_cast<uint8_t>(j + 1));  // sc 0..3
+  for (int j = 0; j < 4; j++) put<uint8_t>(q4k, 2);                            // m 0..3
+  for (int j = 4; j < 8; j++) put<uint8_t>(q4k, static_cast<uint8_t>((j + 1) | (2 << 4)));
+  for (int k = 0; k < 128; k++)
+    put<uint8_t>(q4k, static_cast<uint8_t>(k % 16 | (15 - k % 16) << 4));
+  ASSERT_EQ(q4k.size(), 144u);
+  Bytes q6k(210, 0);
+  for (int k = 0; k < 128; k++) q6k[k] = 0x88;    // low 4 bits of 40 = 8, both nibbles
+  for (int k = 128; k < 192; k++) q6k[k] = 0xAA;  // high 2 bits of 40 = 2, all four groups
+  for (int s = 0; s < 16; s++) q6k[192 + s] = static_cast<uint8_t>(s + 1);
+  const uint16_t half = f32_to_fp16(0.5f);
+  std::memcpy(&q6k[208], &half, 2);
+  Bytes q4k2 = q4k, q6k2 = q6k;
+  q4k2.insert(q4k2.end(), q4k.begin(), q4k.end());
+  q6k2.insert(q6k2.end(), q6k.begin(), q6k.end());
+  GgufWriter w;
+  w.tensor("q4k", {512}, kGgmlQ4_K, q4k2);
+  w.tensor("q6k", {256, 2}, kGgmlQ6_K, q6k2);
+  TempDir dir;
+  auto g = GgufFile::open(write_gguf(dir, w));
+  const TensorView* a = g->find_tensor("q4k");
+  EXPECT_EQ(a->dtype, DType::Q4_K);
+  EXPECT_EQ(a->shape, (std::vector<int64_t>{512}));
+  EXPECT_EQ(a->nbytes, 288u);
+  std::vector<float> v = to_f32(*a);
+  for (int e = 0; e < 512; e++) {
+    const int j = (e % 256) / 32, l = e % 32, q = j % 2 == 0 ? l % 16 : 15 - l % 16;
+    ASSERT_EQ(v[e], static_cast<float>((j + 1) * q) - 1.0f) << e;
+  }
+  const TensorView* b = g->find_tensor("q6k");
+  EXPECT_EQ(b->dtype, DType::Q6_K);
+  EXPECT_EQ(b->shape, (std::vector<int64_t>{2, 256}));
+  EXPECT_EQ(b->nbytes, 420u);
+  v = to_f32(*b);
+  for (int e = 0; e < 512; e++) ASSERT_EQ(v[e], 0.5f * ((e % 256) / 16 + 1) * 8) << e;
+}
+
 TEST(Gguf, AcceptsVersion2AndCustomAlignment) {
   TempDir dir;
   GgufWriter w = valid_writer();
@@ -246,9 +291,22 @@ TEST(Gguf, BadFilesCatalogue) {
   const std::vector<BadCase> cases = {
       {"unknown version", [](GgufWriter& w) { w.version = 4; }, {"version 4", "expected 2 or 3"}},
       {"version 1", [](GgufWriter& w) { w.version = 1; }, {"version 1"}},
-      {"unsupported ggml type (Q4_K)",
-       [](GgufWriter& w) { w.tensor("blk.0.q4k", {256}, 12, Bytes(144)); },
-       {"'blk.0.q4k'", "ggml type 12"}},
+      {"unsupported ggml type (Q5_K)",
+       [](GgufWriter& w) { w.tensor("blk.0.q5k", {256}, 13, Bytes(176)); },
+       {"'blk.0.q5k'", "ggml type 13"}},
+      {"Q4_K innermost not a multiple of 256",
+       [](GgufWriter& w) {
+         w.tensor("q4k", {320, 2}, kGgmlQ4_K, Bytes(2 * 144));
+       },
+       {"'q4k'", "innermost dimension 320", "multiple of 256 as Q4_K requires"}},
+      {"Q6_K innermost not a multiple of 256",
+       [](GgufWriter& w) { w.tensor("q6k", {32}, kGgmlQ6_K, Bytes(210)); },
+       {"'q6k'", "innermost dimension 32", "multiple of 256 as Q6_K requires"}},
+      {"Q6_K data truncated",
+       [](GgufWriter& w) {
+         w.tensor("q6k", {256, 4}, kGgmlQ6_K, Bytes(3 * 210));
+       },
+       {"'q6k'", "[", "+840)", "outside the data section"}},
       {"n_dims 0",
        [](GgufWriter& w) { w.tensor("scalar", {}, kGgmlF32, Bytes(4)); },
        {"'scalar'", "n_dims 0"}},

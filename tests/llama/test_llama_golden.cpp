@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_matmul.h"
 #include "core/threads.h"
 #include "models/llama/llama_forward.h"
 
@@ -46,9 +47,20 @@ int32_t argmax(const float* x, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
+// How the greedy continuation is checked.
+enum class Greedy {
+  // Free-running: every one of the 40 tokens must be transformers' (FP32-activation paths).
+  kExact,
+  // Teacher-forced (transformers' tokens fed back): our argmax must be transformers' token
+  // wherever transformers' top-2 margin exceeds 2 * atol; where it does not, logits within atol
+  // of the golden ones may rank the two either way (paths whose logit error is O(atol)).
+  kWithinTolerance,
+};
+
 // Checks every prompt's golden logits rows and its 40-token greedy continuation.
 // atol: allowed |ours - golden| on a logit (the golden rows come from FP32 PyTorch).
-void check_against_golden(const LlamaModel& model, const Golden& g, double atol) {
+void check_against_golden(const LlamaModel& model, const Golden& g, double atol,
+                          Greedy mode = Greedy::kExact) {
   // One thread: ~280 forward calls of many small parallel regions are 10x slower with two
   // threads when the machine is oversubscribed (a test run beside builds), and the results
   // do not depend on the thread count (LlamaForward.ThreadCountDoesNotChangeLogits).
@@ -56,6 +68,7 @@ void check_against_golden(const LlamaModel& model, const Golden& g, double atol)
   const int64_t vocab = g.meta["vocab"];
   ASSERT_EQ(model.config.vocab_size, vocab);
   double max_err_all = 0.0;
+  size_t n_greedy = 0, n_differ = 0;
   for (const auto& prompt : g.meta["prompts"]) {
     const std::vector<int32_t> ids = prompt["ids"].get<std::vector<int32_t>>();
     const int64_t n = ids.size();
@@ -89,16 +102,26 @@ void check_against_golden(const LlamaModel& model, const Golden& g, double atol)
 
     // Greedy continuation, one token per forward call.
     const std::vector<int32_t> greedy = prompt["greedy"].get<std::vector<int32_t>>();
+    const std::vector<double> margins = prompt["greedy_margins"].get<std::vector<double>>();
     int32_t next = argmax(rows.data() + (n - 1) * vocab, vocab);
     for (size_t i = 0; i < greedy.size(); i++) {
-      ASSERT_EQ(next, greedy[i]) << prompt["text"] << ": greedy token " << i;
+      if (mode == Greedy::kExact) {
+        ASSERT_EQ(next, greedy[i]) << prompt["text"] << ": greedy token " << i;
+      } else if (next != greedy[i]) {
+        EXPECT_LE(margins[i], 2 * atol) << prompt["text"] << ": greedy token " << i << " is "
+                                        << next << ", transformers' " << greedy[i];
+        n_differ++;
+        next = greedy[i];  // teacher forcing
+      }
       next = argmax(runner.forward(&next, 1, /*last_only=*/true), vocab);
     }
+    n_greedy += greedy.size();
   }
   threads_set(0);
-  std::printf("%s: max |logit - golden| = %.3g (atol %.3g), greedy 40/40 on %zu prompts\n",
-              g.meta["model"].get<std::string>().c_str(), max_err_all, atol,
-              g.meta["prompts"].size());
+  std::printf("%s: max |logit - golden| = %.3g (atol %.3g), greedy %zu/%zu on %zu prompts (%s)\n",
+              g.meta["model"].get<std::string>().c_str(), max_err_all, atol, n_greedy - n_differ,
+              n_greedy, g.meta["prompts"].size(),
+              mode == Greedy::kExact ? "free-running" : "teacher-forced");
 }
 
 TEST(LlamaGolden, TinyLlama32MatchesTransformers) {
@@ -119,8 +142,32 @@ TEST(LlamaGolden, SmolLM2Q4_1GgufMatchesTransformers) {
   auto model = llama_load(path);
   ASSERT_EQ(model->config.rope_pairing, RopePairing::kInterleaved);
   // Logits reach 42 (std 7) through 30 layers; FP32 PyTorch differs from FP64 by 9e-5 on
-  // them (SDPA) and 1.1e-4 (eager): allow 1e-3.
+  // them (SDPA) and 1.1e-4 (eager): allow 1e-3. On the FP32-activation path (the default).
+  matmul_force_float_activations(true);
   check_against_golden(*model, g, 1e-3);
+  matmul_force_float_activations(false);
+}
+
+// The same model on the avx512vnni path (Q8_0 / Q4_1 weights times int8 activation blocks,
+// core/matmul_int8.h). Int8 activations move the logits (max 42, std 7) by up to 1.08 here
+// (measured, the printed max; the FP32-activation path: 5e-5), so the tolerance is 1.5, and the
+// greedy continuation is checked teacher-forced: transformers' token must win wherever its
+// margin exceeds 3.0 (measured: 197 of 200 steps agree; the free-running continuation first
+// differs at a step of margin 0.04). A wrong block, scale or nibble order moves the logits by
+// far more and fails both checks.
+TEST(LlamaGolden, SmolLM2Q4_1GgufOnTheInt8ActivationPath) {
+  if (!matmul_force_isa(MatmulIsa::kAvx512Vnni)) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
+  const Golden g = read_golden("smollm2");
+  const char* home = std::getenv("HOME");
+  std::string path = g.meta["model"];
+  if (path.rfind("~/", 0) == 0 && home != nullptr) path = std::string(home) + path.substr(1);
+  if (!std::ifstream(path).good()) {
+    matmul_force_isa(MatmulIsa::kBest);
+    GTEST_SKIP() << path << " not present";
+  }
+  auto model = llama_load(path);
+  check_against_golden(*model, g, 1.5, Greedy::kWithinTolerance);
+  matmul_force_isa(MatmulIsa::kBest);
 }
 
 TEST(LlamaGolden, SmolLM2DistillDraftMatchesTransformers) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "models/llama/llama_forward.h"
 #include "models/llama/llama_synthetic.h"
 
@@ -60,6 +61,33 @@ TEST(LlamaSynthetic, DtypeSuffixAndDeterminism) {
   EXPECT_EQ(0, std::memcmp(wa.data, b->weights.layers[1].w_down.data, wa.nbytes));
   EXPECT_NE(0, std::memcmp(wa.data, other_seed->weights.layers[1].w_down.data, wa.nbytes));
   EXPECT_EQ(llama_make_synthetic("tiny")->weights.layers[0].wq.dtype, DType::BF16);
+}
+
+// Every value is a pure function of (seed, tensor, index), so the threads that fill the rows
+// cannot change a bit: one thread and two give the same bytes, for the direct BF16 writer and
+// for the dtypes quantized through an FP32 row.
+TEST(LlamaSynthetic, SameBytesOnOneAndTwoThreads) {
+  for (const char* spec : {"tiny:bf16", "tiny:q8_0"}) {
+    threads_set(1);
+    auto one = llama_make_synthetic(spec, 5);
+    threads_set(2);
+    auto two = llama_make_synthetic(spec, 5);
+    threads_set(0);
+    auto same = [&](const TensorView& a, const TensorView& b) {
+      ASSERT_EQ(a.nbytes, b.nbytes);
+      EXPECT_EQ(0, std::memcmp(a.data, b.data, a.nbytes)) << spec << " " << a.name;
+    };
+    same(one->weights.tok_embeddings, two->weights.tok_embeddings);
+    same(one->weights.output, two->weights.output);
+    for (size_t l = 0; l < one->weights.layers.size(); l++) {
+      const LlamaLayerWeights& a = one->weights.layers[l];
+      const LlamaLayerWeights& b = two->weights.layers[l];
+      for (auto m : {&LlamaLayerWeights::wq, &LlamaLayerWeights::wk, &LlamaLayerWeights::wv,
+                     &LlamaLayerWeights::wo, &LlamaLayerWeights::w_gate, &LlamaLayerWeights::w_up,
+                     &LlamaLayerWeights::w_down, &LlamaLayerWeights::attn_norm})
+        same(a.*m, b.*m);
+    }
+  }
 }
 
 TEST(LlamaSynthetic, WeightScaleIsOneOverSqrtFanIn) {

@@ -1,0 +1,125 @@
+#include "core/matmul_int8.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+
+namespace speclab {
+namespace {
+
+// Integer weights and scales of block b of a row: w[32], *dw, *m (0 unless Q4_1).
+void weight_block(DType dtype, const uint8_t* row, int64_t b, int32_t* w, float* dw, float* m) {
+  const uint8_t* p = row + static_cast<size_t>(b) * dtype_block_bytes(dtype);
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  *dw = fp16_to_f32(h);
+  *m = 0.0f;
+  switch (dtype) {
+    case DType::Q8_0:  // {fp16 d; int8 qs[32]}
+      for (int j = 0; j < kQuantBlock; j++) w[j] = static_cast<int8_t>(p[2 + j]);
+      return;
+    case DType::Q4_0:  // {fp16 d; uint8 qs[16]}: low nibbles are elements 0..15
+      for (int j = 0; j < 16; j++) {
+        w[j] = (p[2 + j] & 0x0f) - 8;
+        w[j + 16] = (p[2 + j] >> 4) - 8;
+      }
+      return;
+    case DType::Q4_1:  // {fp16 d; fp16 m; uint8 qs[16]}
+      std::memcpy(&h, p + 2, 2);
+      *m = fp16_to_f32(h);
+      for (int j = 0; j < 16; j++) {
+        w[j] = p[4 + j] & 0x0f;
+        w[j + 16] = p[4 + j] >> 4;
+      }
+      return;
+    default:
+      SPECLAB_ASSERT(false);
+  }
+}
+
+void check_int8_shapes(const TensorView& w) {
+  SPECLAB_ASSERT(dtype_has_int8_dot(w.dtype));
+  SPECLAB_ASSERT(w.shape.size() == 2 && w.data != nullptr);
+  SPECLAB_ASSERT(w.cols() % kQuantBlock == 0);
+}
+
+}  // namespace
+
+bool dtype_has_int8_dot(DType dtype) {
+  return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_1;
+}
+
+float act_quantize_block(const float* x, int8_t* q) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQuantBlock; j++) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQuantBlock; j++) {
+    // nearbyint rounds to nearest even in the default rounding mode, as vcvtps2dq does.
+    const float v = std::nearbyint(x[j] * id);
+    q[j] = static_cast<int8_t>(std::fmin(127.0f, std::fmax(-127.0f, v)));
+  }
+  return d;
+}
+
+void matmul_weights_ref_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens) {
+  check_int8_shapes(w);
+  const int64_t n_out = w.rows(), n_in = w.cols(), n_blocks = n_in / kQuantBlock;
+  // Quantized activations: qx [n_tokens, n_in], dx [n_tokens, n_blocks].
+  std::vector<int8_t> qx(n_tokens * n_in);
+  std::vector<float> dx(n_tokens * n_blocks);
+  for (int64_t t = 0; t < n_tokens; t++) {
+    for (int64_t b = 0; b < n_blocks; b++) {
+      const int64_t i = t * n_in + b * kQuantBlock;
+      dx[t * n_blocks + b] = act_quantize_block(x + i, qx.data() + i);
+    }
+  }
+  int32_t wq[kQuantBlock];
+  for (int64_t r = 0; r < n_out; r++) {
+    for (int64_t t = 0; t < n_tokens; t++) {
+      double sum = 0.0;
+      for (int64_t b = 0; b < n_blocks; b++) {
+        float dw, m;
+        weight_block(w.dtype, w.row_ptr(r), b, wq, &dw, &m);
+        const int8_t* q = qx.data() + t * n_in + b * kQuantBlock;
+        int64_t dot = 0, qsum = 0;
+        for (int j = 0; j < kQuantBlock; j++) {
+          dot += static_cast<int64_t>(wq[j]) * q[j];
+          qsum += q[j];
+        }
+        const double d = dx[t * n_blocks + b];
+        sum += static_cast<double>(dw) * d * static_cast<double>(dot) +
+               static_cast<double>(m) * d * static_cast<double>(qsum);
+      }
+      out[t * n_out + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+void matmul_int8_error_bound(float* bound, const float* x, const TensorView& w, int64_t n_tokens) {
+  check_int8_shapes(w);
+  const int64_t n_out = w.rows(), n_in = w.cols(), n_blocks = n_in / kQuantBlock;
+  std::vector<float> row(n_in);
+  int8_t q[kQuantBlock];
+  std::vector<double> half_step(n_tokens * n_blocks);  // dx_b / 2 per token and block
+  for (int64_t t = 0; t < n_tokens; t++) {
+    for (int64_t b = 0; b < n_blocks; b++)
+      half_step[t * n_blocks + b] = 0.5 * act_quantize_block(x + t * n_in + b * kQuantBlock, q);
+  }
+  for (int64_t r = 0; r < n_out; r++) {
+    dtype_to_f32(w.dtype, w.row_ptr(r), row.data(), n_in);
+    for (int64_t t = 0; t < n_tokens; t++) {
+      double sum = 0.0;
+      for (int64_t b = 0; b < n_blocks; b++) {
+        double abs_w = 0.0;
+        for (int j = 0; j < kQuantBlock; j++) abs_w += std::fabs(row[b * kQuantBlock + j]);
+        sum += half_step[t * n_blocks + b] * abs_w;
+      }
+      bound[t * n_out + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+}  // namespace speclab

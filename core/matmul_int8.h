@@ -1,0 +1,38 @@
+// Integer dot products of block-quantized weights (Q8_0, Q4_0, Q4_1) with activations
+// quantized to int8 per 32-value block, as the fast CPU engines compute them (llama.cpp's
+// q8_0 / q8_1 activation blocks): the plain specification that the AVX-512 VNNI kernels
+// (core/matmul_vnni.cpp) are tested against.
+//
+// Activation block b of a token (values x[32b, 32b + 32)):
+//   amax = max |x_j|,  dx = amax / 127,  q_j = nearest-even(x_j * (1 / dx))  in [-127, 127]
+//   (dx = 0 and q = 0 for an all-zero block).
+// A weight block with scale dw and integer values w_j (Q8_0: qs; Q4_0: nibble - 8; Q4_1:
+// nibble, plus the block minimum m) then contributes
+//   dw * dx * sum_j w_j q_j            (+ m * dx * sum_j q_j for Q4_1)
+// where the integer sums are exact. Against the FP32 activations the only error is the
+// activations' rounding, |x_j - dx q_j| <= dx / 2, so for every output
+//   |int8 result - FP32 result| <= sum_b (dx_b / 2) * sum_{j in b} |W_j|      (W: dequantized)
+// plus FP32 summation rounding: matmul_int8_error_bound computes it, tests hold to it.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor_view.h"
+
+namespace speclab {
+
+// Whether weights of this dtype have an integer dot product with int8 activations.
+bool dtype_has_int8_dot(DType dtype);
+
+// Quantizes one 32-value activation block as specified above; returns dx. q: [32].
+float act_quantize_block(const float* x, int8_t* q);
+
+// Plain reference of the integer path: out[t, r] = sum over blocks as specified above,
+// accumulated in double. out: [n_tokens, n_out], x: [n_tokens, n_in] FP32 (quantized here),
+// w: [n_out, n_in] in a dtype with dtype_has_int8_dot.
+void matmul_weights_ref_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens);
+
+// The bound above for every output: bound[t, r] = sum_b (dx_b / 2) * sum_{j in b} |W[r, j]|.
+void matmul_int8_error_bound(float* bound, const float* x, const TensorView& w, int64_t n_tokens);
+
+}  // namespace speclab
