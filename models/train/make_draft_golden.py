@@ -3,7 +3,7 @@
 
 Writes tests/golden/smollm2-draft-distill.json + .logits.f32 in the layout of make_golden.py
 (tests/golden/README.md: per prompt its ids, the full-vocabulary FP32 logits at the last two
-positions, top-20 at every position, a 40-token greedy continuation). The export is loaded by
+positions, top-20 at every position, a 40-token greedy continuation and the top-2 margin at each of its steps). The export is loaded by
 transformers' LlamaForCausalLM with dtype=float32 (so the BF16 weights are computed in FP32),
 SDPA attention, one torch thread. Prompts: a chat-templated instruction (the format the draft
 serves, "<|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n", no BOS: SmolLM2 adds
@@ -61,6 +61,10 @@ def main():
             g = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=N_NEW, do_sample=False,
                                pad_token_id=tok.eos_token_id, eos_token_id=None)[0, len(ids):].tolist()
         n = len(ids)
+        with torch.no_grad():  # top-2 margin of the logits each greedy token was the argmax of
+            full = model(torch.tensor([ids + g[:-1]])).logits[0, n - 1:].float()
+            t2 = torch.topk(full, 2, dim=-1).values
+            margins = (t2[:, 0] - t2[:, 1]).tolist()
         positions = list(range(n - FULL_ROWS, n))
         top = torch.topk(logits, TOP_K, dim=-1)
         out_prompts.append({
@@ -68,7 +72,7 @@ def main():
             "full_logits": {"row_offset": len(rows), "positions": positions},
             "top20": [[[int(i), float(v)] for i, v in zip(ti, tv)] for ti, tv in
                       zip(top.indices.tolist(), top.values.tolist())],
-            "greedy": g})
+            "greedy": g, "greedy_margins": margins})
         for p in positions:
             rows.append(logits[p].numpy().astype("<f4"))
         print(name, n, "tokens; greedy:", repr(tok.decode(g)), file=sys.stderr)
