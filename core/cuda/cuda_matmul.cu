@@ -60,8 +60,8 @@ __global__ void matmul_bf16_vec_kernel(float* out, const float* __restrict__ x,
                                        const uint4* __restrict__ w, int64_t n_out, int64_t n_in,
                                        int n_tokens) {
   const int lane = threadIdx.x % kCudaWarp;
-  const int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) +
-                    threadIdx.x / kCudaWarp;
+  const int64_t r =
+      static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
   if (r >= n_out) return;  // whole warp leaves together
   const int64_t n_vec = n_in / 8;
   const uint4* row = w + r * n_vec;

@@ -175,7 +175,8 @@ TEST(LlamaGolden, SmolLM2DistillDraftMatchesTransformers) {
   // rotate-half pairing, 2048 positions); golden from models/train/make_draft_golden.py, whose
   // third prompt (621 tokens) runs the greedy continuation to position 660.
   const Golden g = read_golden("smollm2-draft-distill");
-  const std::string dir = std::string(SPECLAB_SOURCE_DIR) + "/" + g.meta["model"].get<std::string>();
+  const std::string dir =
+      std::string(SPECLAB_SOURCE_DIR) + "/" + g.meta["model"].get<std::string>();
   // The weights are not committed (they would push the tracked tree past what travels to a
   // lent GPU machine); models/train/distill_smollm2_draft.py makes them.
   if (!std::ifstream(dir + "/model.safetensors").good()) {
