@@ -122,7 +122,9 @@ TokenRunnerFactory cuda_factory() {
 
 // A CUDA drafter's proposals against the CPU drafter's over growing contexts (catch-up and
 // rollback): greedy identical tokens and records; sampled, the tokens agree up to float
-// order (>= 95% of proposals identical) and the fetched q rows equal the host's to 1e-5.
+// order (>= 95% of proposals identical); the fetched q rows are the host's within the F32
+// logit tolerance of tests/cuda/test_cuda_forward.cpp carried through the softmax (1e-3
+// relative).
 TEST(CudaDeviceDraft, CudaDrafterProposesAsTheCpuDrafter) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   const auto model = llama_make_synthetic("tiny:F32", 8);
@@ -147,10 +149,10 @@ TEST(CudaDeviceDraft, CudaDrafterProposesAsTheCpuDrafter) {
         if (a.tokens == b.tokens) {
           same++;
           gpu.fetch_q(&b);
-          expect_close(b.q, a.q, 1e-6, 1e-4, "q rows");
+          expect_close(b.q, a.q, 1e-6, 1e-3, "q rows");
           for (size_t i = 0; i < a.tokens.size(); i++) {
-            EXPECT_NEAR(b.top_prob[i], a.top_prob[i], 1e-5);
-            EXPECT_NEAR(b.entropy_norm[i], a.entropy_norm[i], 1e-4);
+            EXPECT_NEAR(b.top_prob[i], a.top_prob[i], 1e-6 + 1e-3 * a.top_prob[i]);
+            EXPECT_NEAR(b.entropy_norm[i], a.entropy_norm[i], 1e-3);
           }
         } else if (temperature == 0.0f) {
           ADD_FAILURE() << "greedy drafts differ at seed " << seed << " round " << round;
