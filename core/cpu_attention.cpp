@@ -44,13 +44,38 @@ void attend_one(float* oh, const float* qh, const float* k_cache, const float* v
 
 }  // namespace
 
+void attention_one(float* out, const float* q, const float* k_cache, const float* v_cache,
+                   int64_t t, int64_t h, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
+                   int64_t head_dim, float* scores) {
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t kv_stride = n_kv_heads * head_dim;  // floats per cache position
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t n_ctx = n_past + t + 1;  // causal: positions [0, n_past + t]
+  attend_one(
+      out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache, n_ctx,
+      [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim, head_dim, scale, scores);
+}
+
+void attention_tree_one(float* out, const float* q, const float* k_cache, const float* v_cache,
+                        int64_t t, int64_t h, const int64_t* prefix_len,
+                        const int64_t* extra_offset, const int64_t* extra_slots, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t head_dim, float* scores) {
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t kv_stride = n_kv_heads * head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t prefix = prefix_len[t];
+  const int64_t* extra = extra_slots + extra_offset[t];
+  const int64_t n_ctx = prefix + (extra_offset[t + 1] - extra_offset[t]);
+  attend_one(
+      out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache, n_ctx,
+      [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; }, kv_stride,
+      (h / group) * head_dim, head_dim, scale, scores);
+}
+
 void attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                int64_t n_tokens, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
                int64_t head_dim) {
   SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0);
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t kv_stride = n_kv_heads * head_dim;  // floats per cache position
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t n_work = n_tokens * n_heads;
   // As in matmul_weights: short contexts are not worth a parallel region.
   const bool parallel = n_work * (n_past + n_tokens) * head_dim >= (int64_t{1} << 16);
@@ -59,13 +84,8 @@ void attention(float* out, const float* q, const float* k_cache, const float* v_
     std::vector<float> scores(n_past + n_tokens);  // [n_ctx] for one (token, head)
 #pragma omp for schedule(static)
     for (int64_t w = 0; w < n_work; w++) {
-      const int64_t t = w / n_heads;
-      const int64_t h = w % n_heads;
-      const int64_t n_ctx = n_past + t + 1;  // causal: positions [0, n_past + t]
-      attend_one(
-          out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache,
-          n_ctx, [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim, head_dim, scale,
-          scores.data());
+      attention_one(out, q, k_cache, v_cache, w / n_heads, w % n_heads, n_past, n_heads, n_kv_heads,
+                    head_dim, scores.data());
     }
   }
 }
@@ -75,9 +95,6 @@ void attention_tree(float* out, const float* q, const float* k_cache, const floa
                     const int64_t* extra_slots, int64_t n_heads, int64_t n_kv_heads,
                     int64_t head_dim) {
   SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0);
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t kv_stride = n_kv_heads * head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t n_work = n_tokens * n_heads;
   int64_t max_ctx = 0, total_ctx = 0;
   for (int64_t t = 0; t < n_tokens; t++) {
@@ -91,15 +108,8 @@ void attention_tree(float* out, const float* q, const float* k_cache, const floa
     std::vector<float> scores(max_ctx);  // [n_ctx] for one (token, head)
 #pragma omp for schedule(static)
     for (int64_t w = 0; w < n_work; w++) {
-      const int64_t t = w / n_heads;
-      const int64_t h = w % n_heads;
-      const int64_t prefix = prefix_len[t];
-      const int64_t* extra = extra_slots + extra_offset[t];
-      const int64_t n_ctx = prefix + (extra_offset[t + 1] - extra_offset[t]);
-      attend_one(
-          out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache,
-          n_ctx, [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; },
-          kv_stride, (h / group) * head_dim, head_dim, scale, scores.data());
+      attention_tree_one(out, q, k_cache, v_cache, w / n_heads, w % n_heads, prefix_len,
+                         extra_offset, extra_slots, n_heads, n_kv_heads, head_dim, scores.data());
     }
   }
 }

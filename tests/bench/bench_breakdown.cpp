@@ -7,6 +7,8 @@
 //       embedding row); regions = OpenMP parallel regions opened per token. Context: as
 //       BM_Decode, positions 32..256 (the cache holds arbitrary values: the time does not
 //       depend on them).
+//   BM_DecodeTeam/<model>  the step team against the per-call kernels, interleaved token by
+//       token (see the function).
 //   BM_ParallelRegion/threads:N  an empty `#pragma omp parallel` region (fork + join): the
 //       fixed cost each per-call kernel pays; with OMP_WAIT_POLICY=passive (figures.sh, the
 //       CLI) the workers sleep in the kernel between regions and are woken by a futex.
@@ -20,6 +22,7 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/threads.h"
+#include "models/llama/llama_forward.h"
 #include "models/llama/llama_rope.h"
 #include "tests/bench/bench_common.h"
 
@@ -129,6 +132,46 @@ void BM_DecodeBreakdown(benchmark::State& state, const std::string& spec) {
   threads_set(2);
 }
 
+// The step team against the per-call kernels on the same model, one token each in turn (the
+// load drifts within seconds on a shared machine: a ratio of interleaved times is robust to
+// it). The iteration time is the team's; counters: team_ms, per_call_ms, speedup
+// (per_call / team), and bw_frac of the team's step against the read probe of this run.
+void BM_DecodeTeam(benchmark::State& state, const std::string& spec) {
+  const LlamaModel& model = bench_model(spec);
+  threads_set(static_cast<int>(state.range(0)));
+  LlamaRunner team(model, 1024), per_call(model, 1024);
+  per_call.set_step_team(false);
+  std::vector<int32_t> prompt(32);
+  for (int64_t i = 0; i < 32; i++) prompt[i] = static_cast<int32_t>((i * 7919 + 13) % team.vocab());
+  team.forward(prompt.data(), 32, true);
+  per_call.forward(prompt.data(), 32, true);
+  double t_team = 0.0, t_call = 0.0;
+  int32_t token = 1;
+  for (auto _ : state) {
+    if (team.n_past() + 1 > 256) {
+      team.truncate(32);
+      per_call.truncate(32);
+    }
+    const Clock::time_point a = Clock::now();
+    benchmark::DoNotOptimize(team.forward(&token, 1, true));
+    const Clock::time_point b = Clock::now();
+    benchmark::DoNotOptimize(per_call.forward(&token, 1, true));
+    const Clock::time_point c = Clock::now();
+    t_team += std::chrono::duration<double>(b - a).count();
+    t_call += std::chrono::duration<double>(c - b).count();
+    state.SetIterationTime(std::chrono::duration<double>(b - a).count());
+    token = (token + 101) % static_cast<int32_t>(team.vocab());
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["team_ms"] = 1e3 * t_team / n;
+  state.counters["per_call_ms"] = 1e3 * t_call / n;
+  state.counters["speedup"] = t_call / t_team;
+  state.SetItemsProcessed(state.iterations());
+  bench_set_bandwidth_counters(state, bench_weight_bytes(model));
+  state.SetLabel(matmul_isa());
+  threads_set(2);
+}
+
 void BM_ParallelRegion(benchmark::State& state) {
   threads_set(static_cast<int>(state.range(0)));
   for (auto _ : state) {
@@ -154,9 +197,27 @@ const int kRegistered = [] {
         ->Iterations(iters)
         ->Repetitions(3);
   };
-  if (const std::string gguf = bench_smollm2_gguf(); !gguf.empty())
+  auto ab = [](const std::string& tag, const std::string& spec, int iters) {
+    benchmark::RegisterBenchmark(("BM_DecodeTeam/" + tag).c_str(), BM_DecodeTeam, spec)
+        ->ArgName("threads")
+        ->Arg(2)
+        ->Arg(1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseManualTime()
+        ->Iterations(iters)
+        ->Repetitions(3);
+  };
+  if (const std::string gguf = bench_smollm2_gguf(); !gguf.empty()) {
     add("smollm2-135m-instruct:q4_1-gguf", "file:" + gguf, 100);
+    ab("smollm2-135m-instruct:q4_1-gguf", "file:" + gguf, 100);
+  }
+  ab("smollm2-135m:bf16", "smollm2-135m:bf16", 40);
   add("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
+  ab("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
+  ab("llama-3.2-1b:q8_0", "llama-3.2-1b:q8_0", 10);
+  ab("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);
+  ab("llama-3.2-3b:bf16", "llama-3.2-3b:bf16", 6);
+  ab("llama-3.2-3b:q4_1", "llama-3.2-3b:q4_1", 6);
   return 0;
 }();
 
