@@ -88,21 +88,24 @@ void ModelDrafter::propose_chain(const std::vector<int32_t>& context, int k,
                                  draft_uniform(key, 0), &step)) {
       out->n_forward_calls++;
       fed_.insert(fed_.end(), context.begin() + common, context.end());
+      // The rows' address is the last call's: a call may move them (growing keeps them).
+      const float* rows = step.q_rows;
       for (int i = 0; i < k; i++) {
         if (stop.p_min > 0 && step.top_prob < stop.p_min) break;  // the draft is unsure
         const int32_t tok = step.token;
         out->tokens.push_back(tok);
         out->top_prob.push_back(step.top_prob);
         out->entropy_norm.push_back(step.entropy_norm);
-        out->q_device = step.q_rows;
         if (i + 1 < k) {
           const bool on =
               runner_->draft_on_device(&tok, 1, i + 1, params, draft_uniform(key, i + 1), &step);
           SPECLAB_ASSERT(on);  // a runner that drafted once drafts every step
           out->n_forward_calls++;
           fed_.push_back(tok);
+          rows = step.q_rows;
         }
       }
+      out->q_device = out->tokens.empty() ? nullptr : rows;
       out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return;
     }

@@ -67,8 +67,15 @@ class HostDraftingRunner : public LlamaRunner {
     calls++;
     const int64_t v = vocab();
     const float* logits = forward(tokens, n_tokens, /*last_only=*/true);
-    const size_t need = static_cast<size_t>((row + 1) * v);
-    if (rows_.size() < need) rows_.resize(need);
+    // Every call moves the rows, as the contract allows (a device buffer that grows): rows
+    // [0, row) are copied, the old block is poisoned with NaN and kept (not freed), so a
+    // caller holding an address from an earlier call reads NaN q.
+    std::vector<float> moved(static_cast<size_t>((row + 1) * v));
+    std::copy(rows_.begin(), rows_.begin() + std::min<int64_t>(rows_.size(), row * v),
+              moved.begin());
+    std::fill(rows_.begin(), rows_.end(), std::nanf(""));
+    retired_.push_back(std::move(rows_));
+    rows_ = std::move(moved);
     float* q = rows_.data() + static_cast<size_t>(row) * v;
     sampling_standardize(q, logits, v, sampling);
     // planted bug: the mirrored uniform (the same law, other draws)
@@ -91,7 +98,8 @@ class HostDraftingRunner : public LlamaRunner {
   bool off_by_one = false;
 
  private:
-  std::vector<float> rows_;  // [rows drafted this round, vocab]
+  std::vector<float> rows_;                  // [rows drafted this round, vocab]
+  std::vector<std::vector<float>> retired_;  // moved-from rows, NaN
 };
 
 // Tokens, target calls and every round record (n_draft, n_accepted, next, bonus, p, q, beta).

@@ -46,7 +46,7 @@ struct Case {
 const Case kCases[] = {{0.0f, 0, 1.0f, 0.0f},
                        {1.0f, 0, 1.0f, 0.0f},
                        {0.8f, 10, 0.9f, 0.0f},
-                       {1.0f, 0, 1.0f, 0.3f}};  // the p_min stop rule ends rounds early
+                       {1.0f, 0, 1.0f, 0.07f}};  // the p_min stop rule ends rounds early
 
 SamplingParams params_of(const Case& c) {
   SamplingParams sp;
@@ -70,7 +70,7 @@ TEST(DeviceDraftHook, DeviceProposalEqualsTheHostProposal) {
   for (const Case& c : kCases) {
     DraftStopRule stop;
     stop.p_min = c.p_min;
-    int64_t stopped_early = 0;
+    int64_t stopped_early = 0, stopped_mid_round = 0;
     for (const auto& prompt : decode_test::prompts(vocab)) {
       std::vector<int32_t> context = prompt;
       for (int round = 0; round < 4; round++) {  // growing contexts: catch-up and rollback
@@ -91,6 +91,7 @@ TEST(DeviceDraftHook, DeviceProposalEqualsTheHostProposal) {
         EXPECT_EQ(b.q_device, nullptr);
         EXPECT_EQ(a.q, b.q);
         stopped_early += a.tokens.size() < 5;
+        stopped_mid_round += !a.tokens.empty() && a.tokens.size() < 5;
         // Accept two drafts and a correction: the next round rolls back and catches up.
         for (size_t i = 0; i < 2 && i < a.tokens.size(); i++) context.push_back(a.tokens[i]);
         context.push_back(static_cast<int32_t>((context.back() * 7 + 3) % vocab));
@@ -98,6 +99,7 @@ TEST(DeviceDraftHook, DeviceProposalEqualsTheHostProposal) {
     }
     if (c.p_min > 0) {
       EXPECT_GT(stopped_early, 0) << "the stop rule never fired";
+      EXPECT_GT(stopped_mid_round, 0) << "the stop rule never fired after a drafted token";
     }
   }
   EXPECT_GT(factory.last->calls, 0);
