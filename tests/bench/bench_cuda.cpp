@@ -285,9 +285,13 @@ BENCHMARK(BM_CudaDraftStep)
 // verified on the host (logits copied), path 1 = target verified on the device, draft
 // sampled on the host (the path measured on 2026-11-24), path 2 = both on the device
 // (draft_on_device, q rows read in place). Manual time = wall time per round (decode_s /
-// rounds). device_s = what the round's passes take on the device (CUDA events, this run:
-// n_draft one-token 1B passes + one 3B pass of n_draft + 1 tokens, per round);
-// host_s = round - device_s, and host_over_T1 = host_s / T1 (3B, one token): the aim is 5%.
+// rounds). device_s = what the round's forward passes take on the device (CUDA events, this
+// case: n_draft one-token 1B passes + one 3B pass of n_draft + 1 tokens, per round);
+// overhead_s = round - device_s: the host's work and waits, the copies, and the sampling and
+// verification kernels (an upper bound on host time); overhead_over_T1 = overhead_s / T(1)
+// of the 3B shape, the figure the 5% aim concerns. sample_s: the decoder's host sampling
+// and verification time per round (RoundRecord::sample_s; 0 when the target verifies on
+// the device).
 void BM_CudaSpeculativeRound(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int path = static_cast<int>(state.range(0));
@@ -321,14 +325,16 @@ void BM_CudaSpeculativeRound(benchmark::State& state) {
   cfg.gamma = gamma;
   cfg.draft_sampling.temperature = temperature;
   generate_speculative(target, drafter, req, cfg);  // warm-up: allocations, cuBLAS handles
-  double round_total = 0, device_total = 0;
+  double round_total = 0, device_total = 0, sample_total = 0;
   int64_t n_rounds = 0;
   for (auto _ : state) {
     req.seed++;
     const GenerationResult r = generate_speculative(target, drafter, req, cfg);
     double device = 0;
-    for (const RoundRecord& rec : r.rounds)
+    for (const RoundRecord& rec : r.rounds) {
       device += rec.n_draft * draft_fwd_s + target_s[static_cast<size_t>(rec.n_draft + 1)];
+      sample_total += rec.sample_s;
+    }
     const double rounds = static_cast<double>(std::max<size_t>(r.rounds.size(), 1));
     state.SetIterationTime(r.decode_s / rounds);
     round_total += r.decode_s;
@@ -339,9 +345,10 @@ void BM_CudaSpeculativeRound(benchmark::State& state) {
   const double device_s = n_rounds ? device_total / n_rounds : 0.0;
   state.counters["round_s"] = round_s;
   state.counters["device_s"] = device_s;
-  state.counters["host_s"] = round_s - device_s;
+  state.counters["overhead_s"] = round_s - device_s;
+  state.counters["sample_s"] = n_rounds ? sample_total / n_rounds : 0.0;
   state.counters["T1_s"] = target_s[1];
-  state.counters["host_over_T1"] = target_s[1] > 0 ? (round_s - device_s) / target_s[1] : 0.0;
+  state.counters["overhead_over_T1"] = target_s[1] > 0 ? (round_s - device_s) / target_s[1] : 0.0;
   const char* names[] = {"host draft, host verify", "host draft, device verify",
                          "device draft, device verify"};
   state.SetLabel(names[path]);
