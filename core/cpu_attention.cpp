@@ -1,5 +1,14 @@
 #include "core/cpu_attention.h"
 
+// GCC 12's AVX-512 headers build the rounded intrinsics from an "undefined" register, which
+// -Wuninitialized / -Wmaybe-uninitialized report once inlined here (GCC bug 105593, as in
+// core/matmul_avx512.cpp); the values are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -10,6 +19,14 @@
 namespace speclab {
 namespace {
 
+// The scalar tail of dot_lanes (n % 8 values). Not inlined: inlined into the AVX-512 kernel
+// below, the compiler could contract the multiply and the add into an FMA there.
+__attribute__((noinline)) float dot_tail(const float* a, const float* b, int64_t i, int64_t n) {
+  float tail = 0.0f;
+  for (; i < n; i++) tail += a[i] * b[i];
+  return tail;
+}
+
 float dot_lanes(const float* a, const float* b, int64_t n) {
   // 8 independent lanes so the compiler vectorizes without reassociation; fixed reduction.
   float lanes[8] = {0};
@@ -17,8 +34,7 @@ float dot_lanes(const float* a, const float* b, int64_t n) {
   for (; i + 8 <= n; i += 8) {
     for (int j = 0; j < 8; j++) lanes[j] += a[i + j] * b[i + j];
   }
-  float tail = 0.0f;
-  for (; i < n; i++) tail += a[i] * b[i];
+  const float tail = dot_tail(a, b, i, n);
   return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
          ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail;
 }
@@ -27,10 +43,11 @@ float dot_lanes(const float* a, const float* b, int64_t n) {
 // softmax, weighted sum of V rows in the same order. Both attention() and attention_tree()
 // call it, so a query sees bit-identical results whenever it reads the same positions.
 //   slot(i) for i in [0, n_ctx): the cache position of context entry i.
+// The plain version: the reference for attend_one_avx512.
 template <typename SlotFn>
-void attend_one(float* oh, const float* qh, const float* k_cache, const float* v_cache,
-                int64_t n_ctx, SlotFn slot, int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
-                float scale, float* scores) {
+void attend_one_plain(float* oh, const float* qh, const float* k_cache, const float* v_cache,
+                      int64_t n_ctx, SlotFn slot, int64_t kv_stride, int64_t kv_offset,
+                      int64_t head_dim, float scale, float* scores) {
   for (int64_t i = 0; i < n_ctx; i++)
     scores[i] = dot_lanes(qh, k_cache + slot(i) * kv_stride + kv_offset, head_dim) * scale;
   softmax(scores, n_ctx);
@@ -42,15 +59,117 @@ void attend_one(float* oh, const float* qh, const float* k_cache, const float* v
   }
 }
 
+#define SPECLAB_AVX512F __attribute__((target("avx512f")))
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+// attend_one_plain with AVX-512 registers and the same arithmetic, bit for bit: the dot keeps
+// dot_lanes' 8 lanes (in the low half of a register: lane j sums the products of the elements
+// j mod 8 in order), its reduction and its tail; every V sum is oh[d] + a * v[d] per element in
+// the same order. Products and sums use the explicitly rounded intrinsics, which the compiler
+// never contracts into FMAs (an FMA rounds once and would change the bits).
+template <typename SlotFn>
+SPECLAB_AVX512F void attend_one_avx512(float* oh, const float* qh, const float* k_cache,
+                                       const float* v_cache, int64_t n_ctx, SlotFn slot,
+                                       int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
+                                       float scale, float* scores) {
+  const int64_t n8 = head_dim / 8 * 8;
+  for (int64_t i = 0; i < n_ctx; i++) {
+    const float* kh = k_cache + slot(i) * kv_stride + kv_offset;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n8; j += 8) {
+      const __m512 a = _mm512_maskz_loadu_ps(0xff, qh + j);
+      const __m512 b = _mm512_maskz_loadu_ps(0xff, kh + j);
+      acc = _mm512_add_round_ps(acc, _mm512_mul_round_ps(a, b, kRound), kRound);
+    }
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc);
+    const float tail = n8 < head_dim ? dot_tail(qh, kh, n8, head_dim) : 0.0f;
+    scores[i] = (((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) +
+                 ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])) + tail) *
+                scale;
+  }
+  softmax(scores, n_ctx);
+  // V: 64 columns at a time in four registers over all positions (each column's sum still
+  // runs over the positions in order).
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 64) {
+    __mmask16 mask[4];
+    __m512 acc[4];
+    for (int r = 0; r < 4; r++) {
+      const int64_t left = std::min<int64_t>(16, std::max<int64_t>(0, head_dim - d0 - 16 * r));
+      mask[r] = static_cast<__mmask16>((1u << left) - 1u);
+      acc[r] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < n_ctx; i++) {
+      const float* vh = v_cache + slot(i) * kv_stride + kv_offset + d0;
+      const __m512 a = _mm512_set1_ps(scores[i]);
+      for (int r = 0; r < 4; r++) {
+        const __m512 v = _mm512_maskz_loadu_ps(mask[r], vh + 16 * r);
+        acc[r] = _mm512_add_round_ps(acc[r], _mm512_mul_round_ps(a, v, kRound), kRound);
+      }
+    }
+    for (int r = 0; r < 4; r++) _mm512_mask_storeu_ps(oh + d0 + 16 * r, mask[r], acc[r]);
+  }
+}
+
+bool g_attention_plain = false;  // attention_force_plain
+
+bool use_avx512() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return has && !g_attention_plain;
+}
+
+template <typename SlotFn>
+void attend_one(float* oh, const float* qh, const float* k_cache, const float* v_cache,
+                int64_t n_ctx, SlotFn slot, int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
+                float scale, float* scores) {
+  if (use_avx512()) {
+    attend_one_avx512(oh, qh, k_cache, v_cache, n_ctx, slot, kv_stride, kv_offset, head_dim, scale,
+                      scores);
+  } else {
+    attend_one_plain(oh, qh, k_cache, v_cache, n_ctx, slot, kv_stride, kv_offset, head_dim, scale,
+                     scores);
+  }
+}
+
 }  // namespace
+
+void attention_force_plain(bool plain) { g_attention_plain = plain; }
+
+void attention_one(float* out, const float* q, const float* k_cache, const float* v_cache,
+                   int64_t t, int64_t h, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
+                   int64_t head_dim, float* scores) {
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t kv_stride = n_kv_heads * head_dim;  // floats per cache position
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t n_ctx = n_past + t + 1;  // causal: positions [0, n_past + t]
+  attend_one(
+      out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache, n_ctx,
+      [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim, head_dim, scale, scores);
+}
+
+void attention_tree_one(float* out, const float* q, const float* k_cache, const float* v_cache,
+                        int64_t t, int64_t h, const int64_t* prefix_len,
+                        const int64_t* extra_offset, const int64_t* extra_slots, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t head_dim, float* scores) {
+  const int64_t group = n_heads / n_kv_heads;
+  const int64_t kv_stride = n_kv_heads * head_dim;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t prefix = prefix_len[t];
+  const int64_t* extra = extra_slots + extra_offset[t];
+  const int64_t n_ctx = prefix + (extra_offset[t + 1] - extra_offset[t]);
+  attend_one(
+      out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache, n_ctx,
+      [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; }, kv_stride,
+      (h / group) * head_dim, head_dim, scale, scores);
+}
 
 void attention(float* out, const float* q, const float* k_cache, const float* v_cache,
                int64_t n_tokens, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
                int64_t head_dim) {
   SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0);
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t kv_stride = n_kv_heads * head_dim;  // floats per cache position
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t n_work = n_tokens * n_heads;
   // As in matmul_weights: short contexts are not worth a parallel region.
   const bool parallel = n_work * (n_past + n_tokens) * head_dim >= (int64_t{1} << 16);
@@ -59,13 +178,8 @@ void attention(float* out, const float* q, const float* k_cache, const float* v_
     std::vector<float> scores(n_past + n_tokens);  // [n_ctx] for one (token, head)
 #pragma omp for schedule(static)
     for (int64_t w = 0; w < n_work; w++) {
-      const int64_t t = w / n_heads;
-      const int64_t h = w % n_heads;
-      const int64_t n_ctx = n_past + t + 1;  // causal: positions [0, n_past + t]
-      attend_one(
-          out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache,
-          n_ctx, [](int64_t i) { return i; }, kv_stride, (h / group) * head_dim, head_dim, scale,
-          scores.data());
+      attention_one(out, q, k_cache, v_cache, w / n_heads, w % n_heads, n_past, n_heads, n_kv_heads,
+                    head_dim, scores.data());
     }
   }
 }
@@ -75,9 +189,6 @@ void attention_tree(float* out, const float* q, const float* k_cache, const floa
                     const int64_t* extra_slots, int64_t n_heads, int64_t n_kv_heads,
                     int64_t head_dim) {
   SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0);
-  const int64_t group = n_heads / n_kv_heads;
-  const int64_t kv_stride = n_kv_heads * head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t n_work = n_tokens * n_heads;
   int64_t max_ctx = 0, total_ctx = 0;
   for (int64_t t = 0; t < n_tokens; t++) {
@@ -91,15 +202,8 @@ void attention_tree(float* out, const float* q, const float* k_cache, const floa
     std::vector<float> scores(max_ctx);  // [n_ctx] for one (token, head)
 #pragma omp for schedule(static)
     for (int64_t w = 0; w < n_work; w++) {
-      const int64_t t = w / n_heads;
-      const int64_t h = w % n_heads;
-      const int64_t prefix = prefix_len[t];
-      const int64_t* extra = extra_slots + extra_offset[t];
-      const int64_t n_ctx = prefix + (extra_offset[t + 1] - extra_offset[t]);
-      attend_one(
-          out + (t * n_heads + h) * head_dim, q + (t * n_heads + h) * head_dim, k_cache, v_cache,
-          n_ctx, [prefix, extra](int64_t i) { return i < prefix ? i : extra[i - prefix]; },
-          kv_stride, (h / group) * head_dim, head_dim, scale, scores.data());
+      attention_tree_one(out, q, k_cache, v_cache, w / n_heads, w % n_heads, prefix_len,
+                         extra_offset, extra_slots, n_heads, n_kv_heads, head_dim, scores.data());
     }
   }
 }

@@ -33,4 +33,20 @@ void attention_tree(float* out, const float* q, const float* k_cache, const floa
                     const int64_t* extra_slots, int64_t n_heads, int64_t n_kv_heads,
                     int64_t head_dim);
 
+// Attention runs as AVX-512 code where the CPU has it (chosen at run time), with the plain
+// code's arithmetic bit for bit (same lanes, same order, no FMA); true: the plain code (tests
+// compare the two). Not thread-safe: call it between kernel calls.
+void attention_force_plain(bool plain);
+
+// One (query token t, head h) of attention() / attention_tree(), the unit they hand to their
+// threads (the step team calls these directly): writes out's [t, h] head vector.
+//   scores: scratch [n_past + t + 1] (tree: [prefix_len[t] + the token's extra slots])
+void attention_one(float* out, const float* q, const float* k_cache, const float* v_cache,
+                   int64_t t, int64_t h, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
+                   int64_t head_dim, float* scores);
+void attention_tree_one(float* out, const float* q, const float* k_cache, const float* v_cache,
+                        int64_t t, int64_t h, const int64_t* prefix_len,
+                        const int64_t* extra_offset, const int64_t* extra_slots, int64_t n_heads,
+                        int64_t n_kv_heads, int64_t head_dim, float* scores);
+
 }  // namespace speclab

@@ -508,6 +508,106 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   }
 }
 
+void MatmulActivations::set(const float* x, int64_t n_tokens, int64_t n_in) {
+  SPECLAB_ASSERT(n_tokens >= 1 && n_tokens <= kMatmulItemsMaxTokens);
+  x_ = x;
+  n_tokens_ = n_tokens;
+  n_in_ = n_in;
+  for (bool& p : packed_) p = false;
+}
+
+int64_t matmul_item_rows(const TensorView& w) {
+  const Kernels& k = kernels();
+  if (k.int8_dot && dtype_has_int8_dot(w.dtype)) return kFusedRowBlock;
+  if (k.fused != nullptr && k.fused(w.dtype) != nullptr) return kFusedRowBlock;
+  return kRowBlock;
+}
+
+int64_t matmul_item_count(const TensorView& w) {
+  const int64_t r = matmul_item_rows(w);
+  return (w.rows() + r - 1) / r;
+}
+
+// The per-item work of matmul_weights for one chunk of tokens (n_tokens <= 16 <= chunk): the
+// same kernel calls with the same arguments and the same packed activations (packing does not
+// depend on the chunk size when every token lies in the first chunk).
+void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t i0, int64_t i1) {
+  check_shapes(w);
+  SPECLAB_ASSERT(a.x_ != nullptr && w.cols() == a.n_in_);
+  const Kernels& k = kernels();
+  const int64_t n_out = w.rows();
+  const int64_t n_in = w.cols();
+  const int64_t n_tokens = a.n_tokens_;
+  const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  const int64_t chunk = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
+  if (k.int8_dot && dtype_has_int8_dot(w.dtype)) {
+    const int kind = w.dtype == DType::Q8_0 ? 0 : w.dtype == DType::Q4_0 ? 1 : 2;
+    std::vector<uint8_t>& xq = a.int8_[kind];
+    const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
+    if (!a.packed_[MatmulActivations::kInt8Q8_0 + kind]) {
+      const size_t packed = static_cast<size_t>(chunk * n_steps * matmul_vnni::kRecordBytes);
+      if (xq.size() < packed) xq.resize(packed);
+      matmul_vnni::pack(xq.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps, w.dtype);
+      a.packed_[MatmulActivations::kInt8Q8_0 + kind] = true;
+    }
+    const matmul_vnni::RowsFn rows = matmul_vnni::rows_fn(w.dtype);
+    for (int64_t b = i0; b < i1; b++) {
+      const int64_t r0 = b * kFusedRowBlock;
+      const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
+      rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows,
+           xq.data(), n_tokens * matmul_vnni::kRecordBytes, n_in, n_tokens);
+    }
+    return;
+  }
+  const matmul_avx512::RowsFn fused = k.fused != nullptr ? k.fused(w.dtype) : nullptr;
+  if (fused != nullptr) {
+    const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
+    const int64_t n_steps = (n_in + 31) / 32;
+    const size_t packed = static_cast<size_t>(chunk * n_steps * 32);
+    if (bf16_dot && !a.packed_[MatmulActivations::kBf16]) {
+      if (a.bf16_.size() < packed) a.bf16_.resize(packed);
+      matmul_avx512::pack_bf16(a.bf16_.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps);
+      a.packed_[MatmulActivations::kBf16] = true;
+    }
+    if (!bf16_dot && !a.packed_[MatmulActivations::kF32]) {
+      if (a.f32_.size() < packed) a.f32_.resize(packed);
+      matmul_avx512::pack_f32(a.f32_.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps);
+      a.packed_[MatmulActivations::kF32] = true;
+    }
+    for (int64_t b = i0; b < i1; b++) {
+      const int64_t r0 = b * kFusedRowBlock;
+      const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
+      const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
+      if (bf16_dot) {
+        matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
+                                    n_tokens * 32, n_in, n_tokens);
+      } else {
+        fused(out + r0, n_out, row0, row_bytes, n_rows, a.f32_.data(), n_tokens * 32, n_in,
+              n_tokens);
+      }
+    }
+    return;
+  }
+  if (static_cast<int64_t>(a.rows_.size()) < kRowBlock * n_in) a.rows_.resize(kRowBlock * n_in);
+  for (int64_t b = i0; b < i1; b++) {
+    const int64_t r0 = b * kRowBlock;
+    const int n_rows = static_cast<int>(std::min<int64_t>(kRowBlock, n_out - r0));
+    const float* rows[kRowBlock];
+    for (int j = 0; j < n_rows; j++) {
+      const void* src = base + static_cast<size_t>(r0 + j) * row_bytes;
+      if (w.dtype == DType::F32) {
+        rows[j] = static_cast<const float*>(src);
+      } else {
+        float* dst = a.rows_.data() + j * n_in;
+        k.row_to_f32(dst, w.dtype, src, n_in);
+        rows[j] = dst;
+      }
+    }
+    k.block(out + r0, n_out, rows, n_rows, a.x_, n_in, n_tokens);
+  }
+}
+
 void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t n_tokens) {
   check_shapes(w);
   const int64_t n_out = w.rows();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor_view.h"
 
@@ -19,6 +20,43 @@ namespace speclab {
 // in a fixed order that does not depend on n_tokens or the thread count, so a token's result
 // is bit-identical whether it is computed alone or batched (batch invariance).
 void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_tokens);
+
+// The same products as work items that the threads of one parallel region share (the step
+// team, core/step_team.h): every thread packs the activations it needs into its own
+// MatmulActivations, then computes whichever items it is handed. An item is a block of
+// matmul_item_rows(w) consecutive output rows for every token, computed by the same kernel
+// call with the same packed activations as in matmul_weights, so each output is bit-identical
+// to matmul_weights' whichever thread computes it. Decode-sized batches only:
+// n_tokens <= kMatmulItemsMaxTokens (one chunk of packed activations).
+constexpr int64_t kMatmulItemsMaxTokens = 16;
+
+// One thread's activations for matmul_items: x [n_tokens, n_in], packed lazily for each kind of
+// weights (FP32, BF16 for vdpbf16ps, int8 blocks per Q8_0 / Q4_0 / Q4_1) on first use and
+// reused for every matrix of that kind until the next set(). x must not change meanwhile.
+class MatmulActivations {
+ public:
+  void set(const float* x, int64_t n_tokens, int64_t n_in);
+
+ private:
+  friend void matmul_items(float*, MatmulActivations&, const TensorView&, int64_t, int64_t);
+  enum Kind { kF32, kBf16, kInt8Q8_0, kInt8Q4_0, kInt8Q4_1, kKinds };
+  const float* x_ = nullptr;
+  int64_t n_tokens_ = 0;
+  int64_t n_in_ = 0;
+  bool packed_[kKinds] = {};
+  std::vector<float> f32_;        // matmul_avx512::pack_f32 layout
+  std::vector<uint16_t> bf16_;    // matmul_avx512::pack_bf16 layout
+  std::vector<uint8_t> int8_[3];  // matmul_vnni::pack layout, per weight dtype
+  std::vector<float> rows_;       // FP32 copies of a work item's rows (avx2, generic paths)
+};
+
+// Output rows per work item of w on the path in use (the last item may have fewer).
+int64_t matmul_item_rows(const TensorView& w);
+// Number of work items of w: ceil(rows / matmul_item_rows(w)).
+int64_t matmul_item_count(const TensorView& w);
+// Items [i0, i1) of out = x · Wᵀ with x from `a`: out[t * n_out + r] for their rows r and every
+// token t (out: [n_tokens, n_out]).
+void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t i0, int64_t i1);
 
 // Plain reference: dequantizes W with dtype_to_f32 and accumulates in double. For tests.
 void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t n_tokens);

@@ -34,31 +34,38 @@ void rope_scale_llama3(float* inv_freq, int64_t n, float factor, float low_freq_
   }
 }
 
+void rope_angles(float* cos_t, float* sin_t, int64_t pos, const float* inv_freq, int64_t head_dim) {
+  // Angles in double: positions reach 1e5 and pos * inv_freq must keep its fraction.
+  for (int64_t i = 0; i < head_dim / 2; i++) {
+    const double angle = static_cast<double>(pos) * inv_freq[i];
+    cos_t[i] = static_cast<float>(std::cos(angle));
+    sin_t[i] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void rope_rotate(float* v, int64_t head_dim, const float* cos_t, const float* sin_t,
+                 bool interleaved) {
+  const int64_t half = head_dim / 2;
+  // Element index of the two members of pair i.
+  const int64_t stride_a = interleaved ? 2 : 1;
+  const int64_t offset_b = interleaved ? 1 : half;
+  for (int64_t i = 0; i < half; i++) {
+    float* a = v + i * stride_a;
+    float* b = a + offset_b;
+    const float va = *a, vb = *b;
+    *a = va * cos_t[i] - vb * sin_t[i];
+    *b = va * sin_t[i] + vb * cos_t[i];
+  }
+}
+
 namespace {
 // Rotates the n_heads head vectors of one token at position pos.   x: [n_heads, head_dim]
 // cos_t, sin_t: scratch [head_dim/2].
 void rope_apply_token(float* x, int64_t n_heads, int64_t head_dim, int64_t pos,
                       const float* inv_freq, bool interleaved, float* cos_t, float* sin_t) {
-  const int64_t half = head_dim / 2;
-  // Angles in double: positions reach 1e5 and pos * inv_freq must keep its fraction.
-  for (int64_t i = 0; i < half; i++) {
-    const double angle = static_cast<double>(pos) * inv_freq[i];
-    cos_t[i] = static_cast<float>(std::cos(angle));
-    sin_t[i] = static_cast<float>(std::sin(angle));
-  }
-  // Element index of the two members of pair i.
-  const int64_t stride_a = interleaved ? 2 : 1;
-  const int64_t offset_b = interleaved ? 1 : half;
-  for (int64_t h = 0; h < n_heads; h++) {
-    float* v = x + h * head_dim;
-    for (int64_t i = 0; i < half; i++) {
-      float* a = v + i * stride_a;
-      float* b = a + offset_b;
-      const float va = *a, vb = *b;
-      *a = va * cos_t[i] - vb * sin_t[i];
-      *b = va * sin_t[i] + vb * cos_t[i];
-    }
-  }
+  rope_angles(cos_t, sin_t, pos, inv_freq, head_dim);
+  for (int64_t h = 0; h < n_heads; h++)
+    rope_rotate(x + h * head_dim, head_dim, cos_t, sin_t, interleaved);
 }
 }  // namespace
 

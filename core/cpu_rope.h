@@ -22,6 +22,13 @@ void rope_inv_freq(float* inv_freq, int64_t head_dim, float theta);
 void rope_scale_llama3(float* inv_freq, int64_t n, float factor, float low_freq_factor,
                        float high_freq_factor, int64_t original_max_position);
 
+// The pieces rope_apply is made of (the step team rotates heads one at a time):
+// cos_t[i] = cos(pos * inv_freq[i]), sin_t[i] likewise, i < head_dim/2 (angles in double).
+void rope_angles(float* cos_t, float* sin_t, int64_t pos, const float* inv_freq, int64_t head_dim);
+// Rotates one head vector v: [head_dim] in place by the angles of rope_angles.
+void rope_rotate(float* v, int64_t head_dim, const float* cos_t, const float* sin_t,
+                 bool interleaved);
+
 // Rotates every head of every token in place.
 //   x: [n_tokens, n_heads, head_dim]; token t is at position pos0 + t. inv_freq: [head_dim/2]
 void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t pos0,

@@ -147,7 +147,10 @@ struct LoadQ8_0 {
 // Q4_0 / Q4_1: a block's 16 possible weights, table[q] = d * (q - 8) or d * q + m (rounded as
 // dtype_to_f32 rounds them: a product, then a sum), are computed once per block; the nibbles
 // pick them with vpermps (which reads the low 4 bits of each index), so the dequantization of
-// 32 weights is one widening load, one shift and two permutes.
+// 32 weights is one widening load, one shift and two permutes. Q4_1's table is one FMA: d has at
+// most 11 significant bits (FP16) and q 4, so the product d * q is exact in FP32 (15 bits of 24,
+// and FP16's range is far inside FP32's), and fma(d, q, m), rounded once, equals the
+// reference's round(round(d * q) + m).
 template <bool kHasMin>
 struct LoadQ4 {
   struct Block {
@@ -169,9 +172,7 @@ struct LoadQ4 {
       const __m512 d = _mm512_broadcastss_ps(f);
       const __m512 m = _mm512_broadcastss_ps(_mm_movehdup_ps(f));
       const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-      b.table = _mm512_add_round_ps(
-          _mm512_mul_round_ps(d, iota, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), m,
-          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      b.table = _mm512_fmadd_ps(d, iota, m);  // exact product: see above
     } else {
       uint16_t dbits;
       std::memcpy(&dbits, p, 2);
@@ -190,7 +191,9 @@ struct LoadQ4 {
 // Q4_K: a 32-column step is one sub-block j of a super-block, whose 16 possible weights
 // table[q] = (d * sc_j) * q - dmin * m_j (a product, then a difference: dtype_to_f32's rounding)
 // are computed once per step; its nibbles (the low ones of 32 bytes of qs for even j, the high
-// ones for odd j) pick them with vpermps, which reads only the low 4 bits of each index.
+// ones for odd j) pick them with vpermps, which reads only the low 4 bits of each index. The
+// table is one FMA: d * sc_j has at most 11 + 6 significant bits, times q 21 <= 24, so the
+// product is exact in FP32 and fms(d * sc_j, q, dmin * m_j) rounds as the reference does.
 struct LoadQ4_K {
   struct Block {
     __m512 table;
@@ -209,9 +212,7 @@ struct LoadQ4_K {
     const float d1 = _cvtsh_ss(b->d) * static_cast<float>(sc);
     const float m1 = _cvtsh_ss(b->dmin) * static_cast<float>(m);
     const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const int r = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    return {_mm512_sub_round_ps(_mm512_mul_round_ps(_mm512_set1_ps(d1), iota, r),
-                                _mm512_set1_ps(m1), r),
+    return {_mm512_fmsub_ps(_mm512_set1_ps(d1), iota, _mm512_set1_ps(m1)),  // exact product
             b->qs + 32 * (j / 2), j % 2 != 0};
   }
   SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {

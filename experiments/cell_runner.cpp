@@ -394,8 +394,9 @@ nlohmann::json cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDra
   for (int rep = 0; rep < 7; rep++) {
     // Two proposals of gamma tokens from the same context: the second has no catch-up, so
     // its seconds / calls is the per-call cost of drafting.
-    d.propose(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
-    d.propose(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
+    // As the decoder drafts: on the runner's device when it samples there.
+    d.propose_keeping_q_on_device(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
+    d.propose_keeping_q_on_device(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
     if (!prop.tokens.empty()) per_token.push_back(prop.seconds / prop.tokens.size());
   }
   std::sort(per_token.begin(), per_token.end());

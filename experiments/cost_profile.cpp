@@ -53,7 +53,8 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
   const DraftStopRule no_stop;
   auto propose_s = [&](const std::vector<int32_t>& c, int n) {
     const auto t0 = Clock::now();
-    drafter.propose(c, n, r.draft_sampling, no_stop, key, &prop);
+    // As the decoder drafts: on the runner's device when it samples there.
+    drafter.propose_keeping_q_on_device(c, n, r.draft_sampling, no_stop, key, &prop);
     return since(t0);
   };
   for (int rep = 0; rep <= r.reps; rep++) {  // rep 0 warms every call and is not kept

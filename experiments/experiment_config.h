@@ -35,7 +35,7 @@
 //     threads: 0               0 = all cores
 //     ctx: 1024                KV-cache length, > max_new_tokens
 //     ignore_eos: false
-//     backend: cpu               # cpu | cuda: where the target runs (drafts run on the CPU)
+//     backend: cpu               # cpu | cuda: where the target and model drafters run
 //   measure:                   optional section
 //     baseline: true           also run the target alone (interleaved with speculative runs)
 //     cost_curve_max_k: =max(sweep.gamma)+1   measure T(k) for k = 1..this; at least

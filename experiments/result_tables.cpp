@@ -85,6 +85,30 @@ std::string flag_codes(const nlohmann::json& r) {
   return o;
 }
 
+// The columns every speedup table ends with: the speedup interval, the out-of-sample
+// prediction and its error, Theorem 3.8's speedup and error (tables that have it), the flags.
+void speedup_tail_header(const CellFormat& f, bool thm38, std::vector<std::string>* h) {
+  f.interval_header(h);
+  h->push_back("predicted");
+  h->push_back("err predicted");
+  if (thm38) {
+    h->push_back("thm 3.8");
+    h->push_back("err thm 3.8");
+  }
+  h->push_back("flags");
+}
+void speedup_tail_cells(const CellFormat& f, const nlohmann::json& r, bool thm38,
+                        std::vector<std::string>* row) {
+  f.interval_cells(r, row);
+  row->push_back(f.maybe(num(r, "predicted_speedup")));
+  row->push_back(f.pct(num(r, "prediction_error")));
+  if (thm38) {
+    row->push_back(f.maybe(num(r, "thm38_speedup")));
+    row->push_back(f.pct(num(r, "thm38_error")));
+  }
+  row->push_back(flag_codes(r).empty() ? f.none() : flag_codes(r));
+}
+
 std::string latex_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -167,9 +191,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         {},
         {},
         {}};
-    f.interval_header(&t4.headers);
-    for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
-      t4.headers.push_back(h);
+    speedup_tail_header(f, /*thm38=*/true, &t4.headers);
     for (const auto* r : gen) {
       std::vector<std::string> row{str(*r, "drafter"),
                                    f.fmt(num(*r, "temperature", 0), 1),
@@ -180,12 +202,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
                                    f.maybe(num(*r, "tau")),
                                    f.maybe(num(*r, "predicted_tokens_per_round")),
                                    f.maybe(num(*r, "speedup"))};
-      f.interval_cells(*r, &row);
-      for (const auto& x :
-           {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
-            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")),
-            flag_codes(*r).empty() ? f.none() : flag_codes(*r)})
-        row.push_back(x);
+      speedup_tail_cells(f, *r, /*thm38=*/true, &row);
       t4.rows.push_back(row);
     }
     out.push_back(t4);
@@ -273,8 +290,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         {},
         {},
         {}};
-    f.interval_header(&tt.headers);
-    for (const char* h : {"predicted", "err predicted", "flags"}) tt.headers.push_back(h);
+    speedup_tail_header(f, /*thm38=*/false, &tt.headers);
     for (const auto* r : tree) {
       std::vector<std::string> row{str(*r, "drafter"),
                                    f.fmt(num(*r, "temperature", 0), 1),
@@ -283,10 +299,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
                                    f.maybe(num(*r, "tau")),
                                    f.maybe(num(*r, "predicted_tokens_per_round")),
                                    f.maybe(num(*r, "speedup"))};
-      f.interval_cells(*r, &row);
-      row.push_back(f.maybe(num(*r, "predicted_speedup")));
-      row.push_back(f.pct(num(*r, "prediction_error")));
-      row.push_back(flag_codes(*r).empty() ? f.none() : flag_codes(*r));
+      speedup_tail_cells(f, *r, /*thm38=*/false, &row);
       tt.rows.push_back(row);
     }
     out.push_back(tt);
@@ -301,9 +314,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              {},
              {},
              {}};
-    f.interval_header(&ts.headers);
-    for (const char* h : {"predicted", "err predicted", "thm 3.8", "err thm 3.8", "flags"})
-      ts.headers.push_back(h);
+    speedup_tail_header(f, /*thm38=*/true, &ts.headers);
     for (const auto* r : synthetic) {
       std::string set;
       for (const auto& a : (*r)["synthetic_acceptance"])
@@ -317,12 +328,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
                                    f.maybe(num(*r, "tau")),
                                    f.maybe(num(*r, "predicted_tokens_per_round")),
                                    f.maybe(num(*r, "speedup"))};
-      f.interval_cells(*r, &row);
-      for (const auto& x :
-           {f.maybe(num(*r, "predicted_speedup")), f.pct(num(*r, "prediction_error")),
-            f.maybe(num(*r, "thm38_speedup")), f.pct(num(*r, "thm38_error")),
-            flag_codes(*r).empty() ? f.none() : flag_codes(*r)})
-        row.push_back(x);
+      speedup_tail_cells(f, *r, /*thm38=*/true, &row);
       ts.rows.push_back(row);
     }
     out.push_back(ts);

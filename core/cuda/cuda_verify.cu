@@ -1,5 +1,6 @@
 #include <vector>
 
+#include "core/cuda/cuda_block_draw.cuh"
 #include "core/cuda/cuda_block_reduce.cuh"
 #include "core/cuda/cuda_buffer.h"
 #include "core/cuda/cuda_check.h"
@@ -22,72 +23,9 @@ struct VerifyArgs {
   CudaRngKey base;
 };
 
-struct DrawShared {
-  double chunk_sum[kCudaVerifyBlock];  // per-thread chunk mass
-  double red[32];
-  int64_t red_i[32];
-  int chunk;
-  int64_t last_positive;
-};
-
-// sampling_draw on the block: inverse CDF of w[n] (>= 0, unnormalized) at u. Thread c owns
-// the contiguous chunk c; the chunk holding u * total is found on thread 0 from the chunk
-// sums, then scanned by its owner. Returns -1 if every weight is zero.
-__device__ int64_t block_draw(const float* w, int64_t n, double u, DrawShared* sh) {
-  const int64_t per = (n + blockDim.x - 1) / blockDim.x;
-  const int64_t lo_raw = static_cast<int64_t>(threadIdx.x) * per;
-  const int64_t lo = lo_raw < n ? lo_raw : n, hi = lo + per < n ? lo + per : n;
-  double s = 0.0;
-  int64_t last = -1;
-  for (int64_t i = lo; i < hi; i++) {
-    if (w[i] > 0.0f) {
-      s += w[i];
-      last = i;
-    }
-  }
-  sh->chunk_sum[threadIdx.x] = s;
-  const int64_t last_positive = cuda_block_max(last, sh->red_i);
-  if (last_positive < 0) return -1;
-  double total = 0.0;
-  if (threadIdx.x == 0) {
-    for (int c = 0; c < static_cast<int>(blockDim.x); c++) total += sh->chunk_sum[c];
-    const double target = u * total;
-    double cum = 0.0;
-    int chunk = -1;
-    for (int c = 0; c < static_cast<int>(blockDim.x); c++) {
-      if (target < cum + sh->chunk_sum[c]) {
-        chunk = c;
-        break;
-      }
-      cum += sh->chunk_sum[c];
-    }
-    sh->chunk = chunk;
-    sh->red[0] = cum;  // mass before the chunk
-    sh->red[1] = target;
-    sh->last_positive = last_positive;  // default: rounding at the tail
-  }
-  __syncthreads();
-  if (static_cast<int>(threadIdx.x) == sh->chunk) {
-    double cum = sh->red[0];
-    const double target = sh->red[1];
-    for (int64_t i = lo; i < hi && i < last_positive; i++) {
-      if (w[i] <= 0.0f) continue;
-      cum += w[i];
-      if (target < cum) {
-        sh->last_positive = i;
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  const int64_t r = sh->last_positive;
-  __syncthreads();
-  return r;
-}
-
 // header: [kCudaVerifyHeader]   diag: [3, n_draft]   residual: [vocab] scratch
 __global__ void verify_kernel(VerifyArgs a, int32_t* header, float* diag, float* residual) {
-  __shared__ DrawShared sh;
+  __shared__ CudaDrawShared sh;
   __shared__ CudaArgmax red_arg[32];
   const int64_t V = a.vocab;
   const bool t0 = threadIdx.x == 0;
@@ -173,7 +111,7 @@ __global__ void verify_kernel(VerifyArgs a, int32_t* header, float* diag, float*
     __syncthreads();
     any = __syncthreads_or(any);
     const double u_res = cuda_rng_uniform(cuda_rng_key_at(a.base, pos, 3 /* kRngResidualSample */));
-    const int64_t next = block_draw(any ? residual : p_i, V, u_res, &sh);
+    const int64_t next = cuda_block_draw(any ? residual : p_i, V, u_res, &sh);
     if (t0) {
       header[kVfAccepted] = i;
       header[kVfBonus] = 0;
@@ -188,7 +126,7 @@ __global__ void verify_kernel(VerifyArgs a, int32_t* header, float* diag, float*
   // All drafts accepted: bonus token ~ p[n_draft].
   const double u_bonus = cuda_rng_uniform(
       cuda_rng_key_at(a.base, a.base.position + a.n_draft, 5 /* kRngBonusSample */));
-  const int64_t next = block_draw(a.p + a.n_draft * V, V, u_bonus, &sh);
+  const int64_t next = cuda_block_draw(a.p + a.n_draft * V, V, u_bonus, &sh);
   if (t0) {
     header[kVfAccepted] = a.n_draft;
     header[kVfBonus] = 1;

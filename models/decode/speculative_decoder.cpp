@@ -33,10 +33,13 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   const int64_t k = std::min<int64_t>({gamma, in.remaining - 1, target.max_ctx() - L});
   if (k < 0) return false;  // the context is full: not even the last token fits
 
+  // The drafter may sample on its device and leave q there (verify_on_device reads it in
+  // place); a host verification fetches it first. Drafting the same way in every mode keeps
+  // the draft's cost the same in synthetic-acceptance rounds, which exist to time rounds.
   buf.proposal = DraftProposal();
   if (k > 0) {
-    drafter.propose(in.context, static_cast<int>(k), config.draft_sampling, config.stop_rule,
-                    in.base, &buf.proposal);
+    drafter.propose_keeping_q_on_device(in.context, static_cast<int>(k), config.draft_sampling,
+                                        config.stop_rule, in.base, &buf.proposal);
   }
   const std::vector<int32_t>& drafts = buf.proposal.tokens;
   const int n_draft = static_cast<int>(drafts.size());
@@ -50,20 +53,26 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   auto tv = DecodeClock::now();
   buf.batch.assign(1, in.context.back());
   buf.batch.insert(buf.batch.end(), drafts.begin(), drafts.end());
-  const float* q = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
   // Greedy lenience (paper A.5) compares against the target's distribution before
   // standardization, which at temperature 0 is one-hot: softmax of the raw logits. The
-  // device round has no such input: that case stays on the host too.
+  // device round has no such input, and synthetic acceptance decides on the host: both
+  // verify on the host.
   const bool raw_needed = in.greedy && config.lenience < 1.0;
+  const bool device_round = config.synthetic_accept.empty() && !raw_needed;
+  DraftRows q_rows;
+  q_rows.host = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
+  q_rows.device = buf.proposal.q_device;
   VerifyConfig vcfg;
   vcfg.greedy = in.greedy;
   vcfg.lenience = config.lenience;
   VerifyOutcome& out = *rec;
-  if (config.synthetic_accept.empty() && !raw_needed &&
-      target.verify_on_device(buf.batch.data(), n_draft, q, request.sampling, vcfg, in.base,
-                              &out)) {
+  if (device_round && target.verify_on_device(buf.batch.data(), n_draft, q_rows, request.sampling,
+                                              vcfg, in.base, &out)) {
     rec->verify_s = seconds_since(tv);
   } else {
+    // The host verifies: q rows the drafter left on its device come over first.
+    drafter.fetch_q(&buf.proposal);
+    const float* q = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
     const float* logits = target.forward(buf.batch.data(), n_draft + 1);
     rec->verify_s = seconds_since(tv);
 

@@ -9,6 +9,11 @@
 //     -> target.truncate(L + n)             cache keeps [.., last, d1..dn]
 //     -> RoundRecord
 //
+// On a GPU the round stays on the device where the runners offer it: the drafter samples
+// there (TokenRunner::draft_on_device, q rows left on the device) and the target verifies
+// there (TokenRunner::verify_on_device, reading those rows in place); only ids and the round
+// record cross to the host. The host steps above are the reference either way.
+//
 // Every round emits 1..k+1 tokens; stops (EOS, max tokens) are applied to accepted tokens
 // in order, mid-round; k shrinks near the context limit and near max_new_tokens.
 #pragma once

@@ -6,6 +6,13 @@
 
 namespace speclab {
 
+double draft_uniform(const RngKey& key, int i) {
+  RngKey draw = key;
+  draw.position = key.position + static_cast<uint64_t>(i);
+  draw.stream = static_cast<uint32_t>(RngStream::kRngDraftSample);
+  return rng_uniform(draw);
+}
+
 int32_t draft_sample_step(const float* logits, int64_t vocab, int i, const SamplingParams& params,
                           const DraftStopRule& stop, const RngKey& key, DraftProposal* out) {
   const size_t offset = out->q.size();
@@ -17,10 +24,7 @@ int32_t draft_sample_step(const float* logits, int64_t vocab, int i, const Sampl
     out->q.resize(offset);
     return -1;
   }
-  RngKey draw = key;
-  draw.position = key.position + static_cast<uint64_t>(i);
-  draw.stream = static_cast<uint32_t>(RngStream::kRngDraftSample);
-  const int32_t tok = sampling_draw(q, vocab, rng_uniform(draw));
+  const int32_t tok = sampling_draw(q, vocab, draft_uniform(key, i));
   out->tokens.push_back(tok);
   out->top_prob.push_back(top);
   out->entropy_norm.push_back(static_cast<float>(sampling_entropy_normalized(q, vocab)));

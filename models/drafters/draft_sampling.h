@@ -14,4 +14,8 @@ namespace speclab {
 int32_t draft_sample_step(const float* logits, int64_t vocab, int i, const SamplingParams& params,
                           const DraftStopRule& stop, const RngKey& key, DraftProposal* out);
 
+// The uniform draft position i is drawn with: Philox at (key.position + i, kRngDraftSample).
+// A device draft step (TokenRunner::draft_on_device) gets the same u as an argument.
+double draft_uniform(const RngKey& key, int i);
+
 }  // namespace speclab

@@ -26,6 +26,10 @@ struct DraftProposal {
   // [n, vocab] the standardized distributions the tokens were drawn from; empty for a
   // deterministic drafter (q is one-hot at each token, which the verifier handles exactly).
   std::vector<float> q;
+  // Set instead of q when a model drafter sampled on its runner's device
+  // (propose_keeping_q_on_device, TokenRunner::draft_on_device): [n, vocab] device rows,
+  // valid until the drafter's next call. fetch_q brings them to the host.
+  const float* q_device = nullptr;
   std::vector<float> top_prob;      // [n] max_x q_i(x) (1 for deterministic drafters)
   std::vector<float> entropy_norm;  // [n] entropy of q_i / log(vocab), in [0, 1]
   double seconds = 0;               // wall time spent proposing (incl. catch-up)
@@ -48,6 +52,18 @@ class Drafter {
   // derived from `key` (position = absolute position of each drafted token).
   virtual void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                        const DraftStopRule& stop, const RngKey& key, DraftProposal* out) = 0;
+  // As propose(), for a round verified on the device (TokenRunner::verify_on_device): a
+  // drafter whose runner samples on the device may leave q there (out->q empty,
+  // out->q_device set); the tokens, top_prob and entropy_norm are propose()'s, up to float
+  // summation order. The default is propose().
+  virtual void propose_keeping_q_on_device(const std::vector<int32_t>& context, int k,
+                                           const SamplingParams& params, const DraftStopRule& stop,
+                                           const RngKey& key, DraftProposal* out) {
+    propose(context, k, params, stop, key, out);
+  }
+  // Brings q_device rows to out->q (and clears q_device): for a round whose verification
+  // falls back to the host. Nothing to do when q is already on the host.
+  virtual void fetch_q(DraftProposal* out) {}
   // Tree speculation: builds a tree of the given shape below the root context.back() (see
   // core/token_tree.h), drawing with keys derived from `key` (position = absolute position
   // of the depth-1 nodes). The base implementation, for drafters that cannot branch

@@ -23,7 +23,7 @@ void ModelDrafter::reset() {
   fed_.clear();
 }
 
-const float* ModelDrafter::catch_up(const std::vector<int32_t>& context, int64_t* n_calls) {
+int64_t ModelDrafter::roll_back(const std::vector<int32_t>& context) {
   const int64_t L = static_cast<int64_t>(context.size());
   // Roll back to the longest common prefix of what we fed and the new context, then catch
   // up on everything after it, the last committed token included (its logits predict
@@ -34,15 +34,41 @@ const float* ModelDrafter::catch_up(const std::vector<int32_t>& context, int64_t
   common = std::min(common, static_cast<size_t>(L - 1));  // always re-feed at least the last token
   runner_->truncate(static_cast<int64_t>(common));
   fed_.resize(common);
-  const float* logits = runner_->forward(context.data() + common, L - static_cast<int64_t>(common),
-                                         /*last_only=*/true);
+  return static_cast<int64_t>(common);
+}
+
+const float* ModelDrafter::catch_up(const std::vector<int32_t>& context, int64_t* n_calls) {
+  const int64_t L = static_cast<int64_t>(context.size());
+  const int64_t common = roll_back(context);
+  const float* logits = runner_->forward(context.data() + common, L - common, /*last_only=*/true);
   (*n_calls)++;
-  fed_.insert(fed_.end(), context.begin() + static_cast<int64_t>(common), context.end());
+  fed_.insert(fed_.end(), context.begin() + common, context.end());
   return logits;
 }
 
 void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                            const DraftStopRule& stop, const RngKey& key, DraftProposal* out) {
+  propose_chain(context, k, params, stop, key, /*on_device=*/false, out);
+}
+
+void ModelDrafter::propose_keeping_q_on_device(const std::vector<int32_t>& context, int k,
+                                               const SamplingParams& params,
+                                               const DraftStopRule& stop, const RngKey& key,
+                                               DraftProposal* out) {
+  propose_chain(context, k, params, stop, key, /*on_device=*/true, out);
+}
+
+void ModelDrafter::fetch_q(DraftProposal* out) {
+  if (out->q_device == nullptr) return;
+  const int n = static_cast<int>(out->tokens.size());
+  out->q.resize(static_cast<size_t>(n) * static_cast<size_t>(runner_->vocab()));
+  runner_->download_draft_rows(n, out->q.data());
+  out->q_device = nullptr;
+}
+
+void ModelDrafter::propose_chain(const std::vector<int32_t>& context, int k,
+                                 const SamplingParams& params, const DraftStopRule& stop,
+                                 const RngKey& key, bool on_device, DraftProposal* out) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t vocab = runner_->vocab();
   const int64_t L = static_cast<int64_t>(context.size());
@@ -51,8 +77,41 @@ void ModelDrafter::propose(const std::vector<int32_t>& context, int k, const Sam
   k = static_cast<int>(std::min<int64_t>(k, runner_->max_ctx() - L));
   if (k <= 0) return;
 
-  const float* logits = catch_up(context, &out->n_forward_calls);
+  // The device path: each call runs the draft's pass over the fed tokens, standardizes into
+  // the runner's device row i and draws with draft_sample_step's uniform; the stop rule and
+  // the records read the returned scalars. A runner that declines touches nothing and the
+  // host path below runs from the same rollback.
+  DraftStep step;
+  if (on_device) {
+    const int64_t common = roll_back(context);
+    if (runner_->draft_on_device(context.data() + common, L - common, 0, params,
+                                 draft_uniform(key, 0), &step)) {
+      out->n_forward_calls++;
+      fed_.insert(fed_.end(), context.begin() + common, context.end());
+      // The rows' address is the last call's: a call may move them (growing keeps them).
+      const float* rows = step.q_rows;
+      for (int i = 0; i < k; i++) {
+        if (stop.p_min > 0 && step.top_prob < stop.p_min) break;  // the draft is unsure
+        const int32_t tok = step.token;
+        out->tokens.push_back(tok);
+        out->top_prob.push_back(step.top_prob);
+        out->entropy_norm.push_back(step.entropy_norm);
+        if (i + 1 < k) {
+          const bool on =
+              runner_->draft_on_device(&tok, 1, i + 1, params, draft_uniform(key, i + 1), &step);
+          SPECLAB_ASSERT(on);  // a runner that drafted once drafts every step
+          out->n_forward_calls++;
+          fed_.push_back(tok);
+          rows = step.q_rows;
+        }
+      }
+      out->q_device = out->tokens.empty() ? nullptr : rows;
+      out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return;
+    }
+  }
 
+  const float* logits = catch_up(context, &out->n_forward_calls);
   out->q.reserve(static_cast<size_t>(k * vocab));
   for (int i = 0; i < k; i++) {
     const int32_t tok = draft_sample_step(logits, vocab, i, params, stop, key, out);

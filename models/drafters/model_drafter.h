@@ -24,6 +24,13 @@ class ModelDrafter : public Drafter {
   bool deterministic() const override { return false; }
   void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
                const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override;
+  // Samples on the runner's device when it offers to (TokenRunner::draft_on_device: one
+  // call per drafted token, only the id and its scalars cross to the host, q stays there);
+  // otherwise propose().
+  void propose_keeping_q_on_device(const std::vector<int32_t>& context, int k,
+                                   const SamplingParams& params, const DraftStopRule& stop,
+                                   const RngKey& key, DraftProposal* out) override;
+  void fetch_q(DraftProposal* out) override;
   // Builds the tree level by level: one draft forward_tree pass per level over all of its
   // nodes (tree attention), then rolls its cache back to the committed context; the
   // accepted path is caught up in one batch at the next round.
@@ -36,9 +43,14 @@ class ModelDrafter : public Drafter {
   std::string name_;
   const LlamaModel& model_;
   std::unique_ptr<TokenRunner> runner_;  // LlamaRunner, or the target's backend's runner
-  // Rolls back to the longest common prefix of fed_ and context, feeds the rest; returns
-  // the logits of context.back(), [vocab].
+  // Rolls back to the longest common prefix of fed_ and context (keeping at least the last
+  // token to feed); returns that prefix's length.
+  int64_t roll_back(const std::vector<int32_t>& context);
+  // roll_back, then feeds the rest; returns the logits of context.back(), [vocab].
   const float* catch_up(const std::vector<int32_t>& context, int64_t* n_calls);
+  void propose_chain(const std::vector<int32_t>& context, int k, const SamplingParams& params,
+                     const DraftStopRule& stop, const RngKey& key, bool on_device,
+                     DraftProposal* out);
 
   std::vector<int32_t> fed_;  // tokens whose K/V are in runner_'s cache, in order
 };

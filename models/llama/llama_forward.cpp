@@ -1,5 +1,7 @@
 #include "models/llama/llama_forward.h"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "core/cpu_attention.h"
@@ -7,6 +9,7 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/error.h"
+#include "core/threads.h"
 #include "models/llama/llama_rope.h"
 
 namespace speclab {
@@ -161,6 +164,7 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
   // Token embeddings: one row of tok_embeddings per token, converted to FP32.
   for (int64_t t = 0; t < n_tokens; t++)
     weights_row_to_f32(x + t * dim, w.tok_embeddings, tokens[t]);
+  if (step_team_ && n_tokens <= kMatmulItemsMaxTokens) return run_team(n_tokens, last_only, tree);
 
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
@@ -211,6 +215,194 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
     logits_.resize(n_rows * c.vocab_size);
   }
   matmul_weights(logits_.data(), xb_.data(), w.output, n_rows);
+  return logits_.data();
+}
+
+// The computation of run() in the same order and with the same kernels per output, as phases
+// of one step team: each phase's work items are shared by the threads; a phase that reads an
+// earlier phase's output waits for all of that phase's items, and since every phase waits for
+// the one before it, no two phases' items ever run at the same time. Per layer:
+//   A  q, k, v rows (the items of wq, wk, wv in one range); each thread first computes the
+//      attention RMSNorm of x itself into its own buffer and packs it (a few microseconds,
+//      saving a phase and the shared buffer)
+//   B1 RoPE of q and the new k rows, one head vector per item (angles computed once per step)
+//   B2 attention, one (token, head) per item
+//   C  wo rows, each item adding its rows to x (the residual add of run(), the same float adds)
+//   D  w_gate and w_up rows with SwiGLU over the item's rows (D2: SwiGLU alone, only when the
+//      two matrices' items differ in rows, e.g. different dtypes on the avx2 path)
+//   E  w_down rows, each item adding its rows to x
+// then H, the output head on the final RMSNorm. A thread computes a phase's norm and packing
+// only once it holds an item of that phase, i.e. while no later phase can have started, so it
+// never reads x while another thread writes it.
+const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeBatch* tree) {
+  const LlamaConfig& c = model_.config;
+  const LlamaWeights& w = model_.weights;
+  const int64_t dim = c.dim, hidden = c.hidden_dim, head_dim = c.head_dim, half = head_dim / 2;
+  const int64_t n_heads = c.n_heads, n_kv_heads = c.n_kv_heads;
+  const int64_t q_dim = n_heads * head_dim;
+  const int64_t n_past = kv_.n_past;
+  float* x = x_.data();
+
+  rope_cos_.resize(n_tokens * half);
+  rope_sin_.resize(n_tokens * half);
+  int64_t max_ctx = 0;
+  for (int64_t t = 0; t < n_tokens; t++) {
+    rope_angles(rope_cos_.data() + t * half, rope_sin_.data() + t * half,
+                tree ? tree->positions[t] : n_past + t, inv_freq_.data(), head_dim);
+    max_ctx = std::max(
+        max_ctx, tree ? tree->prefix_len[t] + (tree->extra_offset[t + 1] - tree->extra_offset[t])
+                      : n_past + t + 1);
+  }
+  int64_t n_run = 0;
+  for (int64_t l = 0; l < c.n_layers; l++) n_run += skip_layers_[l] ? 0 : 1;
+  const int64_t n_rows = last_only ? 1 : n_tokens;
+  if (static_cast<int64_t>(logits_.size()) < n_rows * c.vocab_size) {
+    logits_.resize(n_rows * c.vocab_size);
+  }
+  const int n_threads = threads_get();
+  team_.reset(7 * n_run + 1, n_threads);
+  if (static_cast<int>(team_threads_.size()) < n_threads) team_threads_.resize(n_threads);
+  for (int i = 0; i < n_threads; i++) {
+    team_threads_[i].xb.resize(n_tokens * dim);
+    team_threads_[i].scores.resize(max_ctx);
+  }
+
+#pragma omp parallel num_threads(n_threads)
+  {
+    TeamThread& me = team_threads_[omp_get_thread_num()];
+    float* xb = me.xb.data();
+    int64_t phase = 0, prev_items = 0;
+    // Waits for the previous phase, then takes items of this one: prologue() once before the
+    // first item, body(i0, i1) per run of items, counted done after it.
+    auto run_phase = [&](int64_t n_items, auto&& prologue, auto&& body) {
+      if (phase > 0) team_.wait(phase - 1, prev_items);
+      int64_t i0, i1;
+      bool first = true;
+      while (team_.next(phase, n_items, &i0, &i1)) {
+        if (first) prologue();
+        first = false;
+        body(i0, i1);
+        team_.done(phase, i1 - i0);
+      }
+      prev_items = n_items;
+      phase++;
+    };
+    // Items [i0, i1) of matrix m whose items start at `first` in the phase's range.
+    auto matmul_part = [&](float* out, const TensorView& m, int64_t first, int64_t i0, int64_t i1) {
+      const int64_t n = matmul_item_count(m);
+      const int64_t b = std::max<int64_t>(i0 - first, 0), e = std::min<int64_t>(i1 - first, n);
+      if (b < e) matmul_items(out, me.act, m, b, e);
+    };
+    // x[t, r] += y[t, r] for the rows of items [i0, i1) of m (add_inplace's float adds).
+    auto add_rows = [&](const float* y, const TensorView& m, int64_t i0, int64_t i1) {
+      const int64_t rows = matmul_item_rows(m);
+      const int64_t r0 = i0 * rows, r1 = std::min(i1 * rows, dim);
+      for (int64_t t = 0; t < n_tokens; t++)
+        add_inplace(x + t * dim + r0, y + t * dim + r0, r1 - r0);
+    };
+
+    for (int64_t l = 0; l < c.n_layers; l++) {
+      if (skip_layers_[l]) continue;
+      const LlamaLayerWeights& lw = w.layers[l];
+      float* key_cache = key_cache_[l].get();
+      float* value_cache = value_cache_[l].get();
+      float* k_new = key_cache + kv_.row_offset(n_past);
+      float* v_new = value_cache + kv_.row_offset(n_past);
+      const int64_t nq = matmul_item_count(lw.wq), nk = matmul_item_count(lw.wk);
+      const int64_t nv = matmul_item_count(lw.wv);
+      auto attn_input = [&] {
+        rmsnorm(xb, x, attn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+        me.act.set(xb, n_tokens, dim);
+      };
+      auto ffn_input = [&] {
+        rmsnorm(xb, x, ffn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+        me.act.set(xb, n_tokens, dim);
+      };
+      // A: q, k, v.
+      run_phase(nq + nk + nv, attn_input, [&](int64_t i0, int64_t i1) {
+        matmul_part(q_.data(), lw.wq, 0, i0, i1);
+        matmul_part(k_new, lw.wk, nq, i0, i1);
+        matmul_part(v_new, lw.wv, nq + nk, i0, i1);
+      });
+      // B1: RoPE, item = one head vector of q (j < n_heads) or of the new k rows.
+      run_phase(
+          n_tokens * (n_heads + n_kv_heads), [] {},
+          [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; i++) {
+              const int64_t t = i / (n_heads + n_kv_heads), j = i % (n_heads + n_kv_heads);
+              float* v = j < n_heads ? q_.data() + (t * n_heads + j) * head_dim
+                                     : k_new + (t * n_kv_heads + j - n_heads) * head_dim;
+              rope_rotate(v, head_dim, rope_cos_.data() + t * half, rope_sin_.data() + t * half,
+                          rope_interleaved_);
+            }
+          });
+      // B2: attention, item = (token, head).
+      run_phase(
+          n_tokens * n_heads, [] {},
+          [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; i++) {
+              if (tree) {
+                attention_tree_one(att_.data(), q_.data(), key_cache, value_cache, i / n_heads,
+                                   i % n_heads, tree->prefix_len, tree->extra_offset,
+                                   tree->extra_slots, n_heads, n_kv_heads, head_dim,
+                                   me.scores.data());
+              } else {
+                attention_one(att_.data(), q_.data(), key_cache, value_cache, i / n_heads,
+                              i % n_heads, n_past, n_heads, n_kv_heads, head_dim, me.scores.data());
+              }
+            }
+          });
+      // C: wo and the residual add.
+      run_phase(
+          matmul_item_count(lw.wo), [&] { me.act.set(att_.data(), n_tokens, q_dim); },
+          [&](int64_t i0, int64_t i1) {
+            matmul_items(xb2_.data(), me.act, lw.wo, i0, i1);
+            add_rows(xb2_.data(), lw.wo, i0, i1);
+          });
+      // D (+ D2): gate and up, SwiGLU.
+      const bool same_items = matmul_item_rows(lw.w_gate) == matmul_item_rows(lw.w_up);
+      const int64_t ng = matmul_item_count(lw.w_gate), nu = matmul_item_count(lw.w_up);
+      auto swiglu_rows = [&](int64_t r0, int64_t r1) {
+        for (int64_t t = 0; t < n_tokens; t++) {
+          float* h = hb_.data() + t * hidden;
+          swiglu(h + r0, h + r0, hb2_.data() + t * hidden + r0, r1 - r0);
+        }
+      };
+      if (same_items) {
+        run_phase(ng, ffn_input, [&](int64_t i0, int64_t i1) {
+          matmul_items(hb_.data(), me.act, lw.w_gate, i0, i1);
+          matmul_items(hb2_.data(), me.act, lw.w_up, i0, i1);
+          const int64_t rows = matmul_item_rows(lw.w_gate);
+          swiglu_rows(i0 * rows, std::min(i1 * rows, hidden));
+        });
+        run_phase(
+            0, [] {}, [](int64_t, int64_t) {});
+      } else {
+        run_phase(ng + nu, ffn_input, [&](int64_t i0, int64_t i1) {
+          matmul_part(hb_.data(), lw.w_gate, 0, i0, i1);
+          matmul_part(hb2_.data(), lw.w_up, ng, i0, i1);
+        });
+        run_phase(
+            1, [] {}, [&](int64_t, int64_t) { swiglu_rows(0, hidden); });
+      }
+      // E: w_down and the residual add.
+      run_phase(
+          matmul_item_count(lw.w_down), [&] { me.act.set(hb_.data(), n_tokens, hidden); },
+          [&](int64_t i0, int64_t i1) {
+            matmul_items(xb2_.data(), me.act, lw.w_down, i0, i1);
+            add_rows(xb2_.data(), lw.w_down, i0, i1);
+          });
+    }
+    // H: the output head over the last n_rows tokens.
+    run_phase(
+        matmul_item_count(w.output),
+        [&] {
+          rmsnorm(xb, x + (n_tokens - n_rows) * dim, final_norm_.data(), n_rows, dim,
+                  c.rms_norm_eps);
+          me.act.set(xb, n_rows, dim);
+        },
+        [&](int64_t i0, int64_t i1) { matmul_items(logits_.data(), me.act, w.output, i0, i1); });
+  }
   return logits_.data();
 }
 

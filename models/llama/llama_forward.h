@@ -11,7 +11,9 @@
 #include <memory>
 #include <vector>
 
+#include "core/cpu_matmul.h"
 #include "core/kv_cache_book.h"
+#include "core/step_team.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/token_runner.h"
 
@@ -39,6 +41,12 @@ class LlamaRunner : public TokenRunner {
                             int64_t n_tokens) override;
   void keep_path(int64_t base, const int32_t* path, int64_t n) override;
 
+  // Decode-sized batches (<= kMatmulItemsMaxTokens tokens) run as one step team by default:
+  // the threads enter one parallel region per call and share every kernel's work items
+  // (core/step_team.h); off: every kernel opens its own parallel region (the per-call path,
+  // kept as the reference). The logits are bit-identical either way.
+  void set_step_team(bool on) { step_team_ = on; }
+
   int64_t n_past() const override { return kv_.n_past; }
   int64_t max_ctx() const override { return kv_.max_ctx; }
   int64_t vocab() const override { return model_.config.vocab_size; }
@@ -56,6 +64,8 @@ class LlamaRunner : public TokenRunner {
     const int64_t* extra_slots;
   };
   const float* run(const int32_t* tokens, int64_t n_tokens, bool last_only, const TreeBatch* tree);
+  // run() for n_tokens <= kMatmulItemsMaxTokens as one step team.
+  const float* run_team(int64_t n_tokens, bool last_only, const TreeBatch* tree);
 
   const LlamaModel& model_;
   KvCacheBook kv_;                 // n_past, linear_len, max_ctx (shared with the CUDA runner)
@@ -87,6 +97,20 @@ class LlamaRunner : public TokenRunner {
   std::vector<float> hb_;      // [n_tokens, hidden_dim] gate, then silu(gate) * up
   std::vector<float> hb2_;     // [n_tokens, hidden_dim] up
   std::vector<float> logits_;  // [n_tokens or 1, vocab]
+
+  // The step team (run_team): shared work counters, and per thread its own normed sublayer
+  // input and packed activations (so that no thread waits for another's packing) and its
+  // attention scores.
+  struct TeamThread {
+    std::vector<float> xb;      // [n_tokens, dim]
+    std::vector<float> scores;  // [context of the longest query]
+    MatmulActivations act;
+  };
+  bool step_team_ = true;
+  StepTeam team_;
+  std::vector<TeamThread> team_threads_;  // [threads]
+  std::vector<float> rope_cos_;           // [n_tokens, head_dim/2]
+  std::vector<float> rope_sin_;           // [n_tokens, head_dim/2]
 };
 
 }  // namespace speclab

@@ -33,4 +33,8 @@ void TokenRunner::keep_path(int64_t, const int32_t*, int64_t) {
   fail_input("tree speculation: this backend has no tree attention (use generation.backend: cpu)");
 }
 
+void TokenRunner::download_draft_rows(int, float*) {
+  fail_input("download_draft_rows: this runner drafts on the host and keeps no device rows");
+}
+
 }  // namespace speclab

@@ -17,6 +17,26 @@ namespace speclab {
 
 struct LlamaModel;
 
+// The drafter's distributions q a verification reads, [n_draft, vocab] row-major: on the host,
+// or on the device where the draft runner's draft_on_device left them (same device as the
+// target's runner, written on the draft runner's stream and complete when its draft call
+// returned), or neither: a one-hot drafter (q(d_i) = 1).
+struct DraftRows {
+  const float* host = nullptr;
+  const float* device = nullptr;
+  bool empty() const { return host == nullptr && device == nullptr; }
+};
+
+// What one draft step on the device returns to the host (TokenRunner::draft_on_device):
+// the drawn id and the scalars draft_sample_step records for it.
+struct DraftStep {
+  int32_t token = -1;
+  float top_prob = 0;             // max_x q(x) (the p_min stop rule reads it)
+  float entropy_norm = 0;         // sampling_entropy_normalized(q)
+  float q_token = 0;              // q(token)
+  const float* q_rows = nullptr;  // device [row + 1, vocab]: this round's rows so far
+};
+
 class TokenRunner {
  public:
   virtual ~TokenRunner() = default;
@@ -50,15 +70,34 @@ class TokenRunner {
   // with `sampling` (sampling_standardize) and verifies the drafts against them
   // (speculative_verify, Leviathan et al. 2023 Algorithm 1, the same Philox keys), so only
   // *out (accepted count, next token, per-position p, q, beta) crosses to the host.
-  //   q: [n_draft, vocab] host draft distributions, or nullptr (one-hot drafter)
+  //   q: the drafter's [n_draft, vocab] distributions on the host or left on the device by
+  //      a draft runner's draft_on_device (DraftRows), or neither (a one-hot drafter)
   // Returns false, touching nothing, when this backend verifies on the host (the default):
   // the caller then runs forward + sampling_standardize + speculative_verify itself, the
   // reference path. Leaves the cache at n_past + n_draft + 1 either way (the caller truncates).
-  virtual bool verify_on_device(const int32_t* batch, int n_draft, const float* q,
+  virtual bool verify_on_device(const int32_t* batch, int n_draft, const DraftRows& q,
                                 const SamplingParams& sampling, const VerifyConfig& config,
                                 RngKey base, VerifyOutcome* out) {
     return false;
   }
+
+  // One draft step where the logits are: runs tokens[0..n_tokens) like
+  // forward(tokens, n_tokens, last_only = true), standardizes the last row with `sampling`
+  // (sampling_standardize) into row `row` of this runner's device draft rows, and draws one
+  // id from it by sampling_draw's inverse CDF at u (the caller draws u on the host from the
+  // drafter's Philox key, as draft_sample_step does), so only *out crosses to the host.
+  // Rows [0, row) written by earlier steps are kept (a round's q, [n_draft, vocab]); they stay
+  // valid, at out->q_rows, until this runner's next forward or draft call.
+  // Returns false, touching nothing, when this backend drafts on the host (the default): the
+  // caller then runs forward + draft_sample_step, the reference path.
+  virtual bool draft_on_device(const int32_t* tokens, int64_t n_tokens, int row,
+                               const SamplingParams& sampling, double u, DraftStep* out) {
+    return false;
+  }
+  // Copies draft rows [0, n_rows) (written by draft_on_device) to host [n_rows, vocab], for a
+  // round whose verification falls back to the host. Only runners that draft on the device
+  // have rows; the base throws InputError.
+  virtual void download_draft_rows(int n_rows, float* host);
 };
 
 // Makes a runner for a model on some backend: (model, max_ctx, skip_layers). Drafters that run

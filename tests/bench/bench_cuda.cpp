@@ -8,6 +8,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <vector>
@@ -16,6 +18,9 @@
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/cuda_matmul.h"
 #include "core/cuda/cuda_sampling.h"
+#include "models/decode/speculative_decoder.h"
+#include "models/drafters/draft_sampling.h"
+#include "models/drafters/model_drafter.h"
 #include "models/llama/cuda/cuda_llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/bench/cuda_event_timer.h"
@@ -173,6 +178,185 @@ void BM_CudaForward(benchmark::State& state) {
 BENCHMARK(BM_CudaForward)
     ->ArgNames({"model", "n_tokens"})
     ->ArgsProduct({{0, 1}, benchmark::CreateDenseRange(1, 17, 1)})
+    ->UseManualTime();
+
+// A CudaLlamaRunner with its device hooks (verify_on_device, draft_on_device) switched on
+// or off: off, the decoder runs its host path over the same device forward passes.
+class PathRunner : public CudaLlamaRunner {
+ public:
+  PathRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip, bool device_hooks)
+      : CudaLlamaRunner(model, max_ctx, std::move(skip)), device_hooks_(device_hooks) {}
+  bool verify_on_device(const int32_t* batch, int n_draft, const DraftRows& q,
+                        const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
+                        VerifyOutcome* out) override {
+    return device_hooks_ &&
+           CudaLlamaRunner::verify_on_device(batch, n_draft, q, sampling, config, base, out);
+  }
+  bool draft_on_device(const int32_t* tokens, int64_t n_tokens, int row,
+                       const SamplingParams& sampling, double u, DraftStep* out) override {
+    return device_hooks_ &&
+           CudaLlamaRunner::draft_on_device(tokens, n_tokens, row, sampling, u, out);
+  }
+
+ private:
+  bool device_hooks_;
+};
+
+// The Llama-3.2 1B (draft) and 3B (target) shapes in BF16, built once (seconds each).
+struct RoundModels {
+  std::unique_ptr<LlamaModel> draft, target;
+};
+RoundModels& round_models() {
+  static RoundModels m = [] {
+    RoundModels r;
+    r.draft = llama_make_synthetic("llama-3.2-1b:BF16");
+    r.target = llama_make_synthetic("llama-3.2-3b:BF16");
+    return r;
+  }();
+  return m;
+}
+
+// Device time of one forward pass of n_tokens after n_ctx cached tokens (CUDA events,
+// median of 5), leaving the runner's cache at n_ctx.
+double forward_device_s(CudaLlamaRunner& runner, int64_t n_ctx, int64_t n_tokens) {
+  std::vector<int32_t> ctx(static_cast<size_t>(n_ctx), 1), batch(static_cast<size_t>(n_tokens), 2);
+  runner.truncate(0);
+  runner.forward_device(ctx.data(), n_ctx, true);
+  CudaEventTimer timer;
+  std::vector<double> s;
+  for (int rep = 0; rep < 6; rep++) {
+    runner.truncate(n_ctx);
+    timer.start(runner.stream());
+    runner.forward_device(batch.data(), n_tokens, true);
+    const double t = timer.stop_ms(runner.stream()) / 1e3;
+    if (rep > 0) s.push_back(t);  // rep 0 warms up
+  }
+  runner.truncate(n_ctx);
+  std::sort(s.begin(), s.end());
+  return s[s.size() / 2];
+}
+
+// One draft token on the 1B shape, 64 tokens in: path 0 = forward (the logit row, 128,256
+// floats, to the host) + draft_sample_step on the host (the reference drafter), path 1 =
+// draft_on_device (standardize and draw on the device, the id to the host). Manual time =
+// wall time of the step; over_forward_s = that minus the pass's device time (events, same
+// run): the host's and the sampling's share of a draft step.
+void BM_CudaDraftStep(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const bool device = state.range(0) == 1;
+  SamplingParams sp;
+  sp.temperature = state.range(1) / 100.0f;
+  CudaLlamaRunner runner(*round_models().draft, 512);
+  const int64_t n_ctx = 64;
+  const double fwd_s = forward_device_s(runner, n_ctx, 1);
+  const int32_t tok = 2;
+  const RngKey key{1, 0, static_cast<uint64_t>(n_ctx), 0, 0};
+  DraftProposal prop;  // the host path's records
+  DraftStep step;
+  double total = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    runner.truncate(n_ctx);
+    prop = DraftProposal();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (device) {
+      runner.draft_on_device(&tok, 1, 0, sp, draft_uniform(key, 0), &step);
+    } else {
+      const float* logits = runner.forward(&tok, 1, /*last_only=*/true);
+      draft_sample_step(logits, runner.vocab(), 0, sp, DraftStopRule{}, key, &prop);
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(s);
+    total += s;
+    n++;
+  }
+  state.counters["forward_device_s"] = fwd_s;
+  state.counters["over_forward_s"] = n ? total / n - fwd_s : 0.0;
+  state.SetLabel(device ? "draft on the device" : "draft on the host");
+}
+BENCHMARK(BM_CudaDraftStep)
+    ->ArgNames({"device", "T_pct"})
+    ->ArgsProduct({{0, 1}, {0, 100}})
+    ->UseManualTime();
+
+// Host time per speculative round, the 1B shape drafting for the 3B shape (BF16, both on the
+// device), through generate_speculative. Random weights: the drafts are all but never
+// accepted, so a round drafts gamma tokens and emits one. path 0 = draft sampled and target
+// verified on the host (logits copied), path 1 = target verified on the device, draft
+// sampled on the host (the path measured on 2026-11-24), path 2 = both on the device
+// (draft_on_device, q rows read in place). Manual time = wall time per round (decode_s /
+// rounds). device_s = what the round's forward passes take on the device (CUDA events, this
+// case: n_draft one-token 1B passes + one 3B pass of n_draft + 1 tokens, per round);
+// overhead_s = round - device_s: the host's work and waits, the copies, and the sampling and
+// verification kernels (an upper bound on host time); overhead_over_T1 = overhead_s / T(1)
+// of the 3B shape, the figure the 5% aim concerns. sample_s: the decoder's host sampling
+// and verification time per round (RoundRecord::sample_s; 0 when the target verifies on
+// the device).
+void BM_CudaSpeculativeRound(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const int path = static_cast<int>(state.range(0));
+  const int gamma = static_cast<int>(state.range(1));
+  const float temperature = state.range(2) / 100.0f;
+  RoundModels& m = round_models();
+  const int64_t n_prompt = 64, ctx = 512;
+  PathRunner target(*m.target, ctx, {}, path >= 1);
+  const TokenRunnerFactory factory = [path](const LlamaModel& model, int64_t max_ctx,
+                                            std::vector<bool> skip) {
+    return std::unique_ptr<TokenRunner>(new PathRunner(model, max_ctx, std::move(skip), path == 2));
+  };
+  ModelDrafter drafter(*m.draft, "llama-3.2-1b", ctx, {}, factory);
+  // Device times of the passes a round makes, measured on runners of the same shapes.
+  std::vector<double> target_s(static_cast<size_t>(gamma + 2), 0.0);
+  double draft_fwd_s = 0;
+  {
+    CudaLlamaRunner probe_target(*m.target, ctx);
+    for (int k = 1; k <= gamma + 1; k++)
+      target_s[static_cast<size_t>(k)] = forward_device_s(probe_target, n_prompt, k);
+  }
+  {
+    CudaLlamaRunner probe_draft(*m.draft, ctx);
+    draft_fwd_s = forward_device_s(probe_draft, n_prompt, 1);
+  }
+  GenerationRequest req;
+  for (int64_t i = 0; i < n_prompt; i++) req.prompt.push_back(static_cast<int32_t>(1 + i * 7));
+  req.max_new_tokens = 17;
+  req.sampling.temperature = temperature;
+  SpeculativeConfig cfg;
+  cfg.gamma = gamma;
+  cfg.draft_sampling.temperature = temperature;
+  generate_speculative(target, drafter, req, cfg);  // warm-up: allocations, cuBLAS handles
+  double round_total = 0, device_total = 0, sample_total = 0;
+  int64_t n_rounds = 0;
+  for (auto _ : state) {
+    req.seed++;
+    const GenerationResult r = generate_speculative(target, drafter, req, cfg);
+    double device = 0;
+    for (const RoundRecord& rec : r.rounds) {
+      device += rec.n_draft * draft_fwd_s + target_s[static_cast<size_t>(rec.n_draft + 1)];
+      sample_total += rec.sample_s;
+    }
+    const double rounds = static_cast<double>(std::max<size_t>(r.rounds.size(), 1));
+    state.SetIterationTime(r.decode_s / rounds);
+    round_total += r.decode_s;
+    device_total += device;
+    n_rounds += static_cast<int64_t>(r.rounds.size());
+  }
+  const double round_s = n_rounds ? round_total / n_rounds : 0.0;
+  const double device_s = n_rounds ? device_total / n_rounds : 0.0;
+  state.counters["round_s"] = round_s;
+  state.counters["device_s"] = device_s;
+  state.counters["overhead_s"] = round_s - device_s;
+  state.counters["sample_s"] = n_rounds ? sample_total / n_rounds : 0.0;
+  state.counters["T1_s"] = target_s[1];
+  state.counters["overhead_over_T1"] = target_s[1] > 0 ? (round_s - device_s) / target_s[1] : 0.0;
+  const char* names[] = {"host draft, host verify", "host draft, device verify",
+                         "device draft, device verify"};
+  state.SetLabel(names[path]);
+}
+BENCHMARK(BM_CudaSpeculativeRound)
+    ->ArgNames({"path", "gamma", "T_pct"})
+    ->ArgsProduct({{0, 1, 2}, {1, 4}, {0, 100}})
+    ->Iterations(3)
     ->UseManualTime();
 
 }  // namespace

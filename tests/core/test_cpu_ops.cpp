@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -222,14 +223,70 @@ TEST(CpuAttention, CausalGqaMatchesReference) {
       k[i] = NAN;
       v[i] = NAN;
     }
-    std::vector<float> out(q.size());
-    attention(out.data(), q.data(), k.data(), v.data(), c.n_tokens, c.n_past, c.n_heads,
-              c.n_kv_heads, c.head_dim);
     std::vector<double> ref =
         attention_reference(q, k, v, c.n_tokens, c.n_past, c.n_heads, c.n_kv_heads, c.head_dim);
-    expect_close(
-        out, ref, 1e-5, 1e-4,
-        "attention n_tokens=" + std::to_string(c.n_tokens) + " n_past=" + std::to_string(c.n_past));
+    for (bool plain : {true, false}) {  // the plain code and (where the CPU has it) AVX-512
+      attention_force_plain(plain);
+      std::vector<float> out(q.size());
+      attention(out.data(), q.data(), k.data(), v.data(), c.n_tokens, c.n_past, c.n_heads,
+                c.n_kv_heads, c.head_dim);
+      expect_close(out, ref, 1e-5, 1e-4,
+                   std::string(plain ? "plain" : "default") + " attention n_tokens=" +
+                       std::to_string(c.n_tokens) + " n_past=" + std::to_string(c.n_past));
+    }
+    attention_force_plain(false);
+  }
+}
+
+// The AVX-512 attention against the plain code, bit for bit: head sizes with a dot tail
+// (n % 8) and a partial last register of V columns (n % 16), more than 64 columns (two passes),
+// linear and tree attention, NaN in the cache rows beyond the context (never read).
+TEST(CpuAttention, Avx512EqualsPlainBitForBit) {
+  struct Case {
+    int64_t n_tokens, n_past, n_heads, n_kv_heads, head_dim;
+  };
+  const Case cases[] = {{1, 0, 4, 4, 64}, {1, 150, 9, 3, 64}, {5, 31, 8, 2, 128}, {3, 17, 6, 2, 20},
+                        {2, 9, 4, 1, 12}, {4, 70, 4, 2, 80},  {1, 200, 2, 2, 136}};
+  for (const Case& c : cases) {
+    const int64_t n_ctx = c.n_past + c.n_tokens;
+    const int64_t capacity = n_ctx + 3;
+    std::vector<float> q = random_vec(c.n_tokens * c.n_heads * c.head_dim, 18, 2.0f);
+    std::vector<float> k = random_vec(capacity * c.n_kv_heads * c.head_dim, 19);
+    std::vector<float> v = random_vec(capacity * c.n_kv_heads * c.head_dim, 20);
+    for (int64_t i = n_ctx * c.n_kv_heads * c.head_dim; i < static_cast<int64_t>(k.size()); i++) {
+      k[i] = NAN;
+      v[i] = NAN;
+    }
+    // Tree form of the same queries: token t reads [0, n_past) then the new slots up to itself.
+    std::vector<int64_t> prefix(c.n_tokens, c.n_past), offset(c.n_tokens + 1, 0), slots;
+    for (int64_t t = 0; t < c.n_tokens; t++) {
+      for (int64_t j = 0; j <= t; j++) slots.push_back(c.n_past + j);
+      offset[t + 1] = static_cast<int64_t>(slots.size());
+    }
+    std::vector<float> out[2][2];  // [plain][tree]
+    for (int plain = 0; plain < 2; plain++) {
+      attention_force_plain(plain == 1);
+      for (int tree = 0; tree < 2; tree++) {
+        out[plain][tree].assign(q.size(), 0.0f);
+        if (tree) {
+          attention_tree(out[plain][tree].data(), q.data(), k.data(), v.data(), c.n_tokens,
+                         prefix.data(), offset.data(), slots.data(), c.n_heads, c.n_kv_heads,
+                         c.head_dim);
+        } else {
+          attention(out[plain][tree].data(), q.data(), k.data(), v.data(), c.n_tokens, c.n_past,
+                    c.n_heads, c.n_kv_heads, c.head_dim);
+        }
+      }
+    }
+    attention_force_plain(false);
+    const std::string what = "head_dim " + std::to_string(c.head_dim) + " n_past " +
+                             std::to_string(c.n_past) + " n_tokens " + std::to_string(c.n_tokens);
+    for (int plain = 0; plain < 2; plain++) {
+      for (int tree = 0; tree < 2; tree++) {
+        EXPECT_EQ(0, std::memcmp(out[plain][tree].data(), out[1][0].data(), q.size() * 4))
+            << what << (plain ? " plain" : " default") << (tree ? " tree" : " linear");
+      }
+    }
   }
 }
 

@@ -29,14 +29,17 @@
 #include "core/token_tree.h"
 #include "core/tree_verify.h"
 #include "core/verify_exactness.h"
+#include "tests/exactness_position_check.h"
 
 namespace speclab {
 namespace {
 
-constexpr int64_t kVocab = 4;
-constexpr double kAlpha = 1e-4;      // per position
-constexpr double kTv = 0.01;         // the error the power is stated against
-constexpr int64_t kTrials = 250000;  // sequences per case
+using testing::expect_exact;
+using testing::expect_rejected_at;
+constexpr int64_t kVocab = testing::kPositionVocab;
+constexpr double kAlpha = testing::kPositionAlpha;
+constexpr double kTv = testing::kPositionTv;
+constexpr int64_t kTrials = testing::kPositionTrials;
 
 const MarkovPair& close_pair() {
   static const MarkovPair m = exactness_random_markov_pair(kVocab, 1, 3.0, 0.7, 0.7);
@@ -45,39 +48,6 @@ const MarkovPair& close_pair() {
 const MarkovPair& far_pair() {
   static const MarkovPair m = exactness_random_markov_pair(kVocab, 2, 2.0, 2.0, 4.0);
   return m;
-}
-
-// Runs the per-position tests, prints them, and returns them.
-std::vector<PositionTest> position_tests(const std::string& name, const MarkovPair& m,
-                                         const PositionCounts& counts) {
-  const auto laws = exactness_markov_triple_laws(m, static_cast<int>(counts.triples.size()));
-  const auto tests = exactness_position_tests(counts, laws, kAlpha, kTv);
-  std::printf("%s: %lld sequences, level %.0e per position\n", name.c_str(),
-              static_cast<long long>(counts.n_sequences), kAlpha);
-  for (const PositionTest& t : tests)
-    std::printf("  position %d: chi2 %8.1f df %2d p %.3g  power(tv %.2f) %.3f\n", t.position,
-                t.gof.statistic, t.gof.df, t.gof.p_value, kTv, t.power);
-  return tests;
-}
-
-void expect_exact(const std::string& name, const MarkovPair& m, const PositionCounts& counts) {
-  for (const PositionTest& t : position_tests(name, m, counts)) {
-    EXPECT_GT(t.gof.p_value, kAlpha) << name << " position " << t.position;
-    // Bins: vocab at position 1, vocab^2 at 2, vocab^3 after; none pooled.
-    const int cells = t.position == 1 ? 4 : t.position == 2 ? 16 : 64;
-    EXPECT_EQ(t.gof.n_bins, cells) << name << " position " << t.position;
-    EXPECT_GE(t.power, 0.9) << name << " position " << t.position;
-  }
-}
-
-// A plant must pass every position before `planted` and be rejected at `planted`.
-void expect_rejected_at(const std::string& name, const MarkovPair& m, const PositionCounts& counts,
-                        int planted) {
-  const auto tests = position_tests(name, m, counts);
-  ASSERT_GE(static_cast<int>(tests.size()), planted);
-  for (int j = 1; j < planted; j++)
-    EXPECT_GT(tests[j - 1].gof.p_value, kAlpha) << name << " position " << j;
-  EXPECT_LT(tests[planted - 1].gof.p_value, 1e-9) << name << " position " << planted;
 }
 
 PositionCounts chain_counts(const VerifierFn& verifier, const MarkovPair& m, int gamma,

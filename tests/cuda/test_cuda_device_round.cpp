@@ -83,13 +83,13 @@ TEST(CudaDeviceRound, BadArgumentsLeaveTheRunnerUnchanged) {
   VerifyOutcome out;
   VerifyConfig bad_lenience;
   bad_lenience.lenience = 0;
-  EXPECT_THROW(gpu.verify_on_device(batch.data(), 2, nullptr, SamplingParams{}, bad_lenience,
+  EXPECT_THROW(gpu.verify_on_device(batch.data(), 2, DraftRows{}, SamplingParams{}, bad_lenience,
                                     RngKey{}, &out),
                InputError);
   SamplingParams bad_top_p;
   bad_top_p.top_p = 0;
   EXPECT_THROW(
-      gpu.verify_on_device(batch.data(), 2, nullptr, bad_top_p, VerifyConfig{}, RngKey{}, &out),
+      gpu.verify_on_device(batch.data(), 2, DraftRows{}, bad_top_p, VerifyConfig{}, RngKey{}, &out),
       InputError);
   EXPECT_EQ(gpu.n_past(), 0);
 }

@@ -14,58 +14,14 @@
 #include "models/drafters/model_drafter.h"
 #include "models/llama/llama_forward.h"
 #include "tests/decode/decode_test_models.h"
+#include "tests/decode/host_device_runners.h"
 
 namespace speclab {
 namespace {
 
-// A CPU runner whose hook runs forward -> sampling_standardize -> speculative_verify itself,
-// as a device runner does on the device, and records what it was handed.
-class SelfVerifyingRunner : public LlamaRunner {
- public:
-  using LlamaRunner::LlamaRunner;
-  bool verify_on_device(const int32_t* batch, int n_draft, const float* q,
-                        const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
-                        VerifyOutcome* out) override {
-    calls++;
-    if (q != nullptr) calls_with_q++;
-    const int64_t v = vocab();
-    const float* logits = forward(batch, n_draft + 1);
-    std::vector<float> p(static_cast<size_t>((n_draft + 1) * v));
-    for (int i = 0; i <= n_draft; i++)
-      sampling_standardize(p.data() + i * v, logits + i * v, v, sampling);
-    VerifyRound round;
-    round.n_draft = n_draft;
-    round.draft = batch + 1;
-    round.q = q;
-    round.p = p.data();
-    round.vocab = v;
-    *out = speculative_verify(round, config, base);
-    if (reject_everything) {  // planted bug: a verifier that never accepts
-      out->n_accepted = 0;
-      out->bonus = false;
-      out->next_token = sampling_argmax(p.data(), v);
-    }
-    return true;
-  }
-  int calls = 0;
-  int calls_with_q = 0;
-  bool reject_everything = false;
-};
+using decode_test::SelfVerifyingRunner;
 
-void expect_same_rounds(const GenerationResult& a, const GenerationResult& b) {
-  ASSERT_EQ(a.tokens, b.tokens);
-  ASSERT_EQ(a.rounds.size(), b.rounds.size());
-  EXPECT_EQ(a.n_target_calls, b.n_target_calls);
-  for (size_t r = 0; r < a.rounds.size(); r++) {
-    EXPECT_EQ(a.rounds[r].n_draft, b.rounds[r].n_draft) << "round " << r;
-    EXPECT_EQ(a.rounds[r].n_accepted, b.rounds[r].n_accepted) << "round " << r;
-    EXPECT_EQ(a.rounds[r].next_token, b.rounds[r].next_token) << "round " << r;
-    EXPECT_EQ(a.rounds[r].bonus, b.rounds[r].bonus) << "round " << r;
-    EXPECT_EQ(a.rounds[r].p_draft, b.rounds[r].p_draft) << "round " << r;
-    EXPECT_EQ(a.rounds[r].q_draft, b.rounds[r].q_draft) << "round " << r;
-    EXPECT_EQ(a.rounds[r].beta, b.rounds[r].beta) << "round " << r;
-  }
-}
+using decode_test::expect_same_rounds;
 
 struct Case {
   float temperature;
@@ -179,8 +135,8 @@ TEST(DeviceRoundHook, DefaultRunnerDeclines) {
   VerifyOutcome out;
   out.n_accepted = 42;
   const std::vector<int32_t> batch = {3, 4, 5};
-  EXPECT_FALSE(runner.verify_on_device(batch.data(), 2, nullptr, SamplingParams{}, VerifyConfig{},
-                                       RngKey{}, &out));
+  EXPECT_FALSE(runner.verify_on_device(batch.data(), 2, DraftRows{}, SamplingParams{},
+                                       VerifyConfig{}, RngKey{}, &out));
   EXPECT_EQ(runner.n_past(), 3);
   EXPECT_EQ(out.n_accepted, 42);
 }

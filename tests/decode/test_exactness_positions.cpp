@@ -24,6 +24,7 @@
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
 #include "tests/decode/markov_test_models.h"
+#include "tests/exactness_position_check.h"
 
 namespace speclab {
 namespace {
@@ -33,10 +34,12 @@ using decode_test::markov_standardized_target;
 using decode_test::MarkovDrafter;
 using decode_test::MarkovRunner;
 
-constexpr int64_t kVocab = 4;
-constexpr double kAlpha = 1e-4;
-constexpr double kTv = 0.01;
-constexpr int64_t kTrials = 250000;
+using testing::expect_exact;
+using testing::expect_rejected_at;
+constexpr int64_t kVocab = testing::kPositionVocab;
+constexpr double kAlpha = testing::kPositionAlpha;
+constexpr double kTv = testing::kPositionTv;
+constexpr int64_t kTrials = testing::kPositionTrials;
 
 const MarkovPair& close_pair() {
   static const MarkovPair m = exactness_random_markov_pair(kVocab, 5, 3.0, 0.7, 0.7);
@@ -55,34 +58,6 @@ GenerationRequest request(const MarkovPair& m, int64_t max_new_tokens, const Sam
   req.sampling = sp;
   req.seed = seed;
   return req;
-}
-
-std::vector<PositionTest> position_tests(const std::string& name, const MarkovPair& law,
-                                         const PositionCounts& counts) {
-  const auto laws = exactness_markov_triple_laws(law, static_cast<int>(counts.triples.size()));
-  const auto tests = exactness_position_tests(counts, laws, kAlpha, kTv);
-  std::printf("%s: %lld requests, level %.0e per position\n", name.c_str(),
-              static_cast<long long>(counts.n_sequences), kAlpha);
-  for (const PositionTest& t : tests)
-    std::printf("  position %d: chi2 %8.1f df %2d p %.3g  power(tv %.2f) %.3f\n", t.position,
-                t.gof.statistic, t.gof.df, t.gof.p_value, kTv, t.power);
-  return tests;
-}
-
-void expect_exact(const std::string& name, const MarkovPair& law, const PositionCounts& counts) {
-  for (const PositionTest& t : position_tests(name, law, counts)) {
-    EXPECT_GT(t.gof.p_value, kAlpha) << name << " position " << t.position;
-    EXPECT_GE(t.power, 0.9) << name << " position " << t.position;
-  }
-}
-
-void expect_rejected_at(const std::string& name, const MarkovPair& law,
-                        const PositionCounts& counts, int planted) {
-  const auto tests = position_tests(name, law, counts);
-  ASSERT_GE(static_cast<int>(tests.size()), planted);
-  for (int j = 1; j < planted; j++)
-    EXPECT_GT(tests[j - 1].gof.p_value, kAlpha) << name << " position " << j;
-  EXPECT_LT(tests[planted - 1].gof.p_value, 1e-9) << name << " position " << planted;
 }
 
 // n_trials requests through generate_speculative; counts positions 1..gamma+1.

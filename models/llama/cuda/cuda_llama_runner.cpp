@@ -4,6 +4,7 @@
 
 #include "core/cuda/cuda_attention.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_draft_sample.h"
 #include "core/cuda/cuda_matmul.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/cuda_rope.h"
@@ -164,7 +165,7 @@ const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, b
   return logits_host_.data();
 }
 
-bool CudaLlamaRunner::verify_on_device(const int32_t* batch, int n_draft, const float* q,
+bool CudaLlamaRunner::verify_on_device(const int32_t* batch, int n_draft, const DraftRows& q,
                                        const SamplingParams& sampling, const VerifyConfig& config,
                                        RngKey base, VerifyOutcome* out) {
   // Greedy lenience (paper A.5) needs the raw softmax beside the one-hot p, which this
@@ -184,12 +185,63 @@ bool CudaLlamaRunner::verify_on_device(const int32_t* batch, int n_draft, const 
   round.p = probs_.data();
   round.vocab = vocab;
   round.draft_host = batch + 1;
-  if (q != nullptr && n_draft > 0) {
-    draft_q_.upload(q, static_cast<size_t>(n_draft * vocab), stream_);
+  if (q.device != nullptr && n_draft > 0) {
+    // The draft runner's rows, read in place. Its stream is another one: no event is needed
+    // because its draft_on_device synchronized that stream to hand the last id to the host,
+    // so every row was written before this call was made; and cuda_speculative_verify
+    // synchronizes this stream, so the rows are read before the drafter's next round
+    // overwrites them.
+    round.q = q.device;
+  } else if (q.host != nullptr && n_draft > 0) {
+    draft_q_.upload(q.host, static_cast<size_t>(n_draft * vocab), stream_);
     round.q = draft_q_.data();
   }
   *out = cuda_speculative_verify(round, config, base, stream_);
   return true;
+}
+
+void CudaLlamaRunner::ensure_draft_rows(int n_rows) {
+  const size_t vocab = static_cast<size_t>(config_.vocab_size);
+  const size_t need = static_cast<size_t>(n_rows) * vocab;
+  if (draft_rows_.size() >= need) return;
+  // Grows keeping the rows already drafted this round (CudaBuffer::resize would drop them).
+  CudaBuffer<float> grown(std::max({need, 2 * draft_rows_.size(), 8 * vocab}));
+  if (draft_rows_.size() > 0) {
+    SPECLAB_CUDA_CHECK(
+        cudaMemcpyAsync(grown.data(), draft_rows_.data(), draft_rows_.size() * sizeof(float),
+                        cudaMemcpyDeviceToDevice, stream_),
+        "draft rows copy failed");
+    SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_), "draft rows copy failed");
+  }
+  draft_rows_ = std::move(grown);
+}
+
+bool CudaLlamaRunner::draft_on_device(const int32_t* tokens, int64_t n_tokens, int row,
+                                      const SamplingParams& sampling, double u, DraftStep* out) {
+  // Host checks before any device work; forward_device checks the tokens (KvCacheBook).
+  sampling_validate(sampling);
+  SPECLAB_INPUT_CHECK(row >= 0, "draft_on_device: row ", row, " (expected >= 0)");
+  SPECLAB_INPUT_CHECK(u >= 0.0 && u < 1.0, "draft_on_device: u must lie in [0, 1), got ", u);
+  const int64_t vocab = config_.vocab_size;
+  ensure_draft_rows(row + 1);
+  const float* d_logits = forward_device(tokens, n_tokens, /*last_only=*/true);  // [1, vocab]
+  float* q_row = draft_rows_.data() + static_cast<int64_t>(row) * vocab;
+  cuda_sampling_standardize(q_row, d_logits, 1, vocab, sampling, stream_);
+  const CudaDraftSample s = cuda_draft_sample(q_row, vocab, u, stream_);  // synchronizes
+  n_draft_rows_ = row + 1;
+  out->token = s.token;
+  out->top_prob = s.top_prob;
+  out->entropy_norm = s.entropy_norm;
+  out->q_token = s.q_token;
+  out->q_rows = draft_rows_.data();
+  return true;
+}
+
+void CudaLlamaRunner::download_draft_rows(int n_rows, float* host) {
+  const size_t n = static_cast<size_t>(n_rows) * static_cast<size_t>(config_.vocab_size);
+  SPECLAB_INPUT_CHECK(n_rows >= 0 && n_rows <= n_draft_rows_, "download_draft_rows: ", n_rows,
+                      " rows requested, ", n_draft_rows_, " drafted");
+  if (n > 0) draft_rows_.download(host, n, stream_);
 }
 
 }  // namespace speclab

@@ -37,11 +37,19 @@ class CudaLlamaRunner : public TokenRunner {
   const float* forward_device(const int32_t* tokens, int64_t n_tokens, bool last_only = false);
 
   // The device round: forward_device -> cuda_sampling_standardize -> cuda_speculative_verify,
-  // so only the verify record crosses to the host (a host q is uploaded first). Synchronizes.
+  // so only the verify record crosses to the host. q rows a CudaLlamaRunner drafter left on
+  // the device are read in place, host rows are uploaded first. Synchronizes.
   // Declines (false) greedy lenience < 1, whose rule reads the raw softmax.
-  bool verify_on_device(const int32_t* batch, int n_draft, const float* q,
+  bool verify_on_device(const int32_t* batch, int n_draft, const DraftRows& q,
                         const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
                         VerifyOutcome* out) override;
+
+  // The device draft step: forward_device (last row) -> cuda_sampling_standardize into
+  // draft row `row` -> cuda_draft_sample at u; only the id and its scalars come back.
+  // Synchronizes (the host needs the id to feed the next step). Never declines.
+  bool draft_on_device(const int32_t* tokens, int64_t n_tokens, int row,
+                       const SamplingParams& sampling, double u, DraftStep* out) override;
+  void download_draft_rows(int n_rows, float* host) override;
 
   // O(1): forgets cache positions >= n (n <= n_past).
   void truncate(int64_t n) override { kv_.truncate(n); }
@@ -58,6 +66,7 @@ class CudaLlamaRunner : public TokenRunner {
     CudaBuffer<float> key_cache, value_cache;  // [max_ctx, n_kv_heads, head_dim] each
   };
   void ensure_batch_capacity(int64_t n_tokens);
+  void ensure_draft_rows(int n_rows);
 
   LlamaConfig config_;
   std::vector<bool> skip_layers_;  // [n_layers]
@@ -84,7 +93,9 @@ class CudaLlamaRunner : public TokenRunner {
   CudaBuffer<float> hb2_;           // [n_tokens, hidden_dim]
   CudaBuffer<float> logits_;        // [n_tokens or 1, vocab]
   CudaBuffer<float> probs_;         // [n_draft + 1, vocab] standardized target rows
-  CudaBuffer<float> draft_q_;       // [n_draft, vocab] the drafter's q, uploaded
+  CudaBuffer<float> draft_q_;       // [n_draft, vocab] a host drafter's q, uploaded
+  CudaBuffer<float> draft_rows_;    // [>= rows drafted this round, vocab] q of draft_on_device
+  int n_draft_rows_ = 0;            // rows [0, n) hold the last draft_on_device's round
   std::vector<float> logits_host_;  // [n_tokens or 1, vocab]
 };
 
