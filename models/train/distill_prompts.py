@@ -6,13 +6,16 @@ Two kinds, drawn deterministically from one seed:
                   never the held-out tails that configs/prompts/ are cut from) wrapped in an
                   instruction: copy it verbatim, summarize, extract, answer a question about it,
                   continue it, paraphrase it.
+                  Also (a second random stream): discuss a shared passage (open chat about a
+                  text), and edits that keep most of its words (tense, person, punctuation).
   open chat       template x topic instructions (poems, explanations, tips, recipes, emails,
-                  stories, how-tos, comparisons, short Python functions).
+                  stories, how-tos, comparisons, haiku, dialogues, short Python functions).
 The instruction wordings and topics were written for speclab. They avoid the exact texts and
 topics of configs/prompts/chat.jsonl and the three copy wordings of rewrite.jsonl, so that the
 acceptance measured on those sets is on unseen instructions and unseen (held-out) passages.
 Each prompt carries the temperature and token budget its teacher answer is generated with.
 """
+import hashlib
 import os
 import re
 
@@ -59,8 +62,26 @@ PARAPHRASE = [
     "Explain this passage to a child:",
     "Rewrite the text below as a short list of points:",
 ]
+DISCUSS = [  # open chat about a passage (the user shares it and asks)
+    "I came across this in an old book. What is it saying?",
+    "Someone quoted this to me today. What do you think it means?",
+    "Could you explain this passage to me in your own words?",
+    "What is your take on the following text?",
+    "I have to discuss this passage in class tomorrow. Can you help me understand it?",
+    "This passage confused me. What is going on in it?",
+]
+EDIT = [  # rewriting that keeps most of the words (copy-heavy answers)
+    "Fix any spelling or punctuation mistakes in the text below and return the corrected text:",
+    "Rewrite this passage in the past tense:",
+    "Rewrite the text below, replacing old-fashioned words with modern ones but keeping the rest:",
+    "Put each sentence of this passage on its own line:",
+    "Rewrite this passage in the first person:",
+    "Remove the unnecessary words from this text, keeping everything else the same:",
+]
 PASSAGE_FAMILIES = [("copy", COPY, 0.30), ("summarize", SUMMARIZE, 0.15), ("extract", EXTRACT, 0.12),
                     ("qa", QA, 0.13), ("continue", CONTINUE, 0.15), ("paraphrase", PARAPHRASE, 0.15)]
+# drawn from a second random stream, so that adding them left the first families' prompts as they were
+EXTRA_FAMILIES = [("discuss", DISCUSS, 0.15), ("edit", EDIT, 0.15)]
 
 CHAT_TEMPLATES = [
     "Write a short poem about {}.",
@@ -82,6 +103,27 @@ CHAT_TOPICS = [
     "saving money", "exercise", "time management", "public speaking", "learning a new language",
     "the solar system", "honey", "owls", "a birthday party", "the ocean tides", "chess",
     "coffee", "music lessons", "a summer holiday", "wind turbines", "a small bakery",
+]
+EXTRA_CHAT_TEMPLATES = [
+    "Tell me about {} in a few sentences.",
+    "Write a haiku about {}.",
+    "Give me a fun fact about {}.",
+    "Explain {} to a ten-year-old.",
+    "Write a short dialogue between two friends about {}.",
+    "What are the pros and cons of {}?",
+    "Write a product description for a book about {}.",
+    "Suggest three questions a student might ask about {}.",
+    "Write a limerick about {}.",
+    "Write a motivational message about {}.",
+]
+EXTRA_CHAT_TOPICS = [
+    "penguins", "the history of bread", "a quiet forest", "kites", "clouds", "a garden in spring",
+    "a train journey", "origami", "rainbows", "lighthouses at dawn", "the water cycle", "dinosaurs",
+    "a farmers market", "camping", "hot air balloons", "a thunderstorm", "the human heart",
+    "ancient Egypt", "a violin", "mountain climbing", "a lost key", "magnets", "the Arctic",
+    "a treehouse", "sunflowers", "volunteering", "board games", "a long walk", "the printing press",
+    "whales", "a night market", "recycling paper", "the alphabet", "windmills", "a marathon",
+    "a snowman", "the first telephone", "a map", "a picnic", "fireflies",
 ]
 HOWTO = [
     "How do I boil an egg? Answer in numbered steps.", "How do I plant a tree?",
@@ -137,8 +179,17 @@ def _passages(text, corpus, rng, n):
     return out
 
 
+def _text_id(family, corpus, text):
+    """An id that depends on the text only (not on how many prompts were drawn)."""
+    h = hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
+    return f"{family}-{corpus}-{h}" if corpus else f"{family}-{h}"
+
+
 def build_prompts(data_dir, n_passage, seed, eval_texts=()):
-    """-> list of dicts {id, family, text, temperature, seed, max_new_tokens}, shuffled."""
+    """-> list of dicts {id, family, text, temperature, seed, max_new_tokens}, shuffled.
+
+    n_passage passage tasks of the first six families plus 0.3 x n_passage of the discuss / edit
+    families, and the open-chat and code prompts. Ids: family, corpus and a hash of the text."""
     rng = np.random.default_rng(seed)
     texts = {c: open(os.path.join(data_dir, "train", c + ".txt"), encoding="utf-8").read() for c in CORPORA}
     prompts = []
@@ -153,17 +204,30 @@ def build_prompts(data_dir, n_passage, seed, eval_texts=()):
             name, wordings, _ = PASSAGE_FAMILIES[fi]
             w = wordings[int(rng.integers(len(wordings)))]
             budget = {"copy": 200, "continue": 128, "paraphrase": 160}.get(name, 128)
-            prompts.append({"id": f"{name}-{c}-{j:04d}", "family": name, "text": f"{w}\n\n{p}",
+            prompts.append({"id": _text_id(name, c, f"{w}\n\n{p}"), "family": name, "text": f"{w}\n\n{p}",
                             "max_new_tokens": budget})
+    rng2 = np.random.default_rng([seed, 2])
+    for c in CORPORA:
+        for name, wordings, share in EXTRA_FAMILIES:
+            k = int(round(n_passage * share * per_corpus[c]))
+            for p in _passages(texts[c], c, rng2, k):
+                w = wordings[int(rng2.integers(len(wordings)))]
+                budget = 200 if name == "edit" else 160
+                prompts.append({"id": _text_id(name, c, f"{w}\n\n{p}"), "family": name, "text": f"{w}\n\n{p}",
+                                "max_new_tokens": budget})
     chat = [t.format(x) for t in CHAT_TEMPLATES for x in CHAT_TOPICS]
     chat += HOWTO
     chat += [f"What is the difference between {a} and {b}?" for a, b in COMPARE]
     chat += [f"Write a Python function that {c}." for c in CODE]
-    for j, t in enumerate(chat):
+    chat += [t.format(x) for t in EXTRA_CHAT_TEMPLATES for x in CHAT_TOPICS + EXTRA_CHAT_TOPICS]
+    chat += [t.format(x) for t in CHAT_TEMPLATES for x in EXTRA_CHAT_TOPICS]
+    for t in chat:
         fam = "code" if t.startswith("Write a Python") else "chat"
-        prompts.append({"id": f"{fam}-{j:04d}", "family": fam, "text": t, "max_new_tokens": 192})
+        prompts.append({"id": _text_id(fam, "", t), "family": fam, "text": t, "max_new_tokens": 192})
     banned = {t.strip().lower() for t in eval_texts}
-    prompts = [p for p in prompts if p["text"].strip().lower() not in banned]
+    seen = set()
+    prompts = [p for p in prompts if p["text"].strip().lower() not in banned
+               and not (p["text"] in seen or seen.add(p["text"]))]
     order = rng.permutation(len(prompts))
     prompts = [prompts[i] for i in order]
     # a quarter of the answers sampled at T=1 (seeded), the rest greedy: T=0 is the aim, T=1 the spread

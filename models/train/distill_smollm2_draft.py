@@ -10,6 +10,10 @@ Stages (each resumable; outputs under --work, default ~/.cache/speclab/distill):
             serves), greedy for 3/4 of the prompts and T=1 (seeded) for 1/4 -> gen/*.jsonl,
             one line per prompt with the prompt ids and the answer ids. --minutes caps it; a
             rerun continues with the prompts not yet answered.
+            --engine torch: batched PyTorch generation in FP32 from the same GGUF
+            (batched_teacher.py), --jobs processes x --threads threads, which also writes the
+            conversations' teacher shards from the same pass (many times more text per CPU second).
+  agree     the torch engine's greedy answers against speclab's, token for token -> agree.json
   teacher   the teacher's top-K logits (K=32, plus the log-normalizer) at every position of
             every generated conversation (template + instruction + passage + answer) and of
             corpus windows of 2048 tokens from the training split, computed by PyTorch from the
@@ -35,6 +39,7 @@ import glob
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -71,17 +76,31 @@ def eval_texts():
 
 # ---------------------------------------------------------------- prompts / generate
 
-def add_wall(args, what, seconds):
-    """Accumulate a stage's wall time over resumed runs in <work>/<what>_wall_s.txt."""
-    p = work_path(args, what + "_wall_s.txt")
+def add_wall(args, what, seconds, unit="wall_s"):
+    """Accumulate a stage's wall time (or CPU time: unit "cpu_s") over resumed runs in <work>/<what>_<unit>.txt."""
+    p = work_path(args, f"{what}_{unit}.txt")
     prev = float(open(p).read()) if os.path.exists(p) else 0.0
     with open(p, "w") as f:
         f.write(f"{prev + seconds:.1f}\n")
 
 
 def stage_prompts(args):
+    """Writes prompts.jsonl. A prompt whose text is already in an existing prompts.jsonl keeps that
+    record (id, temperature, seed), so that answers generated before stay matched to their
+    prompts when --passage-prompts grows or the templates change; earlier prompts not drawn again
+    are kept too (at the end). New ids carry a hash of the text (distill_prompts), so they never
+    collide with an earlier prompt's id."""
     path = work_path(args, "prompts.jsonl")
     prompts = build_prompts(DATA, args.passage_prompts, args.seed, eval_texts())
+    old = {p["text"]: p for p in load_jsonl(path)} if os.path.exists(path) else {}
+    kept = 0
+    for i, p in enumerate(prompts):
+        if p["text"] in old:
+            prompts[i] = old[p["text"]]
+            kept += 1
+    texts = {p["text"] for p in prompts}
+    prompts += [p for p in old.values() if p["text"] not in texts]  # earlier prompts stay (at the end)
+    print(f"prompts: {kept} drawn again and kept with their ids, {len(old) - kept} earlier ones appended", flush=True)
     with open(path, "w", encoding="utf-8") as f:
         for p in prompts:
             f.write(json.dumps(p) + "\n")
@@ -101,6 +120,8 @@ def load_jsonl(pattern):
 
 
 def stage_generate(args):
+    if args.engine == "torch":
+        return stage_generate_torch(args)
     prompts = load_jsonl(os.path.join(args.work, "prompts.jsonl"))
     done = {r["id"] for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))}
     todo = [p for p in prompts if p["id"] not in done]
@@ -146,6 +167,153 @@ def stage_generate(args):
     rows = load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))
     print(f"generate: {len(rows)} answers, {sum(len(r['answer_ids']) for r in rows)} answer tokens, "
           f"{time.time() - t0:.0f}s this run", flush=True)
+
+
+def chatml_ids(tok, text):
+    """The prompt format of `speclab generate --chat-template chatml` / prompts.chat_template: true
+    (no BOS): <|im_start|>user\\n TEXT <|im_end|>\\n<|im_start|>assistant\\n."""
+    return tok(f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
+
+
+def torch_batches(todo, batch):
+    """Batches of prompts with similar token budgets and lengths (less padding, fewer idle rows),
+    taken in prompts.jsonl's (shuffled) order in windows of 4 batches, so that a run cut by
+    --minutes has answered a random subset."""
+    out = []
+    for w in range(0, len(todo), 4 * batch):
+        win = sorted(todo[w:w + 4 * batch], key=lambda p: (p["max_new_tokens"], len(p["prompt_ids"]), p["id"]))
+        out += [win[k:k + batch] for k in range(0, len(win), batch)]
+    return out
+
+
+def stage_generate_torch(args):
+    """The teacher's answers by batched PyTorch generation (batched_teacher.generate_batch) in FP32
+    from the same GGUF, with the top-K logits of every position of each conversation kept from
+    the same pass: writes gen/torch-W.jsonl (as the speclab engine, plus "engine": "torch") and
+    teacher/conv-*.npz (as the teacher stage), so the teacher stage has nothing left to do for
+    these conversations. Resumable per batch; --minutes stops between batches.
+
+    --jobs processes (workers) of --threads torch threads each take every jobs-th batch. On a
+    shared machine use 2 x 1 thread: with 2 threads per process, one thread waits (spinning, on
+    the CPU's time) whenever the other is descheduled; measured 28 against 207 answer tokens per
+    CPU second for one decode step of 48 rows under load 5 (docs/smollm2-draft.md)."""
+    if args.worker < 0:
+        t0 = time.time()
+        u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cmd = [sys.executable, os.path.abspath(__file__), "generate", "--engine", "torch", "--work", args.work,
+               "--batch", str(args.batch), "--minutes", str(args.minutes), "--threads", str(args.threads),
+               "--jobs", str(args.jobs)]
+        procs = [subprocess.Popen(cmd + ["--worker", str(w)]) for w in range(args.jobs)]
+        rcs = [p.wait() for p in procs]
+        u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        add_wall(args, "generate_torch", time.time() - t0)
+        add_wall(args, "generate_torch", (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime), "cpu_s")
+        rows = [r for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl")) if r.get("engine") == "torch"]
+        print(f"generate (torch): {len(rows)} torch answers in all, {sum(len(r['answer_ids']) for r in rows)} "
+              f"answer tokens; {time.time() - t0:.0f} s this run", flush=True)
+        if any(rcs):
+            sys.exit(f"generate (torch): a worker failed (exit codes {rcs})")
+        return
+    import torch
+    from batched_teacher import generate_batch
+    torch.set_num_threads(args.threads)
+    t0, c0 = time.time(), time.process_time()
+    tok = load_tokenizer()
+    model = load_teacher()
+    prompts = load_jsonl(os.path.join(args.work, "prompts.jsonl"))
+    done = {r["id"] for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))}
+    todo = [dict(p, prompt_ids=chatml_ids(tok, p["text"])) for p in prompts if p["id"] not in done]
+    w = args.worker
+    print(f"generate (torch) worker {w}: {len(done)} answered, {len(todo)} to go, batches of {args.batch}, "
+          f"{args.threads} thread(s); model loaded in {time.time() - t0:.0f} s", flush=True)
+    deadline = t0 + 60 * args.minutes if args.minutes > 0 else float("inf")
+    t0, c0 = time.time(), time.process_time()  # the rates below: generation only
+    tdir = os.path.dirname(work_path(args, "teacher", "x"))
+    gen_out = open(work_path(args, "gen", f"torch-{w}.jsonl"), "a", encoding="utf-8")
+    n_ans = n_tok = 0
+    for chunk in torch_batches(todo, args.batch)[w::args.jobs]:
+        if time.time() > deadline:
+            break
+        res = generate_batch(model, chunk, tok.eos_token_id, TOPK)
+        seqs = [np.asarray(p["prompt_ids"] + r["answer_ids"], dtype=np.int64)[:CTX] for p, r in zip(chunk, res)]
+        write_shard(os.path.join(tdir, f"conv-{chunk[0]['id']}.npz"), [p["id"] for p in chunk], seqs,
+                    [(r["idx"][:CTX], r["val"][:CTX], r["lse"][:CTX]) for r in res])
+        for p, r in zip(chunk, res):  # after the shard: an answer in gen/ always has its soft targets
+            gen_out.write(json.dumps({"id": p["id"], "family": p["family"], "temperature": p["temperature"],
+                                      "prompt_ids": p["prompt_ids"], "answer_ids": r["answer_ids"],
+                                      "stop": r["stop"], "engine": "torch"}) + "\n")
+        gen_out.flush()
+        n_ans += len(chunk)
+        n_tok += sum(len(r["answer_ids"]) for r in res)
+        print(json.dumps({"worker": w, "answered": n_ans, "new_tokens": n_tok,
+                          "tok_per_s": round(n_tok / (time.time() - t0), 1),
+                          "tok_per_cpu_s": round(n_tok / (time.process_time() - c0), 2),
+                          "wall_s": round(time.time() - t0, 1), "load": os.getloadavg()[0]}), flush=True)
+    gen_out.close()
+    print(f"generate (torch) worker {w}: {n_ans} answers, {n_tok} answer tokens, {time.time() - t0:.0f}s", flush=True)
+
+
+def stage_agree(args):
+    """Checks the torch engine against speclab: regenerates, batched, the first --agree-n greedy
+    answers that `speclab generate` wrote to gen/ and compares them token for token (speclab runs
+    the Q4_1 weights with its own kernels, torch the same weights dequantized in FP32, so a few
+    near-ties may flip); also checks that chatml_ids tokenizes each prompt as speclab did, and
+    times speclab on the first --agree-speclab of them (1 process x 1 thread, CPU seconds of the
+    child) against the batched engine's CPU seconds, at the same moment. -> <work>/agree.json"""
+    import resource
+    import torch
+    from batched_teacher import generate_batch
+    torch.set_num_threads(args.threads)
+    tok = load_tokenizer()
+    model = load_teacher()
+    text = {p["id"]: p["text"] for p in load_jsonl(os.path.join(args.work, "prompts.jsonl"))}
+    ref = [r for r in load_jsonl(os.path.join(args.work, "gen", "*.jsonl"))
+           if r.get("engine", "speclab") == "speclab" and r["temperature"] == 0 and r["id"] in text]
+    ref.sort(key=lambda r: r["id"])
+    ref = ref[:args.agree_n]
+    prompt_same = sum(chatml_ids(tok, text[r["id"]]) == r["prompt_ids"] for r in ref)
+    ps = [{"id": r["id"], "prompt_ids": r["prompt_ids"], "max_new_tokens": len(r["answer_ids"]),
+           "temperature": 0.0, "seed": 0} for r in ref]
+    c0, t0 = time.process_time(), time.time()
+    got = []
+    for chunk in torch_batches(ps, args.batch):
+        got += list(zip(chunk, generate_batch(model, chunk, tok.eos_token_id, TOPK)))
+    torch_cpu, torch_wall = time.process_time() - c0, time.time() - t0
+    by_id = {p["id"]: r["answer_ids"] for p, r in got}
+    rows, same, prefix, total, pos_same = [], 0, 0, 0, 0
+    for r in ref:
+        a, b = r["answer_ids"], by_id[r["id"]]
+        k = 0
+        while k < min(len(a), len(b)) and a[k] == b[k]:
+            k += 1
+        same += a == b
+        prefix += k
+        total += len(a)
+        pos_same += sum(x == y for x, y in zip(a, b))
+        if a != b:
+            rows.append({"id": r["id"], "tokens": len(a), "first_divergence": k})
+    # speclab's own cost per answer token on a few of the same prompts, now
+    gguf = os.path.join(GGUF_DIR, GGUF_NAME)
+    sp_tok, u0, t1 = 0, resource.getrusage(resource.RUSAGE_CHILDREN), time.time()
+    for r in ref[:args.agree_speclab]:
+        cmd = [args.speclab, "generate", "--target", gguf, "--chat-template", "chatml", "--prompt", text[r["id"]],
+               "--max-new-tokens", str(len(r["answer_ids"])), "--temperature", "0", "--seed", "1",
+               "--threads", "1", "--ctx", str(CTX), "--json"]
+        j = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        sp_tok += len(j["tokens"])
+    u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sp_cpu = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
+    rep = {"answers": len(ref), "prompt_tokenization_identical": prompt_same, "answers_identical": same,
+           "tokens": total, "tokens_before_first_divergence": prefix, "tokens_same_position": pos_same,
+           "divergent": rows, "batch": args.batch, "threads": args.threads,
+           "torch_wall_s": round(torch_wall, 1), "torch_cpu_s": round(torch_cpu, 1),
+           "torch_tok_per_cpu_s": round(total / torch_cpu, 2),
+           "speclab_answers_timed": min(len(ref), args.agree_speclab), "speclab_tokens": sp_tok,
+           "speclab_wall_s": round(time.time() - t1, 1), "speclab_cpu_s": round(sp_cpu, 1),
+           "speclab_tok_per_cpu_s": round(sp_tok / max(sp_cpu, 1e-9), 2), "loadavg": os.getloadavg()}
+    with open(work_path(args, "agree.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    print(json.dumps(rep), flush=True)
 
 
 # ---------------------------------------------------------------- teacher
@@ -409,14 +577,23 @@ def stage_train(args):
             e = pca_embedding(args.hidden)
             model.model.embed_tokens.weight.copy_(e * (0.02 / e.std()))
     opt = make_optimizer(model, args.lr)
-    step, tokens_seen, wall = 0, 0, 0.0
+    step, tokens_seen, wall, init_from = 0, 0, 0.0, None
     cp = ckpt_path(args)
     if os.path.exists(cp):
         ck = torch.load(cp, weights_only=False)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
         step, tokens_seen, wall = ck["step"], ck["tokens_seen"], ck["wall_s"]
+        init_from = ck.get("init_from")
         print(f"train: resumed at step {step}", flush=True)
+    elif args.init_from:
+        # warm start: an earlier run's weights, a fresh optimizer and schedule (step 0)
+        ck = torch.load(args.init_from, weights_only=False)
+        model.load_state_dict(ck["model"])
+        init_from = {"path": os.path.relpath(args.init_from, args.work), "step": ck["step"],
+                     "tokens_seen": ck["tokens_seen"], "wall_s": round(ck["wall_s"], 1),
+                     "prior": ck.get("init_from")}
+        print(f"train: weights from {args.init_from} (step {ck['step']}, {ck['tokens_seen']:,} tokens)", flush=True)
     warmup = max(10, args.steps // 20)
     t0 = time.time() - wall
     deadline = time.time() + 60 * args.minutes if args.minutes > 0 else float("inf")
@@ -442,7 +619,7 @@ def stage_train(args):
             tmp = cp + ".tmp"
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                         "tokens_seen": tokens_seen, "wall_s": time.time() - t0, "args": vars(args),
-                        "cpu": cpu_model()}, tmp)
+                        "cpu": cpu_model(), "init_from": init_from}, tmp)
             os.replace(tmp, cp)
 
 
@@ -478,10 +655,15 @@ def stage_export(args):
                      "max_conversation_tokens": int(max(len(r["tokens"]) for r in convs)),
                      "corpus_windows": len(corpus), "corpus_tokens": int(sum(len(r["tokens"]) for r in corpus)),
                      "answers_by_family": fam,
-                     "answers_T1": sum(1 for r in gen if r["temperature"] > 0)}}
+                     "answers_T1": sum(1 for r in gen if r["temperature"] > 0),
+                     "answer_tokens": int(sum(len(r["answer_ids"]) for r in gen)),
+                     "answers_by_engine": {e: sum(1 for r in gen if r.get("engine", "speclab") == e)
+                                           for e in ("speclab", "torch")}}}
+    if ck.get("init_from"):
+        meta["init_from"] = ck["init_from"]
     if args.note:
         meta["note"] = args.note
-    for extra in ("generate_wall_s", "teacher_wall_s"):
+    for extra in ("generate_wall_s", "teacher_wall_s", "generate_torch_wall_s", "generate_torch_cpu_s"):
         p = os.path.join(args.work, extra + ".txt")
         if os.path.exists(p):
             meta[extra] = float(open(p).read())
@@ -561,10 +743,32 @@ def write_card(out_dir, work):
     emb = cfg["vocab_size"] * cfg["hidden_size"]
     budget = []
     for k, what in (("generate_wall_s", "teacher answers (speclab generate, 2 processes x 1 thread)"),
+                    ("generate_torch_wall_s", "teacher answers with their top-32 logits (batched PyTorch FP32, "
+                                              "generate --engine torch)"),
                     ("teacher_wall_s", "teacher top-32 logits (PyTorch FP32)"),
                     ("train_wall_s", f"student training ({tm['threads']} torch threads)")):
         if k in tm:
             budget.append(f"{what} {tm[k] / 60:.0f} min")
+    eng = d.get("answers_by_engine", {"speclab": d["conversations"], "torch": 0})
+    if eng.get("torch"):
+        answers_line = (f"- teacher: `{GGUF_NAME}` (the target speclab serves). {d['conversations']} conversations "
+                        f"({d.get('answer_tokens', 0):,} answer tokens; {d['answers_T1']} answered at T=1 with a "
+                        f"fixed seed, the rest greedy): {eng['speclab']} answered by speclab itself (`speclab "
+                        "generate --chat-template chatml`, the prompt format of `prompts.chat_template: true`) "
+                        f"and {eng['torch']} by batched PyTorch generation in FP32 from the same GGUF dequantized "
+                        "(`generate --engine torch`; its greedy answers checked against speclab's, "
+                        "docs/smollm2-draft.md); by family: " + fam)
+    else:
+        answers_line = (f"- teacher: `{GGUF_NAME}` (the target speclab serves). Answers generated by speclab itself "
+                        "(`speclab generate --chat-template chatml`, the same prompt format as "
+                        f"`prompts.chat_template: true`), {d['conversations']} conversations ({d['answers_T1']} "
+                        f"answered at T=1 with a fixed seed, the rest greedy); by family: {fam}")
+    init = tm.get("init_from")
+    warm = []
+    if init:
+        warm = [f"- warm start: the weights of an earlier run (`{init['path']}`: {init['step']} steps, "
+                f"{init['tokens_seen']:,} tokens, {init['wall_s'] / 60:.0f} min), then a fresh optimizer and "
+                f"schedule; tokens seen over both runs: **{tm['tokens_seen'] + init['tokens_seen']:,}**"]
     L = [f"# {NAME}", "",
          "A draft for **SmolLM2-135M-Instruct**, distilled from it: SmolLM2's tokenizer, a 2,048-token "
          "context, trained on the teacher's own answers to instruction prompts and on its top-32 logits. "
@@ -597,12 +801,9 @@ def write_card(out_dir, work):
          f"{cfg['hidden_size']} x {cfg['num_hidden_layers']} layers, with SmolLM2's embedding as the starting "
          "point of its own.",
          "", "## Distillation data", "",
-         f"- teacher: `{GGUF_NAME}` (the target speclab serves). Answers generated by speclab itself "
-         "(`speclab generate --chat-template chatml`, the same prompt format as `prompts.chat_template: true`), "
-         f"{d['conversations']} conversations ({d['answers_T1']} answered at T=1 with a fixed seed, the rest "
-         f"greedy); by family: {fam}",
+         answers_line,
          "- prompts (`models/train/distill_prompts.py`, seed in train_meta.json): instructions written for "
-         "speclab (copy verbatim, summarize, extract, answer, continue, paraphrase) around passages of "
+         "speclab (copy verbatim, summarize, extract, answer, continue, paraphrase, discuss, edit) around passages of "
          "40-110 words from the **training** split of the zoo's corpora (KJV, Moby-Dick, State of the "
          "Union; the held-out tails that configs/prompts/ cut their passages from are never used), and "
          "template x topic open-chat and short Python-function prompts. None is a prompt of "
@@ -622,7 +823,7 @@ def write_card(out_dir, work):
          f"- tokens seen: **{tm['tokens_seen']:,}** ({tm['steps']} steps of about {tm['batch_tokens']:,} tokens; "
          f"{tm['p_corpus']:.0%} of the steps on corpus windows), AdamW (0.9/0.95, wd 0.1), peak LR "
          f"{tm['lr']:g}, warmup then cosine to 10% over {tm['steps_planned']} planned steps, bf16 autocast, "
-         f"seed {tm['seed']}",
+         f"seed {tm['seed']}"] + warm + [
          f"- trained vs claimed context: conversations are at most {d['max_conversation_tokens']} tokens long, "
          f"the corpus windows 2,049; so every position up to 2,047 was trained, but positions past "
          f"{d['max_conversation_tokens']} only on plain corpus text ({d['corpus_windows']} windows). "
@@ -646,8 +847,9 @@ def write_card(out_dir, work):
          "`all` runs every stage to completion (all prompts answered, all conversations given soft targets). "
          "This export was made with capped stages and a resumed training run (commands and times in "
          "docs/smollm2-draft.md, arguments in `train_meta.json`), so a rerun of `all` is a larger run, not a "
-         "copy of it. Batches are a function of (seed, step) and the teacher's answers are speclab's "
-         "(same GGUF, same seeds, same text); no from-scratch rerun of this recipe was made to check "
+         "copy of it. Batches are a function of (seed, step) and the teacher's answers are deterministic "
+         "(same GGUF, same seeds, same text; batched answers also depend on the batch composition through "
+         "FP32 rounding); no from-scratch rerun of this recipe was made to check "
          "bitwise reproduction.",
          "", "## Licence", "",
          "Tokenizer files: SmolLM2's (HuggingFaceTB), Apache-2.0; the teacher's outputs come from "
@@ -669,12 +871,19 @@ STAGES = ["prompts", "generate", "teacher", "train", "export", "card"]
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=STAGES + ["all"])
+    ap.add_argument("stage", choices=STAGES + ["agree", "all"])
     ap.add_argument("--work", default=os.path.expanduser("~/.cache/speclab/distill"))
     ap.add_argument("--speclab", default=os.path.join(REPO, "build", "bin", "speclab"))
     ap.add_argument("--seed", type=int, default=16)
     ap.add_argument("--passage-prompts", type=int, default=700)
     ap.add_argument("--jobs", type=int, default=2, help="generate: parallel speclab processes")
+    ap.add_argument("--engine", choices=["speclab", "torch"], default="speclab",
+                    help="generate: `speclab generate` one prompt at a time, or batched PyTorch (FP32, same "
+                         "GGUF) that also keeps the top-32 logits (then the teacher stage skips them)")
+    ap.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)  # generate --engine torch: one worker
+    ap.add_argument("--batch", type=int, default=48, help="generate --engine torch / agree: sequences per batch")
+    ap.add_argument("--agree-n", type=int, default=64, help="agree: greedy speclab answers to regenerate")
+    ap.add_argument("--agree-speclab", type=int, default=8, help="agree: of them, how many speclab times")
     ap.add_argument("--minutes", type=float, default=0, help="generate / teacher: stop after this many minutes")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (teacher, train)")
     ap.add_argument("--corpus-windows", type=int, default=12, help="teacher: corpus windows of 2048 tokens")
@@ -687,6 +896,9 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--init", choices=["pca", "random"], default="pca",
                     help="train: embedding from SmolLM2's (top principal directions) or random")
+    ap.add_argument("--init-from", default="",
+                    help="train: start from this checkpoint's weights (fresh optimizer and schedule) "
+                         "when no checkpoint of this run exists yet")
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--batch-tokens", type=int, default=4096)
     ap.add_argument("--lr", type=float, default=3e-3)
