@@ -309,6 +309,30 @@ void check_shapes(const TensorView& w) {
   SPECLAB_ASSERT(w.cols() % dtype_block_size(w.dtype) == 0);
 }
 
+// The unfused paths' work item b: rows [b * kRowBlock, +kRowBlock) of w converted to FP32 (F32
+// rows used in place) and multiplied by x [n_tokens, n_in] into out [n_tokens, n_out].
+//   scratch: [kRowBlock, n_in] floats of the calling thread
+void row_block_product(const Kernels& k, float* out, const TensorView& w, int64_t b, const float* x,
+                       int64_t n_tokens, float* scratch) {
+  const int64_t n_out = w.rows(), n_in = w.cols();
+  const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  const int64_t r0 = b * kRowBlock;
+  const int n_rows = static_cast<int>(std::min<int64_t>(kRowBlock, n_out - r0));
+  const float* rows[kRowBlock];
+  for (int j = 0; j < n_rows; j++) {
+    const void* src = base + static_cast<size_t>(r0 + j) * row_bytes;
+    if (w.dtype == DType::F32) {
+      rows[j] = static_cast<const float*>(src);
+    } else {
+      float* dst = scratch + j * n_in;
+      k.row_to_f32(dst, w.dtype, src, n_in);
+      rows[j] = dst;
+    }
+  }
+  k.block(out + r0, n_out, rows, n_rows, x, n_in, n_tokens);
+}
+
 // The avx512vnni path for Q8_0 / Q4_0 / Q4_1 weights: activations quantized to int8 blocks and
 // packed (matmul_vnni::pack), then row blocks shared by the threads as on the fused path.
 void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens,
@@ -489,22 +513,8 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     if (static_cast<int64_t>(block_buf.size()) < kRowBlock * n_in)
       block_buf.resize(kRowBlock * n_in);
 #pragma omp for schedule(static)
-    for (int64_t b = 0; b < n_blocks; b++) {
-      const int64_t r0 = b * kRowBlock;
-      const int n_rows = static_cast<int>(std::min<int64_t>(kRowBlock, n_out - r0));
-      const float* rows[kRowBlock];
-      for (int j = 0; j < n_rows; j++) {
-        const void* src = base + static_cast<size_t>(r0 + j) * row_bytes;
-        if (w.dtype == DType::F32) {
-          rows[j] = static_cast<const float*>(src);
-        } else {
-          float* dst = block_buf.data() + j * n_in;
-          k.row_to_f32(dst, w.dtype, src, n_in);
-          rows[j] = dst;
-        }
-      }
-      k.block(out + r0, n_out, rows, n_rows, x, n_in, n_tokens);
-    }
+    for (int64_t b = 0; b < n_blocks; b++)
+      row_block_product(k, out, w, b, x, n_tokens, block_buf.data());
   }
 }
 
@@ -590,22 +600,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
     return;
   }
   if (static_cast<int64_t>(a.rows_.size()) < kRowBlock * n_in) a.rows_.resize(kRowBlock * n_in);
-  for (int64_t b = i0; b < i1; b++) {
-    const int64_t r0 = b * kRowBlock;
-    const int n_rows = static_cast<int>(std::min<int64_t>(kRowBlock, n_out - r0));
-    const float* rows[kRowBlock];
-    for (int j = 0; j < n_rows; j++) {
-      const void* src = base + static_cast<size_t>(r0 + j) * row_bytes;
-      if (w.dtype == DType::F32) {
-        rows[j] = static_cast<const float*>(src);
-      } else {
-        float* dst = a.rows_.data() + j * n_in;
-        k.row_to_f32(dst, w.dtype, src, n_in);
-        rows[j] = dst;
-      }
-    }
-    k.block(out + r0, n_out, rows, n_rows, a.x_, n_in, n_tokens);
-  }
+  for (int64_t b = i0; b < i1; b++) row_block_product(k, out, w, b, a.x_, n_tokens, a.rows_.data());
 }
 
 void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t n_tokens) {

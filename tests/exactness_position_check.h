@@ -13,33 +13,33 @@
 
 #include "core/verify_exactness.h"
 
-namespace speclab::testing {
+namespace speclab::testing::position_check {
 
-constexpr int64_t kPositionVocab = 4;        // the Markov pairs' vocabulary
-constexpr double kPositionAlpha = 1e-4;      // significance per position
-constexpr double kPositionTv = 0.01;         // the error the power is stated against
-constexpr int64_t kPositionTrials = 250000;  // sequences per case
+constexpr int64_t kVocab = 4;        // the Markov pairs' vocabulary
+constexpr double kAlpha = 1e-4;      // significance per position
+constexpr double kTv = 0.01;         // the error the power is stated against
+constexpr int64_t kTrials = 250000;  // sequences per case
 
 // Runs the per-position tests against law's exact triple laws, prints them, returns them.
 inline std::vector<PositionTest> position_tests(const std::string& name, const MarkovPair& law,
                                                 const PositionCounts& counts) {
   const auto laws = exactness_markov_triple_laws(law, static_cast<int>(counts.triples.size()));
-  const auto tests = exactness_position_tests(counts, laws, kPositionAlpha, kPositionTv);
+  const auto tests = exactness_position_tests(counts, laws, kAlpha, kTv);
   std::printf("%s: %lld sequences, level %.0e per position\n", name.c_str(),
-              static_cast<long long>(counts.n_sequences), kPositionAlpha);
+              static_cast<long long>(counts.n_sequences), kAlpha);
   for (const PositionTest& t : tests)
     std::printf("  position %d: chi2 %8.1f df %2d p %.3g  power(tv %.2f) %.3f\n", t.position,
-                t.gof.statistic, t.gof.df, t.gof.p_value, kPositionTv, t.power);
+                t.gof.statistic, t.gof.df, t.gof.p_value, kTv, t.power);
   return tests;
 }
 
-// Every position passes at kPositionAlpha with power >= 0.9; unpooled: vocab bins at position
+// Every position passes at kAlpha with power >= 0.9; unpooled: vocab bins at position
 // 1, vocab^2 at 2, vocab^3 after (the Markov laws keep every probability >= 0.025).
 inline void expect_exact(const std::string& name, const MarkovPair& law,
                          const PositionCounts& counts) {
   for (const PositionTest& t : position_tests(name, law, counts)) {
-    EXPECT_GT(t.gof.p_value, kPositionAlpha) << name << " position " << t.position;
-    const int64_t v = kPositionVocab;
+    EXPECT_GT(t.gof.p_value, kAlpha) << name << " position " << t.position;
+    const int64_t v = kVocab;
     const int64_t cells = t.position == 1 ? v : t.position == 2 ? v * v : v * v * v;
     EXPECT_EQ(t.gof.n_bins, cells) << name << " position " << t.position;
     EXPECT_GE(t.power, 0.9) << name << " position " << t.position;
@@ -52,8 +52,8 @@ inline void expect_rejected_at(const std::string& name, const MarkovPair& law,
   const auto tests = position_tests(name, law, counts);
   ASSERT_GE(static_cast<int>(tests.size()), planted);
   for (int j = 1; j < planted; j++)
-    EXPECT_GT(tests[j - 1].gof.p_value, kPositionAlpha) << name << " position " << j;
+    EXPECT_GT(tests[j - 1].gof.p_value, kAlpha) << name << " position " << j;
   EXPECT_LT(tests[planted - 1].gof.p_value, 1e-9) << name << " position " << planted;
 }
 
-}  // namespace speclab::testing
+}  // namespace speclab::testing::position_check

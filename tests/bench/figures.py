@@ -22,7 +22,7 @@ def main(path):
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         name = b.get("run_name", b["name"])
-        m = re.match(r"(BM_\w+)/([^/]+)(?:/(?:k|n|m|dtype):(\d+))?(?:/k:(\d+))?", name)
+        m = re.match(r"(BM_\w+)/([^/]+)(?:/(?:k|n|m|dtype|threads):(\d+))?(?:/k:(\d+))?", name)
         if not m:
             continue
         family, model, arg, arg2 = m.groups()
@@ -75,6 +75,15 @@ def main(path):
             cells = [f"{r[k] if k in r else v[k] / base:.2f} ({v[k]:.0f} ms)" if k in v and base
                      else "-" for k in ks]
             out.append(f"| {model} | " + " | ".join(cells) + " |")
+        out.append("")
+    team = [(model, arg, b) for (f, model, arg), b in rows.items() if f == "BM_DecodeTeam"]
+    if team:
+        out.append("| step team vs per-call kernels (decode, interleaved) | threads | team ms | "
+                   "per-call ms | per-call / team |")
+        out.append("| --- | ---: | ---: | ---: | ---: |")
+        for model, arg, b in team:
+            out.append(f"| {model} | {arg} | {b['team_ms']:.2f} | {b['per_call_ms']:.2f} | "
+                       f"{b['speedup']:.2f} |")
         out.append("")
     for dt in ("bf16", "q8_0", "q4_1"):
         small, big = decode.get(f"llama-3.2-1b:{dt}"), decode.get(f"llama-3.2-3b:{dt}")

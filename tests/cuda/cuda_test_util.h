@@ -12,6 +12,7 @@
 
 #include "core/cuda/cuda_buffer.h"
 #include "core/cuda/cuda_device.h"
+#include "models/decode/generation.h"
 
 // Device tests start with this: without a device they skip with the runtime's reason.
 #define SPECLAB_REQUIRE_CUDA_DEVICE()                       \
@@ -23,6 +24,16 @@
   } while (0)
 
 namespace speclab {
+
+// The decoder tests' request: a 5-token prompt, 24 new tokens, at this temperature and seed.
+inline GenerationRequest decoder_request(float temperature, uint64_t seed) {
+  GenerationRequest req;
+  req.prompt = {1, 17, 4, 99, 23};
+  req.max_new_tokens = 24;
+  req.seed = seed;
+  req.sampling.temperature = temperature;
+  return req;
+}
 
 template <typename T>
 CudaBuffer<T> to_device(const std::vector<T>& host) {

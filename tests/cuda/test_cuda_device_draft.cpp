@@ -167,15 +167,6 @@ TEST(CudaDeviceDraft, CudaDrafterProposesAsTheCpuDrafter) {
   }
 }
 
-GenerationRequest request(float temperature, uint64_t seed) {
-  GenerationRequest req;
-  req.prompt = {1, 17, 4, 99, 23};
-  req.max_new_tokens = 24;
-  req.seed = seed;
-  req.sampling.temperature = temperature;
-  return req;
-}
-
 // Greedy, both models on the device (draft sampling there, the target verifying there):
 // the all-CPU path's tokens and per-round acceptances, for self-speculation and for another
 // model, with no host sampling in any round.
@@ -195,8 +186,8 @@ TEST(CudaDeviceDraft, GreedyDecoderWithDeviceDraftMatchesCpu) {
     SpeculativeConfig cfg;
     cfg.gamma = 4;
     cfg.draft_sampling.temperature = 0;
-    const GenerationResult ref = generate_speculative(cpu, cpu_drafter, request(0, 0), cfg);
-    const GenerationResult got = generate_speculative(gpu, gpu_drafter, request(0, 0), cfg);
+    const GenerationResult ref = generate_speculative(cpu, cpu_drafter, decoder_request(0, 0), cfg);
+    const GenerationResult got = generate_speculative(gpu, gpu_drafter, decoder_request(0, 0), cfg);
     SCOPED_TRACE(self ? "self" : "other");
     EXPECT_EQ(got.tokens, ref.tokens);
     EXPECT_EQ(got.n_draft_calls, ref.n_draft_calls);
@@ -242,8 +233,10 @@ TEST(CudaDeviceDraft, SampledDecoderWithDeviceDraftAgreesWithCpu) {
   const auto agreement = [&](ModelDrafter& drafter) {
     int same = 0, total = 0;
     for (uint64_t seed = 0; seed < 16; seed++) {
-      const GenerationResult ref = generate_speculative(cpu, cpu_drafter, request(1, seed), cfg);
-      const GenerationResult got = generate_speculative(gpu, drafter, request(1, seed), cfg);
+      const GenerationResult ref =
+          generate_speculative(cpu, cpu_drafter, decoder_request(1, seed), cfg);
+      const GenerationResult got =
+          generate_speculative(gpu, drafter, decoder_request(1, seed), cfg);
       size_t i = 0;  // up to the first difference: after it the contexts differ
       while (i < ref.tokens.size() && i < got.tokens.size() && ref.tokens[i] == got.tokens[i]) i++;
       same += static_cast<int>(i);

@@ -18,15 +18,6 @@
 namespace speclab {
 namespace {
 
-GenerationRequest request(float temperature, uint64_t seed) {
-  GenerationRequest req;
-  req.prompt = {1, 17, 4, 99, 23};
-  req.max_new_tokens = 24;
-  req.seed = seed;
-  req.sampling.temperature = temperature;
-  return req;
-}
-
 TEST(CudaDeviceRound, GreedySpeculativeDecoderMatchesCpuOnTheDevicePath) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   const auto model = llama_make_synthetic("tiny:F32", 7);
@@ -38,8 +29,8 @@ TEST(CudaDeviceRound, GreedySpeculativeDecoderMatchesCpuOnTheDevicePath) {
   SpeculativeConfig cfg;
   cfg.gamma = 4;
   cfg.draft_sampling.temperature = 0;
-  const GenerationResult ref = generate_speculative(cpu, drafter, request(0, 0), cfg);
-  const GenerationResult got = generate_speculative(gpu, drafter, request(0, 0), cfg);
+  const GenerationResult ref = generate_speculative(cpu, drafter, decoder_request(0, 0), cfg);
+  const GenerationResult got = generate_speculative(gpu, drafter, decoder_request(0, 0), cfg);
   EXPECT_EQ(got.tokens, ref.tokens);
   ASSERT_EQ(got.rounds.size(), ref.rounds.size());
   for (size_t r = 0; r < got.rounds.size(); r++) {
@@ -62,8 +53,8 @@ TEST(CudaDeviceRound, SampledSpeculativeDecoderAgreesWithCpu) {
   cfg.draft_sampling.temperature = 1;
   int same = 0, total = 0;
   for (uint64_t seed = 0; seed < 16; seed++) {
-    const GenerationResult ref = generate_speculative(cpu, drafter, request(1, seed), cfg);
-    const GenerationResult got = generate_speculative(gpu, drafter, request(1, seed), cfg);
+    const GenerationResult ref = generate_speculative(cpu, drafter, decoder_request(1, seed), cfg);
+    const GenerationResult got = generate_speculative(gpu, drafter, decoder_request(1, seed), cfg);
     // Compare up to the first difference: after it the contexts differ.
     size_t i = 0;
     while (i < ref.tokens.size() && i < got.tokens.size() && ref.tokens[i] == got.tokens[i]) i++;

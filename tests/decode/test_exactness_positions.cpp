@@ -34,12 +34,8 @@ using decode_test::markov_standardized_target;
 using decode_test::MarkovDrafter;
 using decode_test::MarkovRunner;
 
-using testing::expect_exact;
-using testing::expect_rejected_at;
-constexpr int64_t kVocab = testing::kPositionVocab;
-constexpr double kAlpha = testing::kPositionAlpha;
-constexpr double kTv = testing::kPositionTv;
-constexpr int64_t kTrials = testing::kPositionTrials;
+// kVocab, kAlpha, kTv, kTrials, expect_exact, expect_rejected_at
+using namespace testing::position_check;  // NOLINT(build/namespaces)
 
 const MarkovPair& close_pair() {
   static const MarkovPair m = exactness_random_markov_pair(kVocab, 5, 3.0, 0.7, 0.7);
