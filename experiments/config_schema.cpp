@@ -42,7 +42,8 @@ const std::vector<ConfigKey>& config_schema() {
       {"generation.ignore_eos", "true or false", "false", "false",
        "generate max_new_tokens even past EOS (equal lengths across cells)"},
       {"generation.backend", "cpu or cuda", "cpu", "cpu",
-       "where the target and the model drafters (draft models, self-speculation) run; cuda needs a CUDA build and device"},
+       "where the target and the model drafters (draft models, self-speculation) run; cuda needs a "
+       "CUDA build and device"},
       {"measure", "section", "optional", "", "what is measured besides the speculative runs"},
       {"measure.baseline", "true or false", "true", "true",
        "also run the target alone, interleaved with the speculative runs (the speedup needs it)"},
