@@ -303,6 +303,13 @@ const Kernels& kernels() {
   return g_kernels != nullptr ? *g_kernels : best;
 }
 
+// Tokens per chunk of packed activations on the fused and int8 paths: the chunk's packed
+// activations fit in L2 (~256 KB). Prompts reread the weights once per chunk; a call of at most
+// 16 tokens is one chunk, which matmul_items relies on (its packing equals matmul_weights').
+int64_t token_chunk(int64_t n_in) {
+  return std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
+}
+
 void check_shapes(const TensorView& w) {
   SPECLAB_ASSERT(w.shape.size() == 2);
   SPECLAB_ASSERT(w.data != nullptr);
@@ -343,7 +350,7 @@ void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
   const matmul_vnni::RowsFn rows = matmul_vnni::rows_fn(w.dtype);
   // Chunks of tokens as on the fused path (prompts reread the weights once per chunk).
-  const int64_t chunk = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
+  const int64_t chunk = token_chunk(n_in);
   const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
   const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
   const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * matmul_vnni::kRecordBytes);
@@ -438,7 +445,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     // (~256 KB), rereading the weights once per chunk; a decode or verification call
     // (<= 16 tokens) is one chunk and reads each weight once. The chunking changes no sum.
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
-    const int64_t chunk = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
+    const int64_t chunk = token_chunk(n_in);
     const int64_t n_steps = (n_in + 31) / 32;
     const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
     const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * 32);
@@ -550,7 +557,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
   const int64_t n_tokens = a.n_tokens_;
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  const int64_t chunk = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
+  const int64_t chunk = token_chunk(n_in);
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) {
     const int kind = w.dtype == DType::Q8_0 ? 0 : w.dtype == DType::Q4_0 ? 1 : 2;
     std::vector<uint8_t>& xq = a.int8_[kind];

@@ -30,7 +30,6 @@ __global__ void draft_sample_kernel(CudaDraftSample* out, const float* q, int64_
     out->top_prob = top;
     const double hn = vocab > 1 ? h / log(static_cast<double>(vocab)) : 0.0;
     out->entropy_norm = static_cast<float>(hn > 0.0 ? hn : 0.0);
-    out->q_token = tok >= 0 ? q[tok] : 0.0f;
   }
 }
 

@@ -33,7 +33,6 @@ struct DraftStep {
   int32_t token = -1;
   float top_prob = 0;             // max_x q(x) (the p_min stop rule reads it)
   float entropy_norm = 0;         // sampling_entropy_normalized(q)
-  float q_token = 0;              // q(token)
   const float* q_rows = nullptr;  // device [row + 1, vocab]: this round's rows so far
 };
 

@@ -84,7 +84,6 @@ class HostDraftingRunner : public LlamaRunner {
     if (off_by_one) out->token = static_cast<int32_t>((out->token + 1) % v);  // planted bug
     out->top_prob = *std::max_element(q, q + v);
     out->entropy_norm = static_cast<float>(sampling_entropy_normalized(q, v));
-    out->q_token = q[out->token];
     out->q_rows = rows_.data();
     return true;
   }

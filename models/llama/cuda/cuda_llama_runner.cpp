@@ -232,7 +232,6 @@ bool CudaLlamaRunner::draft_on_device(const int32_t* tokens, int64_t n_tokens, i
   out->token = s.token;
   out->top_prob = s.top_prob;
   out->entropy_norm = s.entropy_norm;
-  out->q_token = s.q_token;
   out->q_rows = draft_rows_.data();
   return true;
 }
