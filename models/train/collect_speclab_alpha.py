@@ -52,13 +52,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", help="results.jsonl of a speclab run")
     ap.add_argument("--command", required=True, help="the exact command that produced it (recorded)")
+    ap.add_argument("--outside-zoo", action="store_true",
+                    help="also drafters that are model directories outside models/zoo (an export kept in "
+                         "~/.cache, never committed): alpha_speclab.json is written into that directory")
     args = ap.parse_args()
     rows = [json.loads(l) for l in open(args.results, encoding="utf-8") if l.strip()]
     out = {}
     for r in rows:
         spec = r.get("draft_spec", "")
         d = os.path.join(REPO, spec)
-        if not spec.startswith("models/zoo/") or not os.path.isdir(d):
+        if not (spec.startswith("models/zoo/") or args.outside_zoo) or not os.path.isdir(d):
             continue
         target = r.get("target_spec") or ""
         home = os.path.expanduser("~")
@@ -89,7 +92,7 @@ def main():
         with open(os.path.join(d, "alpha_speclab.json"), "w") as f:
             json.dump(rec, f, indent=1)
             f.write("\n")
-        print("wrote", os.path.relpath(os.path.join(d, "alpha_speclab.json"), REPO),
+        print("wrote", os.path.join(d, "alpha_speclab.json"),
               {k: v["alpha_beta"] for k, v in rec["by_temperature"].items()})
     return 0
 

@@ -722,8 +722,10 @@ def stage_export(args):
         f["answers"] += 1
         f["answer_tokens"] += len(r["answer_ids"])
     a = ck["args"]
-    meta = {"name": student_name(args), "params": model.num_params(), "config": {k: a[k] for k in (
-                "hidden", "intermediate", "layers", "heads", "kv_heads", "init")},
+    c = model.cfg  # the shape trained (with --init prune, SmolLM2's, whatever --hidden etc. said)
+    meta = {"name": student_name(args), "params": model.num_params(), "config": {
+                "hidden": c.hidden_size, "intermediate": c.intermediate_size, "layers": c.num_hidden_layers,
+                "heads": c.num_attention_heads, "kv_heads": c.num_key_value_heads, "init": a["init"]},
             "freeze_embedding": a.get("freeze_embedding", False), "eval_convs": a.get("eval_convs", 0),
             "steps": ck["step"], "steps_planned": a["steps"], "batch_tokens": a["batch_tokens"],
             "tokens_seen": ck["tokens_seen"], "lr": a["lr"], "seed": a["seed"], "threads": a["threads"],
