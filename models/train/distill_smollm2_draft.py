@@ -27,6 +27,10 @@ Stages (each resumable; outputs under --work, default ~/.cache/speclab/distill):
             --ckpt-every steps; rerunning resumes; --steps can be raised to train longer.
   export    HF Llama directory models/zoo/<name> (BF16 safetensors, max_position_embeddings
             2048, tokenizer files) + train_meta.json
+  gguf      the committed file: models/zoo/<name>/<name>.Q8_0.gguf from the export
+            (export_draft_gguf.py: Q8_0 matrices, F32 norms, llama.cpp's Q/K row permutation,
+            SmolLM2's tokenizer metadata copied from its GGUF; python package gguf 0.19.0), with
+            a round-trip check against the BF16 weights
   card      MODEL_CARD.md from train_meta.json, alpha_speclab.json (collect_speclab_alpha.py)
             and draft_cost.json (measure_draft_cost.py)
 
@@ -673,6 +677,14 @@ def stage_export(args):
     print(json.dumps(meta), flush=True)
 
 
+def stage_gguf(args):
+    from export_draft_gguf import check_round_trip, export
+    model_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), NAME)
+    out = os.path.join(model_dir, NAME + ".Q8_0.gguf")
+    export(model_dir, os.path.join(GGUF_DIR, GGUF_NAME), out)
+    check_round_trip(model_dir, out)
+
+
 # ---------------------------------------------------------------- card
 
 def cost_lines(out_dir):
@@ -866,7 +878,7 @@ def stage_card(args):
 
 # ---------------------------------------------------------------- main
 
-STAGES = ["prompts", "generate", "teacher", "train", "export", "card"]
+STAGES = ["prompts", "generate", "teacher", "train", "export", "gguf", "card"]
 
 
 def main():

@@ -165,10 +165,14 @@ def main():
     ap.add_argument("--out", default=OUT)
     args = ap.parse_args()
     export(args.model, args.tokenizer_gguf, args.out)
-    # Round trip: dequantized and un-permuted, every matrix is within half a Q8_0 step of the
-    # BF16 weights and the norms are exact.
-    cfg = json.load(open(os.path.join(args.model, "config.json")))
-    hf, back = load_hf(args.model), dequantized_hf_state(args.out, cfg)
+    check_round_trip(args.model, args.out)
+
+
+def check_round_trip(model_dir, gguf_path):
+    """Dequantized and un-permuted, every matrix is within half a Q8_0 step of the BF16 weights
+    (plus the float16 rounding of the block scale) and the norms are exact."""
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    hf, back = load_hf(model_dir), dequantized_hf_state(gguf_path, cfg)
     for k, v in back.items():
         ref = hf[k]
         err = np.abs(v - ref)
