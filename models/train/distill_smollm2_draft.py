@@ -331,8 +331,15 @@ def load_teacher():
     """SmolLM2-135M-Instruct from the Q4_1 GGUF, dequantized to FP32, as a tiny_llama model."""
     import torch
     from transformers import AutoModelForCausalLM
-    from tiny_llama import TinyConfig, TinyLlama
     hf = AutoModelForCausalLM.from_pretrained(GGUF_DIR, gguf_file=GGUF_NAME, dtype=torch.float32)
+    return tiny_from_hf(hf)
+
+
+def tiny_from_hf(hf):
+    """A transformers LlamaForCausalLM with tied embeddings -> the same weights as a tiny_llama model.
+    Both use HF's rotate_half RoPE layout; transformers' GGUF reader has already undone llama.cpp's
+    Q/K row permutation, so the projections are copied as they are."""
+    from tiny_llama import TinyConfig, TinyLlama
     c = hf.config
     cfg = TinyConfig(vocab_size=c.vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
                      num_hidden_layers=c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
@@ -341,6 +348,21 @@ def load_teacher():
     m = TinyLlama(cfg)
     m.load_state_dict({k: v for k, v in hf.state_dict().items() if k != "lm_head.weight"})
     return m.eval()
+
+
+def pruned_student(teacher, n_layers):
+    """A layer-pruned draft: the teacher's first n_layers decoder layers, its final RMSNorm and its
+    tied embedding / LM head, copied (an early exit after layer n_layers, the draft of
+    Elhoushi et al. 2024's LayerSkip and Zhang et al. 2023's self-speculative decoding)."""
+    import dataclasses
+    from tiny_llama import TinyLlama
+    if not 1 <= n_layers <= teacher.cfg.num_hidden_layers:
+        sys.exit(f"train: --layers {n_layers}: the teacher has {teacher.cfg.num_hidden_layers} layers")
+    m = TinyLlama(dataclasses.replace(teacher.cfg, num_hidden_layers=n_layers))
+    keep = {k: v for k, v in teacher.state_dict().items()
+            if not k.startswith("model.layers.") or int(k.split(".")[2]) < n_layers}
+    m.load_state_dict(keep)
+    return m
 
 
 def corpus_windows(tok, n, seed):
@@ -430,8 +452,17 @@ def stage_teacher(args):
 
 # ---------------------------------------------------------------- train
 
+def student_name(args):
+    return NAME if args.init != "prune" else f"smollm2-draft-prune{args.layers}"
+
+
 def student_config(args):
+    """--init prune: SmolLM2-135M's shape with --layers layers (--hidden, --heads, ... are ignored)."""
     from tiny_llama import TinyConfig
+    if args.init == "prune":
+        return TinyConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=args.layers,
+                          num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=CTX,
+                          rms_norm_eps=1e-5, rope_theta=100000.0)
     return TinyConfig(vocab_size=49152, hidden_size=args.hidden, intermediate_size=args.intermediate,
                       num_hidden_layers=args.layers, num_attention_heads=args.heads,
                       num_key_value_heads=args.kv_heads, max_position_embeddings=CTX, rms_norm_eps=1e-5,
@@ -562,7 +593,28 @@ def pca_embedding(hidden):
 
 
 def ckpt_path(args):
-    return work_path(args, "ckpt", f"{NAME}.pt")
+    return work_path(args, "ckpt", f"{student_name(args)}.pt")
+
+
+def split_eval(convs, n, seed):
+    """Holds out n conversations with soft targets (a seeded choice): -> (train, held_out)."""
+    soft = [i for i, r in enumerate(convs) if r["idx"] is not None]
+    pick = set(int(i) for i in np.random.default_rng([seed, 99]).choice(soft, size=min(n, len(soft)), replace=False))
+    return [r for i, r in enumerate(convs) if i not in pick], [r for i, r in enumerate(convs) if i in pick]
+
+
+def eval_loss(model, recs, hard_weight):
+    """Loss and top-1 agreement on the answer positions of held-out conversations (4 per forward),
+    each batch weighted by its answer positions."""
+    import torch
+    tot = n = agree = 0.0
+    with torch.no_grad():
+        for k in range(0, len(recs), 4):
+            chunk = recs[k:k + 4]
+            m = float(sum((r["w"][:len(r["tokens"]) - 1] > 0.99).sum() for r in chunk))
+            loss, a = batch_loss(model, chunk, hard_weight)
+            tot, agree, n = tot + loss.item() * m, agree + a.item() * m, n + m
+    return tot / n, agree / n
 
 
 def stage_train(args):
@@ -574,12 +626,25 @@ def stage_train(args):
     print(f"train: {len(corpus)} corpus windows, {len(convs)} conversations "
           f"({sum(r['idx'] is not None for r in convs)} with soft targets), "
           f"{sum(len(r['tokens']) for r in corpus + convs):,} tokens", flush=True)
+    held = []
+    if args.eval_convs > 0:
+        convs, held = split_eval(convs, args.eval_convs, args.seed)
+        print(f"train: {len(held)} conversations held out for eval", flush=True)
     torch.manual_seed(args.seed)
     model = TinyLlama(student_config(args))
     if args.init == "pca":
         with torch.no_grad():
             e = pca_embedding(args.hidden)
             model.model.embed_tokens.weight.copy_(e * (0.02 / e.std()))
+    elif args.init == "prune" and not os.path.exists(ckpt_path(args)):
+        pruned = pruned_student(load_teacher(), args.layers)
+        import dataclasses
+        # the GGUF's eps is 1e-5 rounded to float32
+        assert dataclasses.replace(pruned.cfg, rms_norm_eps=1e-5) == model.cfg, (pruned.cfg, model.cfg)
+        model = pruned
+    if args.freeze_embedding:
+        # the tied embedding / head stays the teacher's: no gradient into it, no optimizer state
+        model.model.embed_tokens.weight.requires_grad_(False)
     opt = make_optimizer(model, args.lr)
     step, tokens_seen, wall, init_from = 0, 0, 0.0, None
     cp = ckpt_path(args)
@@ -602,6 +667,18 @@ def stage_train(args):
     t0 = time.time() - wall
     deadline = time.time() + 60 * args.minutes if args.minutes > 0 else float("inf")
     log = open(work_path(args, "train_log.jsonl"), "a")
+
+    def evaluate():
+        if held:
+            el, ea = eval_loss(model, held, args.hard_weight)
+            rec = {"step": step, "eval_loss": round(el, 4), "eval_top1_agree": round(ea, 4),
+                   "wall_s": round(time.time() - t0, 1), "load": round(os.getloadavg()[0], 2)}
+            print(json.dumps(rec), flush=True)
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+
+    if step == 0:
+        evaluate()
     while step < args.steps and time.time() < deadline:
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args.steps, args.lr, warmup)
@@ -625,6 +702,8 @@ def stage_train(args):
                         "tokens_seen": tokens_seen, "wall_s": time.time() - t0, "args": vars(args),
                         "cpu": cpu_model(), "init_from": init_from}, tmp)
             os.replace(tmp, cp)
+        if args.eval_every > 0 and (step % args.eval_every == 0 or step == args.steps or time.time() >= deadline):
+            evaluate()
 
 
 # ---------------------------------------------------------------- export
@@ -636,7 +715,7 @@ def stage_export(args):
     model = TinyLlama(student_config(args))
     model.load_state_dict(ck["model"])
     tok = load_tokenizer()
-    out_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), NAME)
+    out_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), student_name(args))
     export_hf(model, out_dir, None, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id)
     tok.save_pretrained(out_dir)
     corpus, convs = load_training_set(args)
@@ -647,8 +726,9 @@ def stage_export(args):
         f["answers"] += 1
         f["answer_tokens"] += len(r["answer_ids"])
     a = ck["args"]
-    meta = {"name": NAME, "params": model.num_params(), "config": {k: a[k] for k in (
+    meta = {"name": student_name(args), "params": model.num_params(), "config": {k: a[k] for k in (
                 "hidden", "intermediate", "layers", "heads", "kv_heads", "init")},
+            "freeze_embedding": a.get("freeze_embedding", False), "eval_convs": a.get("eval_convs", 0),
             "steps": ck["step"], "steps_planned": a["steps"], "batch_tokens": a["batch_tokens"],
             "tokens_seen": ck["tokens_seen"], "lr": a["lr"], "seed": a["seed"], "threads": a["threads"],
             "p_corpus": a["p_corpus"], "hard_weight": a["hard_weight"], "prompt_weight": a["prompt_weight"],
@@ -906,8 +986,14 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--heads", type=int, default=6)
     ap.add_argument("--kv-heads", type=int, default=2)
-    ap.add_argument("--init", choices=["pca", "random"], default="pca",
-                    help="train: embedding from SmolLM2's (top principal directions) or random")
+    ap.add_argument("--init", choices=["pca", "random", "prune"], default="pca",
+                    help="train: embedding from SmolLM2's (top principal directions), random, or prune: "
+                         "SmolLM2's own first --layers layers, final norm and tied embedding / head")
+    ap.add_argument("--freeze-embedding", action="store_true",
+                    help="train: keep the tied embedding / LM head fixed (with --init prune: SmolLM2's)")
+    ap.add_argument("--eval-convs", type=int, default=0,
+                    help="train: hold out this many conversations with soft targets and print their loss")
+    ap.add_argument("--eval-every", type=int, default=50, help="train: steps between held-out evals")
     ap.add_argument("--init-from", default="",
                     help="train: start from this checkpoint's weights (fresh optimizer and schedule) "
                          "when no checkpoint of this run exists yet")
