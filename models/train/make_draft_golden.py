@@ -10,8 +10,8 @@ serves, "<|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n", no BOS: S
 none), plain text, and a chat-templated copy instruction over a long passage whose continuation
 runs past position 256 (the old draft's whole context) to about 660, so the RoPE
 frequencies (theta 100000) at positions beyond the training windows of the earlier draft are
-checked too. test_llama_golden.cpp (LlamaGolden.SmolLM2DistillDraftMatchesTransformers)
-compares speclab's forward with these.
+checked too. test_llama_golden.cpp (LlamaGolden.SmolLM2DistillDraftQ8_0GgufStaysCloseToBf16)
+compares speclab's forward of the committed Q8_0 GGUF with these (what Q8_0 costs).
 
 With `q8_0` it writes tests/golden/smollm2-draft-distill-q8_0.json + .logits.f32 for the committed
 GGUF (models/zoo/smollm2-draft-distill/smollm2-draft-distill.Q8_0.gguf, made by
