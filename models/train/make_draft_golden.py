@@ -10,10 +10,19 @@ serves, "<|im_start|>user\\n...<|im_end|>\\n<|im_start|>assistant\\n", no BOS: S
 none), plain text, and a chat-templated copy instruction over a long passage whose continuation
 runs past position 256 (the old draft's whole context) to about 660, so the RoPE
 frequencies (theta 100000) at positions beyond the training windows of the earlier draft are
-checked too. test_llama_golden.cpp (LlamaGolden.SmolLM2DistillDraftMatchesTransformers)
-compares speclab's forward with these.
+checked too. test_llama_golden.cpp (LlamaGolden.SmolLM2DistillDraftQ8_0GgufStaysCloseToBf16)
+compares speclab's forward of the committed Q8_0 GGUF with these (what Q8_0 costs).
 
-  python models/train/make_draft_golden.py
+With `q8_0` it writes tests/golden/smollm2-draft-distill-q8_0.json + .logits.f32 for the committed
+GGUF (models/zoo/smollm2-draft-distill/smollm2-draft-distill.Q8_0.gguf, made by
+export_draft_gguf.py): the same prompts through transformers' LlamaForCausalLM on that file's
+weights dequantized in numpy (gguf.quants.dequantize: x = d * q per block of 32, exact in FP32) with
+llama.cpp's Q/K row permutation undone, so it checks speclab's reading of the GGUF (Q8_0 blocks, the
+permuted rows with adjacent RoPE pairs, the metadata) to FP32 rounding, independently of the BF16
+reference, which stays the measure of what Q8_0 costs.
+
+  python models/train/make_draft_golden.py          # BF16 export (the training output)
+  python models/train/make_draft_golden.py q8_0     # the committed Q8_0 GGUF
 """
 import hashlib
 import json
@@ -27,6 +36,7 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NAME = "smollm2-draft-distill"
 MODEL = os.path.join("models", "zoo", NAME)
+GGUF = os.path.join(MODEL, NAME + ".Q8_0.gguf")
 OUT = os.path.join(ROOT, "tests", "golden")
 N_NEW, TOP_K, FULL_ROWS = 40, 20, 2
 
@@ -41,12 +51,33 @@ def long_passage():
     return " ".join(text.split()[200:650])
 
 
+def load_q8_0_model(path):
+    """transformers' Llama on the GGUF's dequantized weights (export_draft_gguf.dequantized_hf_state)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from export_draft_gguf import dequantized_hf_state
+    cfg = json.load(open(os.path.join(path, "config.json")))
+    config = LlamaConfig.from_pretrained(path)
+    config._attn_implementation = "sdpa"
+    model = LlamaForCausalLM(config).to(torch.float32)
+    sd = {k: torch.from_numpy(v.copy()) for k, v in dequantized_hf_state(os.path.join(ROOT, GGUF), cfg).items()}
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    model.tie_weights()
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    return model.eval()
+
+
 def main():
     torch.set_num_threads(1)
     from transformers import AutoTokenizer, LlamaForCausalLM
+    q8 = len(sys.argv) > 1 and sys.argv[1] == "q8_0"
     path = os.path.join(ROOT, MODEL)
     tok = AutoTokenizer.from_pretrained(path)
-    model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa").eval()
+    if q8:
+        model = load_q8_0_model(path)
+    else:
+        model = LlamaForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="sdpa").eval()
+    out_name = NAME + ("-q8_0" if q8 else "")
     prompts = [
         ("chat", chat("Give me three tips for writing a clear email.")),
         ("plain", "The old sailor looked out over the grey water and said that the whale had come back"),
@@ -77,21 +108,24 @@ def main():
             rows.append(logits[p].numpy().astype("<f4"))
         print(name, n, "tokens; greedy:", repr(tok.decode(g)), file=sys.stderr)
     blob = np.stack(rows).astype("<f4").tobytes()
-    with open(os.path.join(OUT, NAME + ".logits.f32"), "wb") as f:
+    with open(os.path.join(OUT, out_name + ".logits.f32"), "wb") as f:
         f.write(blob)
     import transformers
-    meta = {
+    meta = {"model": GGUF, "gguf_sha256": hashlib.sha256(open(os.path.join(ROOT, GGUF), "rb").read()).hexdigest()} if q8 else {
         "model": MODEL,
-        "weights_sha256": hashlib.sha256(open(os.path.join(path, "model.safetensors"), "rb").read()).hexdigest(),
-        "logits_file": NAME + ".logits.f32", "logits_format": "float32 little-endian, row-major [rows, vocab]",
+        "weights_sha256": hashlib.sha256(open(os.path.join(path, "model.safetensors"), "rb").read()).hexdigest()}
+    meta.update({
+        "logits_file": out_name + ".logits.f32", "logits_format": "float32 little-endian, row-major [rows, vocab]",
         "rows": len(rows), "vocab": int(logits.shape[-1]), "logits_sha256": hashlib.sha256(blob).hexdigest(),
         "tokenizer": "the export's tokenizer.json (SmolLM2's), add_special_tokens=False",
-        "compute": "transformers LlamaForCausalLM, dtype=float32 from the BF16 weights, SDPA, 1 torch thread",
+        "compute": ("transformers LlamaForCausalLM, float32 on the GGUF's Q8_0 weights dequantized in numpy, Q/K rows "
+                    "un-permuted, SDPA, 1 torch thread") if q8 else
+                   "transformers LlamaForCausalLM, dtype=float32 from the BF16 weights, SDPA, 1 torch thread",
         "greedy": f"generate(do_sample=False, max_new_tokens={N_NEW}, eos_token_id=None)",
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "transformers": transformers.__version__, "numpy": np.__version__},
-        "prompts": out_prompts}
-    with open(os.path.join(OUT, NAME + ".json"), "w") as f:
+        "prompts": out_prompts})
+    with open(os.path.join(OUT, out_name + ".json"), "w") as f:
         json.dump(meta, f, indent=None, separators=(",", ":"))
         f.write("\n")
 

@@ -1,6 +1,11 @@
 #!/usr/bin/env python3
 """A small draft for SmolLM2-135M(-Instruct): same corpora, SmolLM2's tokenizer, hard labels.
 
+Retired recipe: the model it makes, smollm2-draft-7m (256-token context, accepted about 0.14 at
+T=0), is no longer in the repository; models/zoo/smollm2-draft-distill (distill_smollm2_draft.py)
+supersedes it. The script stays as the record of that first recipe; its card and alpha commands
+name configs/zoo-alpha-smollm2.yaml, which now measures the distilled draft instead.
+
 Tokenizer: SmolLM2's 49,152-token GPT-2-style BPE, read from the GGUF metadata of
 SmolLM2-135M-Instruct.Q4_1.gguf by transformers (AutoTokenizer ..., gguf_file=...),
 saved into the export as tokenizer.json (+ tokenizer_config.json,

@@ -268,23 +268,6 @@ def card(name):
         f.write("\n".join(L))
 
 
-def smollm2_row():
-    """README row for the SmolLM2 draft (its own train_meta layout, no PyTorch alpha)."""
-    n = "smollm2-draft-7m"
-    d = os.path.join(ZOO, n)
-    tm = load(d, "train_meta.json")
-    if not tm:
-        return []
-    cfg = json.load(open(os.path.join(d, "config.json")))
-    sa, rp = load(d, "alpha_speclab.json"), load(d, "reproduction.json")
-    pp = tm["heldout_ppl_first_8192_tokens"]
-    a = lambda t: f"**{sa['by_temperature'][t]['alpha_beta']:.3f}** (-)" if sa and t in sa["by_temperature"] else "-"
-    rep = f"{rp['max_rel_diff']:.2%} ({rp['rel_tol']:.0%})" if rp else "-"
-    return [f"| [{n}]({n}/MODEL_CARD.md) | {tm['params']:,} | {cfg['num_hidden_layers']} x "
-            f"{cfg['hidden_size']} | {tm['tokens_seen']:,} | {tm['wall_s'] / 60:.1f} | {pp['bible']:.1f}* | "
-            f"{pp['moby']:.1f}* | {pp['sotu']:.1f}* | {a('T=0')} | {a('T=1')} | {rep} |"]
-
-
 def repro_summary():
     """One sentence: the rerun's wall time and whether every model passed (from reproduction.json)."""
     rps = {n: load(os.path.join(ZOO, n), "reproduction.json") for n in sorted(os.listdir(ZOO))
@@ -299,9 +282,6 @@ def repro_summary():
         s += (f" The tiny family's rerun (three trainings at once, one thread each, niced, then the "
               f"three evaluations) took {tiny[0]['rerun_total_wall_min']:.0f} min of wall time on "
               f"{tiny[0]['machine']}.")
-    sm = rps.get("smollm2-draft-7m")
-    if sm and sm.get("rerun_total_wall_min"):
-        s += f" The SmolLM2 draft's rerun took {sm['rerun_total_wall_min']:.0f} min."
     return s
 
 
@@ -316,8 +296,8 @@ def readme(names):
          "`model.safetensors`, `tokenizer.model`) with a `MODEL_CARD.md`; `train_meta.json`, "
          "`eval.json`, `alpha.json` (PyTorch alpha), `alpha_speclab.json` (alpha measured by speclab) and "
          "`reproduction.json` (a from-scratch rerun vs. the committed numbers) are the raw outputs the "
-         "cards are rendered from (`models/train/write_cards.py`; the SmolLM2 draft's card: "
-         "`models/train/train_smollm2_draft.py --card-only`).", "",
+         "cards are rendered from (`models/train/write_cards.py`; the distilled SmolLM2 draft's card: "
+         "`models/train/distill_smollm2_draft.py card`).", "",
          "| model | params | layers x hidden | tokens seen | train wall (min) | ppl bible | ppl moby | "
          "ppl sotu | alpha T=0 speclab (PyTorch) | alpha T=1 speclab (PyTorch) | rerun ppl max rel diff "
          "(tolerance) |",
@@ -338,12 +318,11 @@ def readme(names):
                  f"{tm['arch']['hidden_size']} | {tm['tokens_seen']:,} | {tm['wall_s'] / 60:.1f} | "
                  f"{f(pp.get('bible'))} | {f(pp.get('moby'))} | {f(pp.get('sotu'))} | {alpha_cell('T=0')} | "
                  f"{alpha_cell('T=1')} | {rep} |")
-    L += smollm2_row()
-    L += ["", f"alpha: tiny drafts vs `{TARGET}`, smollm2-draft-7m vs SmolLM2-135M-Instruct (Q4_1 GGUF); "
+    L += ["", f"alpha: tiny drafts vs `{TARGET}`; "
           "Corollary 3.6 (mean over positions of sum_x min(p, q) along target-generated text) on the 32 "
           "held-out prompts of `configs/prompts/tiny-in-domain.jsonl` + `tiny-out-of-domain.jsonl`, 64 "
           "new tokens each. Bold: measured by speclab itself (`speclab run configs/zoo-alpha.yaml`, "
-          "`configs/zoo-alpha-smollm2.yaml`, gamma 4, the rows' `alpha_beta`); in parentheses: the "
+          "gamma 4, the rows' `alpha_beta`); in parentheses: the "
           "PyTorch reference `models/train/eval_alpha.py` (tiny drafts only). At T=1 the two agree within "
           "sampling noise; at T=0 speclab is lower because it averages over the positions its rounds "
           "test (never the bonus token after a run of accepted drafts), and replaying that round "
@@ -362,10 +341,9 @@ def readme(names):
           "short high-learning-rate runs amplify that: tiny-draft-0.5m retrained with `--threads 2` "
           "scored 7-11% higher perplexity. Details in each card's Reproduction section; "
           "commands in `models/train/train_zoo.sh` and `models/train/check_reproduction.py`.", "",
-          "smollm2-draft-7m is a small draft for SmolLM2-135M(-Instruct) that uses SmolLM2's tokenizer "
-          "(Apache-2.0), trained by `models/train/train_smollm2_draft.py` (hard labels, 307k tokens: a "
-          "placeholder); its perplexities are in SmolLM2 tokens (first 8,192 of each held-out tail), "
-          "not comparable with the tiny family's.", ""] + distill_paragraph() + [
+          "The zoo's first SmolLM2 draft, smollm2-draft-7m (hard labels, 307k tokens, a 256-token "
+          "context; `models/train/train_smollm2_draft.py`, accepted about 0.14 at T=0), was retired: "
+          "smollm2-draft-distill supersedes it.", ""] + distill_paragraph() + [
           "Rebuild everything: `sh models/train/train_zoo.sh` (see `models/train/`); "
           "`PARALLEL=1` trains the three at once, as was done here.", ""]
     with open(os.path.join(ZOO, "README.md"), "w") as fh:
@@ -382,7 +360,9 @@ def distill_paragraph():
             f"distilled from it ({tm['params']:,} parameters, hidden {tm['config']['hidden']} x "
             f"{tm['config']['layers']} layers, context 2,048, {tm['tokens_seen']:,} tokens seen) by "
             "`models/train/distill_smollm2_draft.py` on the teacher's own answers (generated by speclab) and "
-            "its top-32 logits; docs/smollm2-draft.md has the recipe and budget.")
+            "its top-32 logits; docs/smollm2-draft.md has the recipe and budget. Committed as a Q8_0 GGUF "
+            "(`smollm2-draft-distill/smollm2-draft-distill.Q8_0.gguf`, `models/train/export_draft_gguf.py`); "
+            "the BF16 export it is made from is the training output, not committed.")
     p = os.path.join(d, "alpha_speclab.json")
     if os.path.exists(p):
         sa = json.load(open(p))

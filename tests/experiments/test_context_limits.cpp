@@ -66,9 +66,10 @@ TEST(ContextLimits, DraftModelWithAShorterContextIsRefused) {
   EXPECT_NO_THROW(drafter_create("synthetic:tiny", *target, 2048));
 }
 
-// The distilled SmolLM2 draft serves the 2048-token context of chat-templated runs
-// (configs/smollm2-distill-alpha.yaml, generation.ctx 2048) against the real target; the
-// earlier hard-label draft (256 positions) is refused there, naming its context.
+// The distilled SmolLM2 draft (its committed Q8_0 GGUF) serves the 2048-token context of
+// chat-templated runs (configs/smollm2-distill-alpha.yaml, generation.ctx 2048) against the real
+// target; a draft model with a 256-token context (the zoo's tiny-draft-0.5m) is refused there,
+// naming its context.
 TEST(ContextLimits, DistilledSmolLM2DraftServesCtx2048) {
   const char* home = std::getenv("HOME");
   const std::string gguf =
@@ -76,18 +77,16 @@ TEST(ContextLimits, DistilledSmolLM2DraftServesCtx2048) {
   if (!std::ifstream(gguf).good()) GTEST_SKIP() << gguf << " not present";
   auto target = llama_load(gguf);
   const std::string zoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
-  // The 256-token draft is refused at ctx 2048 whether or not the distilled one is present.
-  testing::expect_input_error([&] { drafter_create(zoo + "smollm2-draft-7m", *target, 2048); },
-                              {"smollm2-draft-7m", "2048", "generation.ctx", "context length 256"});
-  if (!std::ifstream(zoo + "smollm2-draft-distill/model.safetensors").good()) {
-    GTEST_SKIP() << "models/zoo/smollm2-draft-distill/model.safetensors not present (made by "
-                 << "models/train/distill_smollm2_draft.py, not committed)";
-  }
-  auto draft = llama_load(zoo + "smollm2-draft-distill");
+  testing::expect_input_error([&] { drafter_create(zoo + "tiny-draft-0.5m", *target, 2048); },
+                              {"tiny-draft-0.5m", "2048", "generation.ctx", "context length 256"});
+  const std::string draft_path = zoo + "smollm2-draft-distill/smollm2-draft-distill.Q8_0.gguf";
+  auto draft = llama_load(draft_path);
   EXPECT_EQ(draft->config.max_seq_len, 2048);
   EXPECT_EQ(draft->config.rope_theta, 100000.0f);
   EXPECT_EQ(draft->config.vocab_size, target->config.vocab_size);
-  EXPECT_NO_THROW(drafter_create(zoo + "smollm2-draft-distill", *target, 2048));
+  EXPECT_NO_THROW(drafter_create(draft_path, *target, 2048));
+  testing::expect_input_error([&] { drafter_create(draft_path, *target, 4096); },
+                              {"smollm2-draft-distill.Q8_0.gguf", "4096", "context length 2048"});
 }
 
 }  // namespace
