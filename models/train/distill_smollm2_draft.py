@@ -352,8 +352,8 @@ def tiny_from_hf(hf):
 
 def pruned_student(teacher, n_layers):
     """A layer-pruned draft: the teacher's first n_layers decoder layers, its final RMSNorm and its
-    tied embedding / LM head, copied (an early exit after layer n_layers, the draft of
-    Elhoushi et al. 2024's LayerSkip and Zhang et al. 2023's self-speculative decoding)."""
+    tied embedding / LM head, copied: an early exit after layer n_layers, the draft of LayerSkip
+    (Elhoushi et al. 2024), here to be trained by distillation like the small student."""
     import dataclasses
     from tiny_llama import TinyLlama
     if not 1 <= n_layers <= teacher.cfg.num_hidden_layers:
