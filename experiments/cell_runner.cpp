@@ -43,6 +43,7 @@ struct CellMeasurement {
   std::vector<Sample> samples;
   AcceptanceStats acc;
   double draft_s = 0, verify_s = 0, sample_s = 0;  // time breakdown of the speculative runs
+  int64_t rounds_on_device = 0;                    // rounds the target verified on its device
   int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
   std::vector<double> tokens_per_round;  // [rounds] tokens each round emitted
   std::vector<double> repeat_share;      // [requests] repeated 4-gram share of each output
@@ -223,6 +224,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
         m.draft_s += r.draft_s;
         m.verify_s += r.verify_s;
         m.sample_s += r.sample_s;
+        m.rounds_on_device += r.verified_on_device;
         m.tokens_per_round.push_back(r.n_emitted);
       }
       m.acc.add(out.rounds);
@@ -337,6 +339,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   row["sample_s"] = m.sample_s;
   row["draft_s_per_drafted_token"] = m.acc.n_drafted ? m.draft_s / m.acc.n_drafted : 0.0;
   row["round_host_s"] = m.acc.n_rounds ? m.sample_s / m.acc.n_rounds : 0.0;
+  row["rounds_verified_on_device"] = m.rounds_on_device;
 
   double speedup = 0;
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
@@ -373,6 +376,9 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   f.baseline_reference_s = ctx.baseline_reference_s;
   f.greedy_checked = greedy_checked;
   f.greedy_match = all_match;
+  f.predicted = prediction.has_value();
+  f.rounds = m.acc.n_rounds;
+  f.rounds_on_device = m.rounds_on_device;
   row["flags"] = run_flags_evaluate(f);
   return row;
 }

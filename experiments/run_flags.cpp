@@ -32,6 +32,11 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
             in.baseline_s_per_token * 1e3, in.baseline_reference_s * 1e3));
   if (in.greedy_checked && !in.greedy_match)
     flags.push_back("greedy_mismatch: a greedy speculative output differs from the target's");
+  if (in.predicted && in.rounds_on_device > 0)
+    flags.push_back(
+        fmt("prediction_host_verify: %.0f of %.0f rounds verified on the device; the "
+            "prediction priced host verification",
+            static_cast<double>(in.rounds_on_device), static_cast<double>(in.rounds)));
   return flags;
 }
 

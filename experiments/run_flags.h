@@ -12,6 +12,10 @@
 //                         run's first cell: the machine changed speed during the run
 //   greedy_mismatch       a greedy run differed from the target's own greedy output: the
 //                         decoder is not exact
+//   prediction_host_verify  rounds were verified on the target's device (standardize and
+//                         verify where the logits are), but the cost profile priced every
+//                         round as a forward with its logits copied to the host plus the
+//                         host's standardize and verify: the prediction models another round
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,8 @@ struct RunFlagInputs {
   double load_before = -1, load_after = -1;
   double baseline_s_per_token = 0, baseline_reference_s = 0;
   bool greedy_checked = false, greedy_match = true;
+  bool predicted = false;                    // the row carries a profile prediction
+  int64_t rounds = 0, rounds_on_device = 0;  // of the rounds, how many verified on the device
 };
 
 constexpr int kFlagMinPrompts = 8;

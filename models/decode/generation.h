@@ -29,6 +29,10 @@ struct RoundRecord : VerifyOutcome {
   int n_emitted = 0;             // tokens committed this round (after stops): 1..n_draft+1
   std::vector<int32_t> drafted;  // [n_draft] the proposed ids (tree: the accepted path)
   double draft_s = 0, verify_s = 0, sample_s = 0;  // wall time split
+  // The target standardized and verified this round where its logits are
+  // (TokenRunner::verify_on_device): verify_s then covers the whole verification and sample_s
+  // is 0. The cost profile prices verification on the host, so cells count these rounds.
+  bool verified_on_device = false;
 };
 
 enum class StopReason { kMaxTokens, kEos, kContext };

@@ -69,6 +69,7 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   if (device_round && target.verify_on_device(buf.batch.data(), n_draft, q_rows, request.sampling,
                                               vcfg, in.base, &out)) {
     rec->verify_s = seconds_since(tv);
+    rec->verified_on_device = true;
   } else {
     // The host verifies: q rows the drafter left on its device come over first.
     drafter.fetch_q(&buf.proposal);

@@ -147,6 +147,8 @@ TEST(DeviceDraftHook, DeviceDraftingEqualsTheHostPath) {
         EXPECT_EQ(device_target.calls, static_cast<int>(got.rounds.size()));
         EXPECT_EQ(device_target.calls_with_device_q, rounds_with_drafts);
         EXPECT_EQ(factory.last->downloads, 0);
+        for (const RoundRecord& r : got.rounds) EXPECT_TRUE(r.verified_on_device);
+        for (const RoundRecord& r : ref.rounds) EXPECT_FALSE(r.verified_on_device);
       }
     }
   }
@@ -206,6 +208,7 @@ TEST(DeviceDraftHook, HostVerifiedModesFetchTheDeviceRows) {
     for (const RoundRecord& r : got.rounds) rounds_with_drafts += r.n_draft > 0;
     EXPECT_GT(rounds_with_drafts, 0);
     EXPECT_EQ(device_target.calls, 0);  // never asked to verify
+    for (const RoundRecord& r : got.rounds) EXPECT_FALSE(r.verified_on_device);
     EXPECT_EQ(factory.last->calls, got.n_draft_calls);
     EXPECT_EQ(factory.last->downloads, rounds_with_drafts);
   }

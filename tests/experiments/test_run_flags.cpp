@@ -53,6 +53,17 @@ TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   in = clean();
   in.greedy_match = false;
   EXPECT_EQ(codes(in), std::vector<std::string>{"greedy_mismatch"});
+  in = clean();
+  in.predicted = true;
+  in.rounds = 40;
+  in.rounds_on_device = 40;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"prediction_host_verify"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("40 of 40 rounds"), std::string::npos);
+  in.predicted = false;  // no prediction in the row: nothing to warn about
+  EXPECT_TRUE(codes(in).empty());
+  in.predicted = true;  // host-verified rounds are what the cost profile prices
+  in.rounds_on_device = 0;
+  EXPECT_TRUE(codes(in).empty());
 }
 
 TEST(RunFlags, UnmeasuredSpeedupRaisesNoTimingFlag) {
