@@ -37,7 +37,8 @@ TOKENIZER_GGUF = os.path.expanduser("~/.cache/speclab/SmolLM2-135M-Instruct.Q4_1
 
 
 def permute_rope_rows(w, n_head):
-    """llama.cpp's Q/K permutation: rows (h, half, i) -> (h, i, half) within each head."""
+    """llama.cpp's Q/K permutation: rows (h, half, i) -> (h, i, half) within each head (numpy arrays
+    or torch tensors)."""
     rows = w.shape[0]
     return w.reshape(n_head, 2, rows // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
@@ -46,6 +47,24 @@ def unpermute_rope_rows(w, n_head):
     """The inverse of permute_rope_rows (what a reader does to get HF's rotate-half layout back)."""
     rows = w.shape[0]
     return w.reshape(n_head, rows // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+# A layer's GGUF tensor -> (HF name, rows permuted with the query / KV head count: "q" / "kv").
+GGUF_TO_HF_LAYER = {
+    "attn_norm": ("input_layernorm", None), "attn_q": ("self_attn.q_proj", "q"),
+    "attn_k": ("self_attn.k_proj", "kv"), "attn_v": ("self_attn.v_proj", None),
+    "attn_output": ("self_attn.o_proj", None), "ffn_norm": ("post_attention_layernorm", None),
+    "ffn_gate": ("mlp.gate_proj", None), "ffn_up": ("mlp.up_proj", None), "ffn_down": ("mlp.down_proj", None),
+}
+
+
+def gguf_tensor_names(n_layers):
+    """[(GGUF name, HF name, rows permuted: None / "q" / "kv")] of a tied llama-arch model, in the
+    order the export writes them."""
+    names = [("token_embd.weight", "model.embed_tokens.weight", None)]
+    for l in range(n_layers):
+        names += [(f"blk.{l}.{g}.weight", f"model.layers.{l}.{h}.weight", perm) for g, (h, perm) in GGUF_TO_HF_LAYER.items()]
+    return names + [("output_norm.weight", "model.norm.weight", None)]
 
 
 def load_hf(model_dir):
@@ -112,19 +131,10 @@ def export(model_dir, tokenizer_gguf, out):
     def add_f32(name, arr):
         w.add_tensor(name, np.ascontiguousarray(arr, dtype=np.float32))
 
-    add_q8("token_embd.weight", sd["model.embed_tokens.weight"])
-    for l in range(cfg["num_hidden_layers"]):
-        p, b = "model.layers.%d." % l, "blk.%d." % l
-        add_f32(b + "attn_norm.weight", sd[p + "input_layernorm.weight"])
-        add_q8(b + "attn_q.weight", permute_rope_rows(sd[p + "self_attn.q_proj.weight"], n_head))
-        add_q8(b + "attn_k.weight", permute_rope_rows(sd[p + "self_attn.k_proj.weight"], n_kv))
-        add_q8(b + "attn_v.weight", sd[p + "self_attn.v_proj.weight"])
-        add_q8(b + "attn_output.weight", sd[p + "self_attn.o_proj.weight"])
-        add_f32(b + "ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
-        add_q8(b + "ffn_gate.weight", sd[p + "mlp.gate_proj.weight"])
-        add_q8(b + "ffn_up.weight", sd[p + "mlp.up_proj.weight"])
-        add_q8(b + "ffn_down.weight", sd[p + "mlp.down_proj.weight"])
-    add_f32("output_norm.weight", sd["model.norm.weight"])
+    heads = {"q": n_head, "kv": n_kv}
+    for g, h, perm in gguf_tensor_names(cfg["num_hidden_layers"]):
+        arr = sd[h] if perm is None else permute_rope_rows(sd[h], heads[perm])
+        (add_f32 if arr.ndim == 1 else add_q8)(g, arr)
     assert "lm_head.weight" not in sd or np.array_equal(sd["lm_head.weight"], sd["model.embed_tokens.weight"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -141,19 +151,9 @@ def dequantized_hf_state(gguf_path, cfg):
     r = gguf.GGUFReader(gguf_path)
     t = {x.name: gguf.quants.dequantize(x.data, x.tensor_type).reshape([int(d) for d in reversed(x.shape)])
          for x in r.tensors}
-    n_head, n_kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
-    sd = {"model.embed_tokens.weight": t["token_embd.weight"], "model.norm.weight": t["output_norm.weight"]}
-    for l in range(cfg["num_hidden_layers"]):
-        p, b = "model.layers.%d." % l, "blk.%d." % l
-        sd[p + "input_layernorm.weight"] = t[b + "attn_norm.weight"]
-        sd[p + "self_attn.q_proj.weight"] = unpermute_rope_rows(t[b + "attn_q.weight"], n_head)
-        sd[p + "self_attn.k_proj.weight"] = unpermute_rope_rows(t[b + "attn_k.weight"], n_kv)
-        sd[p + "self_attn.v_proj.weight"] = t[b + "attn_v.weight"]
-        sd[p + "self_attn.o_proj.weight"] = t[b + "attn_output.weight"]
-        sd[p + "post_attention_layernorm.weight"] = t[b + "ffn_norm.weight"]
-        sd[p + "mlp.gate_proj.weight"] = t[b + "ffn_gate.weight"]
-        sd[p + "mlp.up_proj.weight"] = t[b + "ffn_up.weight"]
-        sd[p + "mlp.down_proj.weight"] = t[b + "ffn_down.weight"]
+    heads = {"q": cfg["num_attention_heads"], "kv": cfg["num_key_value_heads"]}
+    sd = {h: t[g] if perm is None else unpermute_rope_rows(t[g], heads[perm])
+          for g, h, perm in gguf_tensor_names(cfg["num_hidden_layers"])}
     return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in sd.items()}
 
 

@@ -248,36 +248,20 @@ def dequant_gguf_numpy(t):
     raise ValueError(f"{t.name}: unexpected type {name}")
 
 
-def unpermute_qk(w, n_head):
-    """Undo llama.cpp's convert permutation (HF rotate-half pairing -> GGUF interleaved pairing)."""
-    rows, cols = w.shape
-    return w.reshape(n_head, rows // n_head // 2, 2, cols).swapaxes(1, 2).reshape(rows, cols)
-
-
 def check_gguf_dequant(model, gguf_path):
     import gguf
+    from export_draft_gguf import gguf_tensor_names, unpermute_rope_rows
     reader = gguf.GGUFReader(gguf_path)
     cfg = model.config
     sd = model.state_dict()
-    hf_name = {
-        "token_embd": "model.embed_tokens", "output_norm": "model.norm",
-        "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
-        "attn_output": "self_attn.o_proj", "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm",
-        "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj",
-    }
+    hf_name = {g: (h, perm) for g, h, perm in gguf_tensor_names(cfg.num_hidden_layers)}
     n_exact = 0
     types = {}
     for t in reader.tensors:
-        parts = t.name.split(".")
-        if parts[0] == "blk":
-            key = f"model.layers.{parts[1]}.{hf_name[parts[2]]}.weight"
-        else:
-            key = f"{hf_name[parts[0]]}.weight"
+        key, perm = hf_name[t.name]
         w = dequant_gguf_numpy(t)
-        if parts[0] == "blk" and parts[2] == "attn_q":
-            w = unpermute_qk(w, cfg.num_attention_heads)
-        elif parts[0] == "blk" and parts[2] == "attn_k":
-            w = unpermute_qk(w, cfg.num_key_value_heads)
+        if perm is not None:
+            w = unpermute_rope_rows(w, cfg.num_attention_heads if perm == "q" else cfg.num_key_value_heads)
         ref = sd[key].numpy().reshape(w.shape)
         assert np.array_equal(w, ref), f"{t.name}: transformers' dequantization differs from numpy"
         n_exact += 1

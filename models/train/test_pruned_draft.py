@@ -27,6 +27,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from distill_smollm2_draft import batch_loss, position_weights, pruned_student, tiny_from_hf  # noqa: E402
+from export_draft_gguf import permute_rope_rows  # noqa: E402
 
 TOPK = 32
 
@@ -37,14 +38,6 @@ def hf_early_exit(hf, n):
     cut.model.layers = torch.nn.ModuleList(list(cut.model.layers)[:n])
     cut.config.num_hidden_layers = n
     return cut
-
-
-def gguf_order(w, n_head):
-    """llama.cpp's convert permutation of a Q or K projection (rows of each head: the two RoPE
-    halves interleaved)."""
-    out_dim, dim = w.shape
-    hd = out_dim // n_head
-    return w.reshape(n_head, 2, hd // 2, dim).transpose(1, 2).reshape(out_dim, dim)
 
 
 def main():
@@ -86,13 +79,13 @@ def main():
         permuted = pruned_student(teacher, 3)
         for layer in permuted.model.layers:
             a = layer.self_attn
-            a.q_proj.weight.copy_(gguf_order(a.q_proj.weight, cfg.num_attention_heads))
-            a.k_proj.weight.copy_(gguf_order(a.k_proj.weight, cfg.num_key_value_heads))
+            a.q_proj.weight.copy_(permute_rope_rows(a.q_proj.weight, cfg.num_attention_heads))
+            a.k_proj.weight.copy_(permute_rope_rows(a.k_proj.weight, cfg.num_key_value_heads))
         if (permuted(ids) - want).abs().max().item() < 1e-2:
             failures.append("planted error (Q/K rows in GGUF order) was not detected")
         q0, q1 = (m.model.layers[0].self_attn.q_proj.weight for m in (permuted, student))
         if torch.equal(q0, q1):
-            failures.append("gguf_order left q_proj unchanged")
+            failures.append("permute_rope_rows left q_proj unchanged")
     # a training step with the embedding frozen
     student.model.embed_tokens.weight.requires_grad_(False)
     toks = ids[0].numpy().astype(np.int64)
