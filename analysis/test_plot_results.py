@@ -224,6 +224,30 @@ def test_simulator(tmp):
     assert rc == 2, (rc, err)
 
 
+def test_row_field_names_are_declared(tmp):
+    """Every row key the scripts read by name is a field of experiments/result_row.h (through
+    the generated analysis/result_fields.json), a cell key, a rename's old name or a listed
+    retired field: a field renamed or dropped in C++ fails here, not silently in a plot."""
+    import re
+    sys.path.insert(0, HERE)
+    import result_rows as rr
+    known = (rr.ROW_FIELDS | rr.SAMPLE_FIELDS | rr.CELL_KEYS | rr.GROUP_ROW_KEYS | set(rr.RENAMED)
+             | rr.RETIRED)
+    pattern = re.compile(r'(?:num|num_list|\.get)\((?:row|r|p|s|sample|x), "([a-z0-9_]+)"')
+    unknown = []
+    for name in ("result_rows.py", "plot_results.py", "report_html.py"):
+        with open(os.path.join(HERE, name)) as f:
+            for key in pattern.findall(f.read()):
+                if key not in known:
+                    unknown.append("%s: %s" % (name, key))
+    for quantity, names in rr.FIELDS.items():
+        for n in names:
+            if n not in known:
+                unknown.append("FIELDS[%s]: %s" % (quantity, n))
+    assert not unknown, "row keys the C++ declaration does not have: %s" % unknown
+    assert "speedup" in rr.ROW_FIELDS and len(rr.ROW_FIELDS) > 100
+
+
 def main():
     tests = [v for k, v in sorted(globals().items()) if k.startswith("test_") and callable(v)]
     tmp = tempfile.mkdtemp(prefix="speclab-analysis-")

@@ -17,15 +17,13 @@ namespace {
 
 using nlohmann::json;
 
-// The fields of a row that say which models produced it (cell_runner's row_header: the
-// drafter's and the target's identity). Timings and sampling parameters are not identity.
-const std::vector<std::string>& identity_keys() {
-  static const std::vector<std::string> keys = {
-      "drafter",       "drafter_spec",  "draft_sha256",  "draft_spec",        "draft_parameters",
-      "draft_dtypes",  "draft_format",  "draft_kind",    "draft_layers",      "draft_dim",
-      "draft_vocab",   "target_spec",   "target_sha256", "target_parameters", "target_dtypes",
-      "target_format", "target_layers", "target_dim",    "target_vocab"};
-  return keys;
+// Which models produced a row: the draft's and the target's identity fields (their groups in
+// experiments/result_row.h). Timings and sampling parameters are not identity.
+json identity_of(const ResultRow& r, bool draft, bool target) {
+  json id = json::object();
+  if (draft) id.update(result_row_group(r, "draft"));
+  if (target) id.update(result_row_group(r, "target"));
+  return id;
 }
 
 std::string short_value(const json& v) {
@@ -35,50 +33,48 @@ std::string short_value(const json& v) {
              : s;
 }
 
-// "key a -> b, ..." for the identity keys present in both rows with different values;
-// `keys_of` filters the keys (drafter or target ones).
-std::string identity_diff(const json& base, const json& row, bool (*keep)(const std::string&)) {
+// "field a -> b, ..." for the identity fields present in both rows with different values.
+std::string identity_diff(const ResultRow& base_row, const ResultRow& rerun_row, bool draft,
+                          bool target) {
+  const json base = identity_of(base_row, draft, target);
+  const json row = identity_of(rerun_row, draft, target);
   std::string out;
-  for (const auto& k : identity_keys()) {
-    if (!keep(k) || !base.contains(k) || !row.contains(k) || base[k] == row[k]) continue;
+  for (auto it = base.begin(); it != base.end(); ++it) {
+    const std::string& k = it.key();
+    if (!row.contains(k) || base[k] == row[k]) continue;
     out +=
         (out.empty() ? "" : ", ") + k + " " + short_value(base[k]) + " -> " + short_value(row[k]);
   }
   return out;
 }
-bool any_key(const std::string&) { return true; }
-bool drafter_key(const std::string& k) { return k.rfind("target_", 0) != 0; }
-bool target_key(const std::string& k) { return k.rfind("target_", 0) == 0; }
 
-double num(const json& r, const char* key) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_number() ? it->get<double>() : NAN;
-}
-std::string str(const json& r, const char* key) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-GateCellResult cell_from(const json& r) {
+GateCellResult cell_from(const ResultRow& r) {
   GateCellResult c;
-  c.cell_id = str(r, "cell_id");
-  c.drafter = str(r, "drafter");
-  c.gamma = static_cast<int>(std::isnan(num(r, "gamma")) ? 0 : num(r, "gamma"));
-  c.temperature = std::isnan(num(r, "temperature")) ? 0 : num(r, "temperature");
+  c.cell_id = r.cell.cell_id;
+  c.drafter = r.cell.drafter;
+  c.gamma = r.cell.gamma;
+  c.temperature = r.cell.temperature;
   return c;
 }
 
-GateFigure figure(const json& row, const json& base, const char* key, const char* se_key,
-                  double band, double sigmas, const std::string& where) {
-  for (const char* k : {key, se_key}) {
-    SPECLAB_INPUT_CHECK(base.contains(k) && base[k].is_number(), where, ": baseline row of cell ",
-                        str(base, "cell_id"), " has no number '", k, "'");
-    SPECLAB_ASSERT(row.contains(k) && row[k].is_number());
-  }
+// A gated figure (alpha or tau) and its standard error, as the rerun and the baseline have it.
+struct GatedValue {
+  const char* name;
+  std::optional<double> value, se;
+};
+
+GateFigure figure(const GatedValue& row, const GatedValue& base, const char* se_name,
+                  const std::string& base_cell, double band, double sigmas,
+                  const std::string& where) {
+  SPECLAB_INPUT_CHECK(base.value && std::isfinite(*base.value), where, ": baseline row of cell ",
+                      base_cell, " has no number '", base.name, "'");
+  SPECLAB_INPUT_CHECK(base.se && std::isfinite(*base.se), where, ": baseline row of cell ",
+                      base_cell, " has no number '", se_name, "'");
+  SPECLAB_ASSERT(row.value && row.se);
   GateFigure f;
-  f.value = row[key].get<double>();
-  f.baseline = base[key].get<double>();
-  f.se = std::hypot(row[se_key].get<double>(), base[se_key].get<double>());
+  f.value = *row.value;
+  f.baseline = *base.value;
+  f.se = std::hypot(*row.se, *base.se);
   f.band = band;
   f.tolerance = std::max(sigmas * f.se, band) + 1e-9;
   const double d = f.value - f.baseline;
@@ -158,26 +154,27 @@ std::string GateCellResult::label() const {
   return str_cat("drafter ", drafter, " gamma ", gamma, " T ", temperature, " [", cell_id, "]");
 }
 
-GateReport gate_compare(const std::vector<json>& baseline, const std::vector<json>& rerun,
+GateReport gate_compare(const std::vector<ResultRow>& baseline, const std::vector<ResultRow>& rerun,
                         const std::map<std::string, GateCellBands>& bands, const GateOptions& o) {
   GateReport rep;
-  std::map<std::string, const json*> rerun_by_id;
-  for (const auto& r : rerun) rerun_by_id[str(r, "cell_id")] = &r;
+  std::map<std::string, const ResultRow*> rerun_by_id;
+  for (const auto& r : rerun) rerun_by_id[r.cell.cell_id] = &r;
   std::set<std::string> base_ids;
-  for (const auto& b : baseline) base_ids.insert(str(b, "cell_id"));
+  for (const auto& b : baseline) base_ids.insert(b.cell.cell_id);
 
   // Identity per drafter name: the first baseline row and the first rerun row of each name.
-  std::map<std::string, const json*> base_by_name, rerun_by_name;
-  for (const auto& b : baseline) base_by_name.emplace(str(b, "drafter"), &b);
-  for (const auto& r : rerun) rerun_by_name.emplace(str(r, "drafter"), &r);
+  std::map<std::string, const ResultRow*> base_by_name, rerun_by_name;
+  for (const auto& b : baseline) base_by_name.emplace(b.cell.drafter, &b);
+  for (const auto& r : rerun) rerun_by_name.emplace(r.cell.drafter, &r);
   for (const auto& [name, b] : base_by_name) {
     auto it = rerun_by_name.find(name);
     if (it == rerun_by_name.end()) continue;
-    const std::string d = identity_diff(*b, *it->second, drafter_key);
+    const std::string d = identity_diff(*b, *it->second, /*draft=*/true, /*target=*/false);
     if (!d.empty()) rep.identity_changes["drafter " + name] = d;
   }
   if (!baseline.empty() && !rerun.empty()) {
-    const std::string d = identity_diff(baseline.front(), rerun.front(), target_key);
+    const std::string d =
+        identity_diff(baseline.front(), rerun.front(), /*draft=*/false, /*target=*/true);
     if (!d.empty()) rep.identity_changes["target"] = d;
   }
 
@@ -195,15 +192,18 @@ GateReport gate_compare(const std::vector<json>& baseline, const std::vector<jso
       rep.cells.push_back(c);
       continue;
     }
-    const json& row = *it->second;
+    const ResultRow& row = *it->second;
     const std::string where = "cell " + c.cell_id;
-    c.drafter = str(row, "drafter");  // the rerun's name for the cell
-    const std::string id_diff = identity_diff(b, row, any_key);
+    c.drafter = row.cell.drafter;  // the rerun's name for the cell
+    const std::string id_diff = identity_diff(b, row, /*draft=*/true, /*target=*/true);
     const GateCellBands none;
     const auto bi = bands.find(c.cell_id);
     const GateCellBands& band = bi == bands.end() ? none : bi->second;
-    c.alpha = figure(row, b, "alpha_empirical", "alpha_se", band.alpha.band, o.sigmas, where);
-    c.tau = figure(row, b, "tau", "tau_se", band.tau.band, o.sigmas, where);
+    c.alpha = figure({row_field::alpha_empirical, row.alpha_empirical, row.alpha_se},
+                     {row_field::alpha_empirical, b.alpha_empirical, b.alpha_se},
+                     row_field::alpha_se, b.cell.cell_id, band.alpha.band, o.sigmas, where);
+    c.tau = figure({row_field::tau, row.tau, row.tau_se}, {row_field::tau, b.tau, b.tau_se},
+                   row_field::tau_se, b.cell.cell_id, band.tau.band, o.sigmas, where);
     c.compared = true;
     rep.n_compared++;
     if (!id_diff.empty() && !o.allow_model_change) {
@@ -228,7 +228,7 @@ GateReport gate_compare(const std::vector<json>& baseline, const std::vector<jso
     rep.cells.push_back(c);
   }
   for (const auto& r : rerun) {
-    if (base_ids.count(str(r, "cell_id"))) continue;
+    if (base_ids.count(r.cell.cell_id)) continue;
     GateCellResult c = cell_from(r);
     finish(c, GateStatus::kNew, !o.allow_missing_cells,
            "in the rerun but not in the baseline (refresh the baseline with --update)");

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/result_row.h"
+
 namespace speclab {
 
 struct GateOptions {
@@ -85,8 +87,7 @@ struct GateReport {
 };
 
 // bands: calibrated bands by cell_id (cells without one use band 0).
-GateReport gate_compare(const std::vector<nlohmann::json>& baseline,
-                        const std::vector<nlohmann::json>& rerun,
+GateReport gate_compare(const std::vector<ResultRow>& baseline, const std::vector<ResultRow>& rerun,
                         const std::map<std::string, GateCellBands>& bands,
                         const GateOptions& options);
 

@@ -29,39 +29,27 @@ struct RowPrompts {
   std::vector<PromptSums> sums;       // [prompts]
 };
 
-double num(const nlohmann::json& o, const char* key, double def = NAN) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_number() ? it->get<double>() : def;
-}
-std::string str(const nlohmann::json& o, const char* key) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-RowPrompts row_prompts(const nlohmann::json& row) {
+RowPrompts row_prompts(const ResultRow& row) {
   RowPrompts out;
   std::map<std::string, size_t> index;
-  const auto it = row.find("samples");
-  if (it == row.end() || !it->is_array()) return out;
-  for (const auto& s : *it) {
-    if (!s.is_object()) continue;
-    const auto [at, fresh] = index.try_emplace(str(s, "prompt_id"), out.sums.size());
+  for (const ResultSample& s : row.samples.value_or(ResultSamples{})) {
+    const auto [at, fresh] = index.try_emplace(s.prompt_id.value_or(""), out.sums.size());
     if (fresh) {
       out.sums.emplace_back();
-      const std::string c = str(s, "category");
+      const std::string c = s.category.value_or("");
       out.category.push_back(c.empty() ? "uncategorized" : c);
     }
     PromptSums& p = out.sums[at->second];
-    p.baseline_s += num(s, "baseline_s", 0);
-    p.baseline_tokens += num(s, "baseline_tokens", 0);
-    p.spec_s += num(s, "spec_s", 0);
-    p.spec_tokens += num(s, "spec_tokens", 0);
-    p.rounds += num(s, "rounds", 0);
-    p.accepted += num(s, "accepted", 0);
-    p.has_tested = s.contains("tested");
-    p.has_emitted = s.contains("emitted");
-    p.tested += num(s, "tested", 0);
-    p.emitted += num(s, "emitted", 0);
+    p.baseline_s += s.baseline_s.value_or(0);
+    p.baseline_tokens += static_cast<double>(s.baseline_tokens.value_or(0));
+    p.spec_s += s.spec_s.value_or(0);
+    p.spec_tokens += static_cast<double>(s.spec_tokens.value_or(0));
+    p.rounds += static_cast<double>(s.rounds.value_or(0));
+    p.accepted += static_cast<double>(s.accepted.value_or(0));
+    p.has_tested = s.tested.has_value();
+    p.has_emitted = s.emitted.has_value();
+    p.tested += static_cast<double>(s.tested.value_or(0));
+    p.emitted += static_cast<double>(s.emitted.value_or(0));
   }
   return out;
 }
@@ -117,16 +105,15 @@ std::string fmt(double v, int digits, bool machine) {
 
 }  // namespace
 
-std::vector<Table> category_tables_build(const std::vector<const nlohmann::json*>& rows,
-                                         bool machine) {
+std::vector<Table> category_tables_build(const std::vector<const ResultRow*>& rows, bool machine) {
   // Categories in order of first appearance (the prompt files' order), then overall.
   std::vector<RowPrompts> prompts;
   std::vector<std::string> categories;
   bool any_category = false;
   for (const auto* r : rows) {
     prompts.push_back(row_prompts(*r));
-    for (const auto& s : r->value("samples", nlohmann::json::array()))
-      any_category |= s.is_object() && s.contains("category");
+    for (const ResultSample& s : r->samples.value_or(ResultSamples{}))
+      any_category |= s.category.has_value();
     for (const auto& c : prompts.back().category)
       if (std::find(categories.begin(), categories.end(), c) == categories.end())
         categories.push_back(c);
@@ -178,10 +165,9 @@ std::vector<Table> category_tables_build(const std::vector<const nlohmann::json*
     }
     bool any_value = false;
     for (size_t ri = 0; ri < rows.size(); ri++) {
-      const nlohmann::json& r = *rows[ri];
-      std::vector<std::string> cells{str(r, "drafter"), fmt(num(r, "temperature", 0), 1, machine),
-                                     std::to_string(static_cast<int>(num(r, "gamma", 0))),
-                                     str(r, "gamma_policy")};
+      const ResultRow& r = *rows[ri];
+      std::vector<std::string> cells{r.cell.drafter, fmt(r.cell.temperature, 1, machine),
+                                     std::to_string(r.cell.gamma), r.cell.gamma_policy};
       for (const auto& c : columns) {
         std::vector<const PromptSums*> group;
         for (size_t i = 0; i < prompts[ri].sums.size(); i++)
@@ -197,7 +183,7 @@ std::vector<Table> category_tables_build(const std::vector<const nlohmann::json*
                 for (size_t i : picks) resample.push_back(group[i]);
                 return metric_of(spec.metric, resample);
               },
-              kResamples, 1 - kConfidence, seed_of(str(r, "cell_id") + "/" + c + "/" + spec.name));
+              kResamples, 1 - kConfidence, seed_of(r.cell.cell_id + "/" + c + "/" + spec.name));
         }
         const std::string n = std::to_string(group.size());
         if (machine) {

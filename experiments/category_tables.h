@@ -26,7 +26,6 @@ namespace speclab {
 // The category tables of the generation rows of one config (no tree, synthetic or cost-only
 // rows); empty when no sample has a category. machine: csv/json cells (full precision, "" for
 // none, the interval and count as columns <category>_ci_lo, <category>_ci_hi, <category>_n).
-std::vector<Table> category_tables_build(const std::vector<const nlohmann::json*>& rows,
-                                         bool machine);
+std::vector<Table> category_tables_build(const std::vector<const ResultRow*>& rows, bool machine);
 
 }  // namespace speclab

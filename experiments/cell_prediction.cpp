@@ -66,37 +66,49 @@ AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& 
 
 }  // namespace
 
-nlohmann::json CellPrediction::to_json() const {
-  nlohmann::json j;
-  j["prediction_group"] = group;
-  j["prediction_model"] = model;
-  j["predicted_speedup"] = prediction.speedup;
-  j["predicted_tokens_per_round"] = prediction.tokens_per_round;
-  j["predicted_drafted_per_round"] = prediction.mean_drafted_per_round;
-  j["predicted_spec_s_per_token"] = prediction.spec_s_per_token;
-  j["predicted_baseline_s_per_token"] = prediction.base_s_per_token;
-  j["alpha_profile"] = acceptance.alpha_beta;
-  j["alpha_profile_ci_lo"] = alpha_ci.lo;
-  j["alpha_profile_ci_hi"] = alpha_ci.hi;
-  j["alpha_profile_positions"] = acceptance.n_positions;
-  j["acceptance_profile_by_position"] = acceptance.conditional;
-  j["survival_profile_by_position"] = acceptance.survival;
-  j["c_profile"] = c;
+void CellPrediction::put_into(ResultRow* row) const {
+  ResultRow& r = *row;
+  r.prediction_group = group;
+  r.prediction_model = model;
+  r.predicted_speedup = prediction.speedup;
+  r.predicted_tokens_per_round = prediction.tokens_per_round;
+  r.predicted_drafted_per_round = prediction.mean_drafted_per_round;
+  r.predicted_spec_s_per_token = prediction.spec_s_per_token;
+  r.predicted_baseline_s_per_token = prediction.base_s_per_token;
+  r.alpha_profile = acceptance.alpha_beta;
+  r.alpha_profile_ci_lo = alpha_ci.lo;
+  r.alpha_profile_ci_hi = alpha_ci.hi;
+  r.alpha_profile_positions = acceptance.n_positions;
+  r.acceptance_profile_by_position = acceptance.conditional;
+  r.survival_profile_by_position = acceptance.survival;
+  r.c_profile = c;
   // Lenient cells are lossy: alpha_profile is then alpha_l = E[sum_x min(q, p / l)], and the
   // quality cost is the mean total variation between the emitted law and the target's.
-  j["lenient_tv_profile"] = acceptance.lenient_tv;
+  r.lenient_tv_profile = acceptance.lenient_tv;
   if (thm38_speedup > 0) {
-    j["thm38_alpha"] = thm38_alpha;
-    j["thm38_speedup"] = thm38_speedup;
+    r.thm38_alpha = thm38_alpha;
+    r.thm38_speedup = thm38_speedup;
   }
-  j["cost_profile_source"] = cost.source;
-  j["cost_profile_context_len"] = cost.context_len;
-  j["cost_profile_target_s"] = cost.target_s;
-  j["cost_profile_draft_round_s"] = cost.draft_round_s;
-  j["cost_profile_draft_catchup_s"] = cost.draft_catchup_s;
-  j["cost_profile_draft_prefill_s"] = cost.draft_prefill_s;
-  j["cost_profile_host_round_s"] = cost.host_round_s;
-  return j;
+  r.cost_profile_source = cost.source;
+  r.cost_profile_context_len = cost.context_len;
+  r.cost_profile_target_s = cost.target_s;
+  r.cost_profile_draft_round_s = cost.draft_round_s;
+  r.cost_profile_draft_catchup_s = cost.draft_catchup_s;
+  r.cost_profile_draft_prefill_s = cost.draft_prefill_s;
+  r.cost_profile_host_round_s = cost.host_round_s;
+}
+
+nlohmann::json PredictionGroupRow::to_json(const Cell& best) const {
+  nlohmann::json shared = best.to_json();
+  for (const char* k : {"gamma", "gamma_policy", "cell_id", "cell_index"}) shared.erase(k);
+  shared.update(nlohmann::json{{"row_type", "group"},
+                               {"group", group},
+                               {"cell_ids", cell_ids},
+                               {"predicted_best_cell_id", best_cell_id},
+                               {"predicted_best_gamma", best_gamma},
+                               {"predicted_best_policy", best_policy},
+                               {"predicted_best_speedup", best_speedup}});
+  return shared;
 }
 
 std::string CellPredictor::group_of(const ExperimentConfig& config, const Cell& cell) {

@@ -22,6 +22,7 @@
 #include "core/speedup_prediction.h"
 #include "experiments/acceptance_profile.h"
 #include "experiments/experiment_config.h"
+#include "experiments/result_row.h"
 #include "experiments/sweep.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
@@ -39,8 +40,8 @@ struct CellPrediction {
                              // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
   double thm38_speedup = 0;  // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
   CostProfile cost;          // a copy: predictions outlive their predictor
-  // Fields for a result / prediction row.
-  nlohmann::json to_json() const;
+  // Its fields of a result / prediction row.
+  void put_into(ResultRow* row) const;
 };
 
 struct PredictionGroupRow {
@@ -50,6 +51,10 @@ struct PredictionGroupRow {
   int best_gamma = 0;
   std::string best_policy;
   double best_speedup = 0;
+  // A predictions.jsonl row (row_type "group"): the group's shared cell parameters (those of
+  // `best` but gamma, gamma_policy and the cell's id and index, so readers can match it to
+  // measured rows), its cells and the predicted best.
+  nlohmann::json to_json(const Cell& best) const;
 };
 
 class CellPredictor {

@@ -101,30 +101,68 @@ double repeated_4gram_share(const std::vector<int32_t>& t) {
   return total ? static_cast<double>(repeated) / static_cast<double>(total) : 0.0;
 }
 
-void put_prefixed(nlohmann::json& row, const std::string& prefix, const nlohmann::json& obj) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) row[prefix + it.key()] = it.value();
-}
+// The parts of a row every cell of the run shares: the run, machine, conditions, target and
+// draft identities and the target's cost curve.
+ResultRow row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d) {
+  const ExperimentConfig& cfg = *ctx.config;
+  ResultRow r;
+  r.cell = cell;
+  r.experiment = cfg.name;
+  r.config_file = cfg.file;
+  r.config_hash = cfg.config_hash();
+  r.git_commit = ctx.git_commit;
+  r.max_new_tokens = cfg.generation.max_new_tokens;
+  r.seed = cfg.generation.seed;
+  r.repeats = cfg.generation.repeats;
+  r.n_prompts = static_cast<int64_t>(ctx.prompts.size());
 
-nlohmann::json row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d) {
-  nlohmann::json row = cell.to_json();
-  row["experiment"] = ctx.config->name;
-  row["config_file"] = ctx.config->file;
-  row["config_hash"] = ctx.config->config_hash();
-  row["git_commit"] = ctx.git_commit;
-  row["max_new_tokens"] = ctx.config->generation.max_new_tokens;
-  row["seed"] = ctx.config->generation.seed;
-  row["repeats"] = ctx.config->generation.repeats;
-  row["n_prompts"] = ctx.prompts.size();
-  put_prefixed(row, "machine_", ctx.machine);
-  put_prefixed(row, "target_", ctx.target_identity);
-  put_prefixed(row, "draft_", d.identity);
-  for (auto it = ctx.run_static.begin(); it != ctx.run_static.end(); ++it)
-    row[it.key()] = it.value();
-  row["cost_context_len"] = ctx.target_curve.context_len;
-  row["target_t1_s"] = ctx.target_curve.t1();
-  row["target_tk_s"] = ctx.target_curve.seconds;
-  row["target_tk_ratio"] = ctx.target_curve.ratios();
-  return row;
+  const MachineInfo& m = ctx.machine;
+  r.machine_cpu_model = m.cpu_model;
+  r.machine_cores = m.cores;
+  r.machine_threads = m.threads;
+  r.machine_memory_gb = static_cast<double>(m.memory_bytes) / 1e9;
+  r.machine_mem_read_gbps = m.mem_read_gbps;
+  r.machine_hostname = m.hostname;
+  r.machine_git_commit = m.git_commit;
+  r.machine_gpu = m.gpu;
+
+  const RunConditions& rc = ctx.run_static;
+  r.run_git_describe = rc.git_describe;
+  r.run_cpu_model_name = rc.cpu_model_name;
+  r.run_cpu_family = rc.cpu_family;
+  r.run_cpu_model = rc.cpu_model;
+  r.run_build_type = rc.build_type;
+  r.run_matmul_isa = rc.matmul_isa;
+
+  const ModelIdentity& t = ctx.target_identity;
+  r.target_spec = t.spec;
+  r.target_format = t.format;
+  r.target_sha256 = t.sha256;
+  r.target_parameters = t.parameters;
+  r.target_weight_bytes_per_token = t.weight_bytes_per_token;
+  r.target_dtypes = t.dtypes;
+  r.target_layers = t.layers;
+  r.target_dim = t.dim;
+  r.target_vocab = t.vocab;
+
+  const ModelIdentity& dr = d.identity;
+  r.draft_name = dr.name;
+  r.draft_spec = dr.spec;
+  r.draft_kind = dr.kind;
+  r.draft_format = dr.format;
+  r.draft_sha256 = dr.sha256;
+  r.draft_parameters = dr.parameters;
+  r.draft_weight_bytes_per_token = dr.weight_bytes_per_token;
+  r.draft_dtypes = dr.dtypes;
+  r.draft_layers = dr.layers;
+  r.draft_dim = dr.dim;
+  r.draft_vocab = dr.vocab;
+
+  r.cost_context_len = ctx.target_curve.context_len;
+  r.target_t1_s = ctx.target_curve.t1();
+  r.target_tk_s = ctx.target_curve.seconds;
+  r.target_tk_ratio = ctx.target_curve.ratios();
+  return r;
 }
 
 }  // namespace
@@ -136,17 +174,15 @@ PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry)
   d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx(),
                              backend_runner_factory(ctx.config->generation.backend,
                                                     ctx.config->where("generation.backend")));
-  d.identity["name"] = entry.name;
-  d.identity["spec"] = entry.ref.spec;
   if (const LlamaModel* m = d.drafter->model()) {
     // Self-speculation runs the target's own weights: identify them by the target's files.
     const bool self = entry.ref.spec.rfind("self:", 0) == 0;
     d.identity = self ? model_identity(ctx.config->target->spec, ctx.config->target->path, *m)
                       : model_identity(entry.ref.spec, entry.ref.path, *m);
   }
-  d.identity["name"] = entry.name;
-  d.identity["spec"] = entry.ref.spec;
-  d.identity["kind"] = d.drafter->deterministic() ? "deterministic" : "sampled";
+  d.identity.name = entry.name;
+  d.identity.spec = entry.ref.spec;
+  d.identity.kind = d.drafter->deterministic() ? "deterministic" : "sampled";
   return d;
 }
 
@@ -242,7 +278,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
   return m;
 }
 
-nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
   const ExperimentConfig& cfg = *ctx.config;
   Drafter& drafter = *prepared.drafter;
 
@@ -257,110 +293,112 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   const bool tree = cell.tree.depth() > 0;
   const uint64_t seed = static_cast<uint64_t>(cfg.generation.seed);
 
-  nlohmann::json row = row_header(ctx, cell, prepared);
-  row["run_utc"] = m.started;
-  row["run_load_before"] = m.load_before.load1;
-  row["run_load_after"] = m.load_after.load1;
-  row["run_mem_free_gb"] = m.load_before.mem_free_gb;
+  ResultRow row = row_header(ctx, cell, prepared);
+  row.row_kind = "measured";
+  row.run_utc = m.started;
+  row.run_load_before = m.load_before.load1;
+  row.run_load_after = m.load_after.load1;
+  row.run_mem_free_gb = m.load_before.mem_free_gb;
   double base_s = 0, spec_s = 0;
   int64_t base_tok = 0, spec_tok = 0;
   bool all_match = true;
-  nlohmann::json raw = nlohmann::json::array();
+  ResultSamples raw;
   for (const auto& s : m.samples) {
     base_s += s.baseline_s;
     spec_s += s.spec_s;
     base_tok += s.baseline_tokens;
     spec_tok += s.spec_tokens;
     all_match = all_match && s.outputs_match;
-    raw.push_back({{"prompt_id", s.prompt_id},
-                   {"category", s.category},
-                   {"repeat", s.repeat},
-                   {"baseline_s", s.baseline_s},
-                   {"baseline_tokens", s.baseline_tokens},
-                   {"spec_s", s.spec_s},
-                   {"spec_tokens", s.spec_tokens},
-                   {"rounds", s.rounds},
-                   {"drafted", s.drafted},
-                   {"tested", s.tested},
-                   {"accepted", s.accepted},
-                   {"emitted", s.emitted}});
+    ResultSample x;
+    x.prompt_id = s.prompt_id;
+    x.category = s.category;
+    x.repeat = s.repeat;
+    x.baseline_s = s.baseline_s;
+    x.baseline_tokens = s.baseline_tokens;
+    x.spec_s = s.spec_s;
+    x.spec_tokens = s.spec_tokens;
+    x.rounds = s.rounds;
+    x.drafted = s.drafted;
+    x.tested = s.tested;
+    x.accepted = s.accepted;
+    x.emitted = s.emitted;
+    raw.push_back(x);
   }
-  row["samples"] = raw;
-  row["tokens_baseline"] = base_tok;
-  row["tokens_spec"] = spec_tok;
-  row["wall_baseline_s"] = base_s;
-  row["wall_spec_s"] = spec_s;
-  row["target_calls_baseline"] = m.target_calls_base;
-  row["target_calls_spec"] = m.target_calls_spec;
-  row["draft_calls"] = m.draft_calls;
-  row["rounds"] = m.acc.n_rounds;
-  row["drafted"] = m.acc.n_drafted;
-  row["tested"] = m.acc.n_tested;
-  row["accepted"] = m.acc.n_accepted;
-  row["drafted_by_position"] = m.acc.drafted_at;
-  row["tested_by_position"] = m.acc.tested_at;
-  row["accepted_by_position"] = m.acc.accepted_at;
-  row["repeated_4gram_share"] = stats_mean(m.repeat_share);
+  row.samples = raw;
+  row.tokens_baseline = base_tok;
+  row.tokens_spec = spec_tok;
+  row.wall_baseline_s = base_s;
+  row.wall_spec_s = spec_s;
+  row.target_calls_baseline = m.target_calls_base;
+  row.target_calls_spec = m.target_calls_spec;
+  row.draft_calls = m.draft_calls;
+  row.rounds = m.acc.n_rounds;
+  row.drafted = m.acc.n_drafted;
+  row.tested = m.acc.n_tested;
+  row.accepted = m.acc.n_accepted;
+  row.drafted_by_position = m.acc.drafted_at;
+  row.tested_by_position = m.acc.tested_at;
+  row.accepted_by_position = m.acc.accepted_at;
+  row.repeated_4gram_share = stats_mean(m.repeat_share);
   // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
   // synthetic acceptance changes the text by design, so it has no such check.
   const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
-  if (greedy_checked) row["greedy_outputs_match"] = all_match;
+  if (greedy_checked) row.greedy_outputs_match = all_match;
 
   // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
   // get tested depends on where rounds start, hence on gamma). The pair's acceptance is
   // alpha_profile below.
-  row["alpha_empirical"] = m.acc.alpha_empirical();
-  if (!tree) row["alpha_beta"] = m.acc.alpha_beta();  // Corollary 3.6 at the tested positions
+  row.alpha_empirical = m.acc.alpha_empirical();
+  if (!tree) row.alpha_beta = m.acc.alpha_beta();  // Corollary 3.6 at the tested positions
   const double a_hat = m.acc.alpha_empirical();
-  row["alpha_se"] = m.acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / m.acc.n_tested) : 0.0;
-  row["acceptance_by_position"] = m.acc.conditional_acceptance();
-  row["survival_by_position"] = m.acc.survival();
-  row["tau"] = m.acc.tau();
-  row["tau_se"] = m.tokens_per_round.size() > 1
-                      ? std::sqrt(stats_variance(m.tokens_per_round) / m.tokens_per_round.size())
-                      : 0.0;
-  row["mean_drafted_per_round"] = m.acc.n_rounds ? double(m.acc.n_drafted) / m.acc.n_rounds : 0.0;
+  row.alpha_se = m.acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / m.acc.n_tested) : 0.0;
+  row.acceptance_by_position = m.acc.conditional_acceptance();
+  row.survival_by_position = m.acc.survival();
+  row.tau = m.acc.tau();
+  row.tau_se = m.tokens_per_round.size() > 1
+                   ? std::sqrt(stats_variance(m.tokens_per_round) / m.tokens_per_round.size())
+                   : 0.0;
+  row.mean_drafted_per_round = m.acc.n_rounds ? double(m.acc.n_drafted) / m.acc.n_rounds : 0.0;
   if (tree) {
-    row["tree_nodes"] = m.acc.n_tree_nodes;
-    row["mean_tree_nodes_per_round"] =
+    row.tree_nodes = m.acc.n_tree_nodes;
+    row.mean_tree_nodes_per_round =
         m.acc.n_rounds ? double(m.acc.n_tree_nodes) / m.acc.n_rounds : 0.0;
   }
   if (synthetic) {
     std::vector<double> configured;
     for (int i = 0; i < std::max(cell.gamma, 1); i++)
       configured.push_back(verify_synthetic_prob_at(cell.synthetic_acceptance, i));
-    row["acceptance_by_position_configured"] = configured;
+    row.acceptance_by_position_configured = configured;
   }
 
   // Time breakdown of the speculative runs (an accounting identity: these add up to the
   // decode time, up to the loop's own bookkeeping; they are not a prediction).
-  row["draft_s"] = m.draft_s;
-  row["verify_s"] = m.verify_s;
-  row["sample_s"] = m.sample_s;
-  row["draft_s_per_drafted_token"] = m.acc.n_drafted ? m.draft_s / m.acc.n_drafted : 0.0;
-  row["round_host_s"] = m.acc.n_rounds ? m.sample_s / m.acc.n_rounds : 0.0;
-  row["rounds_verified_on_device"] = m.rounds_on_device;
+  row.draft_s = m.draft_s;
+  row.verify_s = m.verify_s;
+  row.sample_s = m.sample_s;
+  row.draft_s_per_drafted_token = m.acc.n_drafted ? m.draft_s / m.acc.n_drafted : 0.0;
+  row.round_host_s = m.acc.n_rounds ? m.sample_s / m.acc.n_rounds : 0.0;
+  row.rounds_verified_on_device = m.rounds_on_device;
 
   double speedup = 0;
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
     speedup = (base_s / base_tok) / (spec_s / spec_tok);
     const Interval ci = bootstrap_speedup(m.samples, cfg.measure.bootstrap_resamples,
                                           cfg.measure.confidence, seed ^ 0x5eedULL);
-    row["speedup"] = speedup;
-    row["speedup_ci_lo"] = ci.lo;
-    row["speedup_ci_hi"] = ci.hi;
-    row["baseline_s_per_token"] = base_s / base_tok;
-    row["spec_s_per_token"] = spec_s / spec_tok;
+    row.speedup = speedup;
+    row.speedup_ci_lo = ci.lo;
+    row.speedup_ci_hi = ci.hi;
+    row.baseline_s_per_token = base_s / base_tok;
+    row.spec_s_per_token = spec_s / spec_tok;
     if (ctx.baseline_reference_s <= 0) ctx.baseline_reference_s = base_s / base_tok;
   }
 
   // The out-of-sample prediction (profiles only) and Theorem 3.8 in the paper's form.
   if (prediction) {
-    row.update(prediction->to_json());
+    prediction->put_into(&row);
     if (speedup > 0) {
-      row["prediction_error"] = prediction->prediction.speedup / speedup - 1;
-      if (prediction->thm38_speedup > 0)
-        row["thm38_error"] = prediction->thm38_speedup / speedup - 1;
+      row.prediction_error = prediction->prediction.speedup / speedup - 1;
+      if (prediction->thm38_speedup > 0) row.thm38_error = prediction->thm38_speedup / speedup - 1;
     }
   }
 
@@ -369,7 +407,7 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   f.speedup = speedup;
   f.tokens_per_round = m.acc.tau();
   f.n_prompts = static_cast<int64_t>(ctx.prompts.size());
-  f.cores = ctx.machine.value("cores", 0);
+  f.cores = ctx.machine.cores;
   f.load_before = m.load_before.load1;
   f.load_after = m.load_after.load1;
   f.baseline_s_per_token = base_tok > 0 ? base_s / base_tok : 0;
@@ -379,13 +417,14 @@ nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prep
   f.predicted = prediction.has_value();
   f.rounds = m.acc.n_rounds;
   f.rounds_on_device = m.rounds_on_device;
-  row["flags"] = run_flags_evaluate(f);
+  row.flags = run_flags_evaluate(f);
   return row;
 }
 
-nlohmann::json cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+ResultRow cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
   // Time the draft's one-token call directly: propose 1 token from a fixed context, many times.
-  nlohmann::json row = row_header(ctx, cell, prepared);
+  ResultRow row = row_header(ctx, cell, prepared);
+  row.row_kind = "cost_only";
   const std::vector<int32_t>& base_ctx =
       ctx.prompts.empty() ? std::vector<int32_t>{1, 2, 3} : ctx.prompts[0].ids;
   std::vector<int32_t> context;
@@ -409,27 +448,30 @@ nlohmann::json cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDra
   const double t_draft = per_token.empty() ? 0.0 : per_token[per_token.size() / 2];
   const double t1 = ctx.target_curve.t1();
   const double c = t1 > 0 ? t_draft / t1 : 0;
-  row["draft_s_per_token"] = t_draft;
-  row["c_measured"] = c;
-  row["weight_bytes_ratio"] = ctx.target_identity.value("weight_bytes_per_token", 0.0) > 0
-                                  ? prepared.identity.value("weight_bytes_per_token", 0.0) /
-                                        ctx.target_identity.value("weight_bytes_per_token", 1.0)
-                                  : 0.0;
+  row.draft_s_per_token = t_draft;
+  row.c_measured = c;
+  const double target_bytes =
+      static_cast<double>(ctx.target_identity.weight_bytes_per_token.value_or(0));
+  const double draft_bytes =
+      static_cast<double>(prepared.identity.weight_bytes_per_token.value_or(0));
+  row.weight_bytes_ratio = target_bytes > 0 ? draft_bytes / target_bytes : 0.0;
   // Predicted speedup over a grid: Theorem 3.8 (T(k) = T(1)) and refined (measured T(k)).
-  nlohmann::json grid = nlohmann::json::array();
+  PredictedGrid grid;
   for (double alpha = 0.5; alpha < 0.96; alpha += 0.05) {
     for (int g = 1; g + 1 <= static_cast<int>(ctx.target_curve.seconds.size()); g++) {
       RefinedCostModel m;
       m.accept_cond.assign(static_cast<size_t>(g), alpha);
       m.draft_seconds_per_token = t_draft;
       m.target_seconds = ctx.target_curve.seconds;
-      grid.push_back({{"alpha", std::round(alpha * 100) / 100},
-                      {"gamma", g},
-                      {"thm38", theory_walltime_speedup(alpha, c, g)},
-                      {"refined", theory_refined_speedup(m, g)}});
+      GridPoint p;
+      p.alpha = std::round(alpha * 100) / 100;
+      p.gamma = g;
+      p.thm38 = theory_walltime_speedup(alpha, c, g);
+      p.refined = theory_refined_speedup(m, g);
+      grid.push_back(p);
     }
   }
-  row["predicted_grid"] = grid;
+  row.predicted_grid = grid;
   return row;
 }
 

@@ -1,4 +1,4 @@
-// The measurement protocol for one sweep cell (docs/protocol.md):
+// The measurement protocol for one sweep cell (docs/measurement-protocol.md):
 //
 //  * Predict first: the cell's predicted speedup comes from the pair's cost and acceptance
 //    profiles (experiments/cell_prediction.h), measured apart from any speculative round.
@@ -19,13 +19,16 @@
 
 #include <atomic>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "experiments/cell_prediction.h"
 #include "experiments/cost_measurement.h"
 #include "experiments/experiment_config.h"
+#include "experiments/machine_info.h"
+#include "experiments/model_identity.h"
+#include "experiments/result_row.h"
+#include "experiments/run_conditions.h"
 #include "experiments/sweep.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_forward.h"
@@ -40,14 +43,14 @@ struct RunContext {
   const ExperimentConfig* config = nullptr;
   const LlamaModel* target_model = nullptr;
   TokenRunner* target = nullptr;  // CPU or CUDA (generation.backend)
-  nlohmann::json target_identity;
-  nlohmann::json machine;  // machine_info_collect().to_json()
+  ModelIdentity target_identity;
+  MachineInfo machine;
   std::string git_commit;
   std::vector<PromptTokens> prompts;
   std::vector<int64_t> stop_ids;
   CostCurve target_curve;                    // T(1..k_max), measured once per run
   CellPredictor* predictor = nullptr;        // profiles and predictions (null: none)
-  nlohmann::json run_static;                 // run_conditions_static()
+  RunConditions run_static;                  // run_conditions_static()
   double baseline_reference_s = 0;           // the run's first measured baseline s/token
   std::atomic<bool>* interrupted = nullptr;  // set by SIGINT: abandon the cell in flight
   RoundTraceWriter* trace = nullptr;         // --trace: each speculative generation's rounds
@@ -56,7 +59,7 @@ struct RunContext {
 // A drafter prepared for measurement, with its identity for the result rows.
 struct PreparedDrafter {
   std::unique_ptr<Drafter> drafter;
-  nlohmann::json identity;
+  ModelIdentity identity;
 };
 
 // Raised when the run was interrupted in the middle of a cell (nothing is written for it).
@@ -64,11 +67,11 @@ struct CellInterrupted {};
 
 PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry);
 
-// Runs one cell and returns its result row (flat JSON, see DESIGN.md "Result row").
-nlohmann::json cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
+// Runs one cell and returns its result row (experiments/result_row.h).
+ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
 
 // Cost-only cells (measure.cost_only): T(k), the draft's call cost, c, and predicted
 // speedup curves over a grid of alpha and gamma; no generation.
-nlohmann::json cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
+ResultRow cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
 
 }  // namespace speclab

@@ -61,10 +61,8 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
   ctx_.target = target_.get();
   ctx_.target_identity = model_identity(cfg.target->spec, cfg.target->path, *target_model_);
   ctx_.stop_ids = target_model_->config.eos_token_ids;
-  const MachineInfo machine =
-      machine_info_collect(threads_get(), SPECLAB_SOURCE_DIR, measure_bandwidth);
-  ctx_.machine = machine.to_json();
-  ctx_.git_commit = machine.git_commit;
+  ctx_.machine = machine_info_collect(threads_get(), SPECLAB_SOURCE_DIR, measure_bandwidth);
+  ctx_.git_commit = ctx_.machine.git_commit;
   ctx_.run_static = run_conditions_static(SPECLAB_SOURCE_DIR);
 
   // Prompts, tokenized once with the target's tokenizer (or prompts.tokenizer).
@@ -153,7 +151,7 @@ CellPrediction ExperimentSession::predict_cell(const Cell& cell) {
   return predictor_->predict(cell, drafter_for(cell).drafter.get());
 }
 
-nlohmann::json ExperimentSession::run_cell(const Cell& cell) {
+ResultRow ExperimentSession::run_cell(const Cell& cell) {
   PreparedDrafter& d = drafter_for(cell);
   if (config_.measure.cost_only) return cell_run_cost_only(ctx_, cell, d);
   return cell_run(ctx_, cell, d);

@@ -28,7 +28,7 @@ class ExperimentSession {
   void enable_prediction(const std::vector<Cell>& all_cells, const std::string& profiles_dir,
                          bool reuse, const CostProfile* cost_override);
   // Runs one cell (throws CellInterrupted when interrupted).
-  nlohmann::json run_cell(const Cell& cell);
+  ResultRow run_cell(const Cell& cell);
   // Predicts one cell from profiles only (enable_prediction first).
   CellPrediction predict_cell(const Cell& cell);
   // Cells run from now on write their speculative rounds to `trace` (nullptr: none).

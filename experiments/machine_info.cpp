@@ -45,17 +45,6 @@ int64_t total_memory_bytes() {
 
 }  // namespace
 
-nlohmann::json MachineInfo::to_json() const {
-  return {{"cpu_model", cpu_model},
-          {"cores", cores},
-          {"threads", threads},
-          {"memory_gb", static_cast<double>(memory_bytes) / 1e9},
-          {"mem_read_gbps", mem_read_gbps},
-          {"hostname", hostname},
-          {"git_commit", git_commit},
-          {"gpu", gpu}};
-}
-
 double machine_measure_read_bandwidth(size_t bytes, double seconds, int threads) {
   return read_bandwidth_measure(bytes, seconds, threads).best_gbps;
 }

@@ -1,11 +1,10 @@
-// The machine a result was measured on, for the result row (DESIGN.md "Result row"): speedups
+// The machine a result was measured on, for the result row (docs/result-fields.md): speedups
 // are only comparable between rows with the same cpu, threads and memory bandwidth (decoding
 // small batches is memory-bound: tokens/s ~ bandwidth / bytes of weights).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 
 namespace speclab {
@@ -21,9 +20,6 @@ struct MachineInfo {
   // The CUDA device a cuda-backend run uses (speclab_cuda_device_info: name, sm, memory,
   // SMs, runtime and driver), or "none": a build without the CUDA backend, or no device.
   std::string gpu = "none";
-
-  // {cpu_model, cores, threads, memory_gb, mem_read_gbps, hostname, git_commit, gpu}
-  nlohmann::json to_json() const;
 };
 
 // Collects the above. threads_in_use: what the run uses (0 = all cores). source_dir: the

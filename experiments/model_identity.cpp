@@ -48,8 +48,8 @@ std::string hash_files(const std::vector<std::string>& paths) {
 
 std::string file_sha256(const std::string& path) { return hash_files({path}); }
 
-nlohmann::json model_identity(const std::string& spec, const std::string& path_as_resolved,
-                              const LlamaModel& model) {
+ModelIdentity model_identity(const std::string& spec, const std::string& path_as_resolved,
+                             const LlamaModel& model) {
   const std::string resolved_path = hf_resolve_model_path(path_as_resolved);  // org/name ids
   static std::map<std::string, std::string> cache;  // resolved path -> sha256
   namespace fs = std::filesystem;
@@ -71,7 +71,7 @@ nlohmann::json model_identity(const std::string& spec, const std::string& path_a
       cache[resolved_path] = sha;
     }
   }
-  std::map<std::string, int> dtypes;
+  std::map<std::string, int64_t> dtypes;
   auto count = [&](const TensorView& t) {
     if (t.data) dtypes[dtype_name(t.dtype)]++;
   };
@@ -83,17 +83,17 @@ nlohmann::json model_identity(const std::string& spec, const std::string& path_a
   }
   count(model.weights.final_norm);
   if (!model.config.tie_embeddings) count(model.weights.output);
-  nlohmann::json j;
-  j["spec"] = spec;
-  j["format"] = model.format;
-  j["sha256"] = sha;
-  j["parameters"] = model.parameter_count();
-  j["weight_bytes_per_token"] = model.weight_bytes_per_token();
-  j["dtypes"] = dtypes;
-  j["layers"] = model.config.n_layers;
-  j["dim"] = model.config.dim;
-  j["vocab"] = model.config.vocab_size;
-  return j;
+  ModelIdentity id;
+  id.spec = spec;
+  id.format = model.format;
+  id.sha256 = sha;
+  id.parameters = static_cast<int64_t>(model.parameter_count());
+  id.weight_bytes_per_token = static_cast<int64_t>(model.weight_bytes_per_token());
+  id.dtypes = dtypes;
+  id.layers = model.config.n_layers;
+  id.dim = model.config.dim;
+  id.vocab = model.config.vocab_size;
+  return id;
 }
 
 }  // namespace speclab

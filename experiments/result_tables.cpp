@@ -15,6 +15,9 @@ namespace speclab {
 
 namespace {
 
+// An optional field as a number, NaN when absent.
+double row_value(const std::optional<double>& v) { return v.value_or(NAN); }
+
 // How cells are written: for reading (fixed digits, "-" for none, "+5.0%", "[lo, hi]") or
 // for machines (csv/json: every digit that matters, "" for none, fractions, lo and hi in
 // columns of their own).
@@ -44,44 +47,32 @@ struct CellFormat {
   // machines two columns speedup_ci_lo, speedup_ci_hi.
   void interval_header(std::vector<std::string>* h) const {
     if (machine) {
-      h->push_back("speedup_ci_lo");
-      h->push_back("speedup_ci_hi");
+      h->push_back(row_field::speedup_ci_lo);
+      h->push_back(row_field::speedup_ci_hi);
     } else {
       h->push_back("interval");
     }
   }
-  void interval_cells(const nlohmann::json& r, std::vector<std::string>* row) const;
+  void interval_cells(const ResultRow& r, std::vector<std::string>* row) const;
 };
 
-double num(const nlohmann::json& r, const char* key, double def = NAN) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_number() ? it->get<double>() : def;
-}
-std::string str(const nlohmann::json& r, const char* key) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-void CellFormat::interval_cells(const nlohmann::json& r, std::vector<std::string>* row) const {
-  const bool no_speedup = std::isnan(num(r, "speedup"));
+void CellFormat::interval_cells(const ResultRow& r, std::vector<std::string>* row) const {
+  const bool no_speedup = std::isnan(row_value(r.speedup));
   if (machine) {
-    row->push_back(no_speedup ? "" : maybe(num(r, "speedup_ci_lo")));
-    row->push_back(no_speedup ? "" : maybe(num(r, "speedup_ci_hi")));
+    row->push_back(no_speedup ? "" : maybe(row_value(r.speedup_ci_lo)));
+    row->push_back(no_speedup ? "" : maybe(row_value(r.speedup_ci_hi)));
   } else {
     row->push_back(no_speedup ? "-"
-                              : "[" + maybe(num(r, "speedup_ci_lo")) + ", " +
-                                    maybe(num(r, "speedup_ci_hi")) + "]");
+                              : "[" + maybe(row_value(r.speedup_ci_lo)) + ", " +
+                                    maybe(row_value(r.speedup_ci_hi)) + "]");
   }
 }
 
 // The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "" when none.
-std::string flag_codes(const nlohmann::json& r) {
+std::string flag_codes(const ResultRow& r) {
   std::string o;
-  auto it = r.find("flags");
-  if (it == r.end() || !it->is_array()) return "";
-  for (const auto& f : *it)
-    if (f.is_string())
-      o += (o.empty() ? "" : " ") + f.get<std::string>().substr(0, f.get<std::string>().find(':'));
+  for (const auto& f : r.flags.value_or(std::vector<std::string>{}))
+    o += (o.empty() ? "" : " ") + f.substr(0, f.find(':'));
   return o;
 }
 
@@ -97,14 +88,14 @@ void speedup_tail_header(const CellFormat& f, bool thm38, std::vector<std::strin
   }
   h->push_back("flags");
 }
-void speedup_tail_cells(const CellFormat& f, const nlohmann::json& r, bool thm38,
+void speedup_tail_cells(const CellFormat& f, const ResultRow& r, bool thm38,
                         std::vector<std::string>* row) {
   f.interval_cells(r, row);
-  row->push_back(f.maybe(num(r, "predicted_speedup")));
-  row->push_back(f.pct(num(r, "prediction_error")));
+  row->push_back(f.maybe(row_value(r.predicted_speedup)));
+  row->push_back(f.pct(row_value(r.prediction_error)));
   if (thm38) {
-    row->push_back(f.maybe(num(r, "thm38_speedup")));
-    row->push_back(f.pct(num(r, "thm38_error")));
+    row->push_back(f.maybe(row_value(r.thm38_speedup)));
+    row->push_back(f.pct(row_value(r.thm38_error)));
   }
   row->push_back(flag_codes(r).empty() ? f.none() : flag_codes(r));
 }
@@ -130,18 +121,26 @@ TableFormat table_format_parse(const std::string& name) {
 
 namespace {
 
+// The settings of a cell other than gamma and the gamma policy, as table text: cells with the
+// same key differ only in gamma (the speedup-vs-gamma tables).
+std::vector<std::string> gamma_group_key(const Cell& c, const CellFormat& f) {
+  return {c.drafter,         f.fmt(c.temperature, 1), f.fmt(c.draft_temperature, 2),
+          f.fmt(c.top_k, 0), f.fmt(c.top_p, 2),       f.fmt(c.lenience, 2),
+          f.fmt(c.p_min, 2)};
+}
+
 // The tables of the rows of one config.
-std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& rows,
+std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
                                     const CellFormat& f) {
   std::vector<Table> out;
   // Synthetic-acceptance cells get their own table: their alpha is configured, not the pair's.
   // Tree cells too: their acceptance is per depth of a tree, not a chain's alpha.
-  std::vector<const nlohmann::json*> gen, cost, synthetic, tree;
+  std::vector<const ResultRow*> gen, cost, synthetic, tree;
   for (const auto* r : rows)
-    (r->contains("predicted_grid")         ? cost
-     : r->contains("synthetic_acceptance") ? synthetic
-     : r->contains("tree")                 ? tree
-                                           : gen)
+    (r->kind() == "cost_only"                ? cost
+     : !r->cell.synthetic_acceptance.empty() ? synthetic
+     : r->cell.tree.depth() > 0              ? tree
+                                             : gen)
         .push_back(r);
 
   if (!gen.empty()) {
@@ -154,13 +153,13 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     };
     std::map<std::tuple<std::string, std::string, double>, Acc> by;
     for (const auto* r : gen) {
-      auto& a = by[{str(*r, "target_spec"), str(*r, "drafter"), num(*r, "temperature", 0)}];
-      a.accepted += num(*r, "accepted", 0);
-      a.tested += num(*r, "tested", 0);
-      if (!std::isnan(num(*r, "alpha_profile"))) {
-        a.profile = num(*r, "alpha_profile");
-        a.lo = num(*r, "alpha_profile_ci_lo");
-        a.hi = num(*r, "alpha_profile_ci_hi");
+      auto& a = by[{r->target_spec.value_or(""), r->cell.drafter, r->cell.temperature}];
+      a.accepted += static_cast<double>(r->accepted.value_or(0));
+      a.tested += static_cast<double>(r->tested.value_or(0));
+      if (!std::isnan(row_value(r->alpha_profile))) {
+        a.profile = row_value(r->alpha_profile);
+        a.lo = row_value(r->alpha_profile_ci_lo);
+        a.hi = row_value(r->alpha_profile_ci_hi);
       }
     }
     Table t3{"acceptance",
@@ -168,8 +167,8 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              "text with its 95% interval (prompts as clusters), the pair's alpha; "
              "accepted/tested = pooled over the measured cells (it depends on where rounds "
              "start, hence on gamma)",
-             {"target", "draft", "T", "alpha_profile", "alpha_profile_ci_lo", "alpha_profile_ci_hi",
-              "accepted/tested", "tested"},
+             {"target", "draft", "T", row_field::alpha_profile, row_field::alpha_profile_ci_lo,
+              row_field::alpha_profile_ci_hi, "accepted/tested", "tested"},
              {},
              {},
              {}};
@@ -182,26 +181,26 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     out.push_back(t3);
 
     // Table 4 analog.
-    Table t4{
-        "speedup",
-        "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) "
-        "vs the out-of-sample prediction (cost and acceptance profiles, no speculative run) "
-        "and Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
-        {"draft", "T", "gamma", "policy", "alpha_profile", "c", "tau", "predicted tau", "speedup"},
-        {},
-        {},
-        {}};
+    Table t4{"speedup",
+             "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) "
+             "vs the out-of-sample prediction (cost and acceptance profiles, no speculative run) "
+             "and Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
+             {"draft", "T", "gamma", "policy", row_field::alpha_profile, "c", "tau",
+              "predicted tau", "speedup"},
+             {},
+             {},
+             {}};
     speedup_tail_header(f, /*thm38=*/true, &t4.headers);
     for (const auto* r : gen) {
-      std::vector<std::string> row{str(*r, "drafter"),
-                                   f.fmt(num(*r, "temperature", 0), 1),
-                                   std::to_string(static_cast<int>(num(*r, "gamma", 0))),
-                                   str(*r, "gamma_policy"),
-                                   f.maybe(num(*r, "alpha_profile"), 3),
-                                   f.maybe(num(*r, "c_profile"), 3),
-                                   f.maybe(num(*r, "tau")),
-                                   f.maybe(num(*r, "predicted_tokens_per_round")),
-                                   f.maybe(num(*r, "speedup"))};
+      std::vector<std::string> row{r->cell.drafter,
+                                   f.fmt(r->cell.temperature, 1),
+                                   std::to_string(r->cell.gamma),
+                                   r->cell.gamma_policy,
+                                   f.maybe(row_value(r->alpha_profile), 3),
+                                   f.maybe(row_value(r->c_profile), 3),
+                                   f.maybe(row_value(r->tau)),
+                                   f.maybe(row_value(r->predicted_tokens_per_round)),
+                                   f.maybe(row_value(r->speedup))};
       speedup_tail_cells(f, *r, /*thm38=*/true, &row);
       t4.rows.push_back(row);
     }
@@ -214,19 +213,13 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     };
     std::map<std::vector<std::string>, Gammas> grid;
     for (const auto* r : gen) {
-      if (str(*r, "gamma_policy") != "fixed" && !str(*r, "gamma_policy").empty()) continue;
-      const int g = static_cast<int>(num(*r, "gamma", 0));
+      if (r->cell.gamma_policy != "fixed" && !r->cell.gamma_policy.empty()) continue;
+      const int g = r->cell.gamma;
       gammas.insert(g);
       // Cells that differ only in gamma.
-      const std::vector<std::string> key{str(*r, "drafter"),
-                                         f.fmt(num(*r, "temperature", 0), 1),
-                                         f.fmt(num(*r, "draft_temperature", 0), 2),
-                                         f.fmt(num(*r, "top_k", 0), 0),
-                                         f.fmt(num(*r, "top_p", 1), 2),
-                                         f.fmt(num(*r, "lenience", 1), 2),
-                                         f.fmt(num(*r, "p_min", 0), 2)};
-      grid[key].measured[g] = num(*r, "speedup");
-      grid[key].predicted[g] = num(*r, "predicted_speedup");
+      const std::vector<std::string> key = gamma_group_key(r->cell, f);
+      grid[key].measured[g] = row_value(r->speedup);
+      grid[key].predicted[g] = row_value(r->predicted_speedup);
     }
     Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}, {}, {}};
     for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
@@ -270,7 +263,7 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     }
     out.push_back(tg);
     bool any_prediction = false;
-    for (const auto* r : gen) any_prediction |= !std::isnan(num(*r, "predicted_speedup"));
+    for (const auto* r : gen) any_prediction |= !std::isnan(row_value(r->predicted_speedup));
     if (any_prediction) out.push_back(tp);
     if (!tb.rows.empty()) out.push_back(tb);
 
@@ -292,13 +285,13 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
         {}};
     speedup_tail_header(f, /*thm38=*/false, &tt.headers);
     for (const auto* r : tree) {
-      std::vector<std::string> row{str(*r, "drafter"),
-                                   f.fmt(num(*r, "temperature", 0), 1),
-                                   str(*r, "tree"),
-                                   f.maybe(num(*r, "mean_tree_nodes_per_round"), 1),
-                                   f.maybe(num(*r, "tau")),
-                                   f.maybe(num(*r, "predicted_tokens_per_round")),
-                                   f.maybe(num(*r, "speedup"))};
+      std::vector<std::string> row{r->cell.drafter,
+                                   f.fmt(r->cell.temperature, 1),
+                                   r->cell.tree.to_string(),
+                                   f.maybe(row_value(r->mean_tree_nodes_per_round), 1),
+                                   f.maybe(row_value(r->tau)),
+                                   f.maybe(row_value(r->predicted_tokens_per_round)),
+                                   f.maybe(row_value(r->speedup))};
       speedup_tail_cells(f, *r, /*thm38=*/false, &row);
       tt.rows.push_back(row);
     }
@@ -317,17 +310,16 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     speedup_tail_header(f, /*thm38=*/true, &ts.headers);
     for (const auto* r : synthetic) {
       std::string set;
-      for (const auto& a : (*r)["synthetic_acceptance"])
-        set += (set.empty() ? "" : "/") + f.fmt(a.is_number() ? a.get<double>() : NAN);
-      std::vector<std::string> row{str(*r, "drafter"),
-                                   f.fmt(num(*r, "temperature", 0), 1),
-                                   std::to_string(static_cast<int>(num(*r, "gamma", 0))),
+      for (double a : r->cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
+      std::vector<std::string> row{r->cell.drafter,
+                                   f.fmt(r->cell.temperature, 1),
+                                   std::to_string(r->cell.gamma),
                                    set,
-                                   f.maybe(num(*r, "alpha_empirical")),
-                                   f.maybe(num(*r, "c_profile"), 3),
-                                   f.maybe(num(*r, "tau")),
-                                   f.maybe(num(*r, "predicted_tokens_per_round")),
-                                   f.maybe(num(*r, "speedup"))};
+                                   f.maybe(row_value(r->alpha_empirical)),
+                                   f.maybe(row_value(r->c_profile), 3),
+                                   f.maybe(row_value(r->tau)),
+                                   f.maybe(row_value(r->predicted_tokens_per_round)),
+                                   f.maybe(row_value(r->speedup))};
       speedup_tail_cells(f, *r, /*thm38=*/true, &row);
       ts.rows.push_back(row);
     }
@@ -339,10 +331,10 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
     std::vector<double> errs, thm_errs;
     int flagged = 0;
     for (const auto* r : rows) {
-      if (std::isnan(num(*r, "prediction_error"))) continue;
-      errs.push_back(std::fabs(num(*r, "prediction_error")));
-      if (!std::isnan(num(*r, "thm38_error")))
-        thm_errs.push_back(std::fabs(num(*r, "thm38_error")));
+      if (std::isnan(row_value(r->prediction_error))) continue;
+      errs.push_back(std::fabs(row_value(r->prediction_error)));
+      if (!std::isnan(row_value(r->thm38_error)))
+        thm_errs.push_back(std::fabs(row_value(r->thm38_error)));
       if (!flag_codes(*r).empty()) flagged++;
     }
     if (!errs.empty()) {
@@ -377,15 +369,16 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
              {},
              {}};
     size_t kmax = 0;
-    for (const auto* r : cost) kmax = std::max(kmax, (*r)["target_tk_ratio"].size());
+    for (const auto* r : cost)
+      kmax = std::max(kmax, r->target_tk_ratio.value_or(std::vector<double>{}).size());
     for (size_t k = 2; k <= kmax; k++) tc.headers.push_back("T(" + std::to_string(k) + ")/T(1)");
     for (const auto* r : cost) {
-      std::vector<std::string> row{str(*r, "drafter"), f.maybe(num(*r, "c_measured"), 3),
-                                   f.maybe(num(*r, "weight_bytes_ratio"), 3),
-                                   f.maybe(1e3 * num(*r, "target_t1_s"), 1)};
-      const auto& ratios = (*r)["target_tk_ratio"];
+      std::vector<std::string> row{r->cell.drafter, f.maybe(row_value(r->c_measured), 3),
+                                   f.maybe(row_value(r->weight_bytes_ratio), 3),
+                                   f.maybe(1e3 * row_value(r->target_t1_s), 1)};
+      const std::vector<double> ratios = r->target_tk_ratio.value_or(std::vector<double>{});
       for (size_t k = 1; k < kmax; k++)
-        row.push_back(k < ratios.size() ? f.fmt(ratios[k].get<double>()) : f.maybe(NAN));
+        row.push_back(k < ratios.size() ? f.fmt(ratios[k]) : f.maybe(NAN));
       tc.rows.push_back(row);
     }
     out.push_back(tc);
@@ -395,15 +388,15 @@ std::vector<Table> tables_of_config(const std::vector<const nlohmann::json*>& ro
 
 }  // namespace
 
-std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows, bool machine) {
+std::vector<Table> result_tables_build(const std::vector<ResultRow>& rows, bool machine) {
   const CellFormat f{machine};
   // Rows of different configs (config_hash) measure different things under the same names
   // (other prompts, lengths, models): never pooled, one set of tables per config, in the order
   // the configs first appear.
   std::vector<std::string> order;
-  std::map<std::string, std::vector<const nlohmann::json*>> by_config;
+  std::map<std::string, std::vector<const ResultRow*>> by_config;
   for (const auto& r : rows) {
-    const std::string h = str(r, "config_hash");
+    const std::string h = r.config_hash.value_or("");
     if (!by_config.count(h)) order.push_back(h);
     by_config[h].push_back(&r);
   }
@@ -411,7 +404,7 @@ std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows, 
   for (const auto& h : order) {
     for (Table t : tables_of_config(by_config[h], f)) {
       t.config_hash = h;
-      t.experiment = str(*by_config[h].front(), "experiment");
+      t.experiment = by_config[h].front()->experiment.value_or("");
       if (order.size() > 1)
         t.title = "config " + (h.empty() ? std::string("(no config_hash)") : h) + " (" +
                   t.experiment + "): " + t.title;
@@ -506,7 +499,7 @@ nlohmann::json table_json(const Table& t) {
           {"rows", rows}};
 }
 
-std::string result_tables_render(const std::vector<nlohmann::json>& rows, TableFormat format) {
+std::string result_tables_render(const std::vector<ResultRow>& rows, TableFormat format) {
   const bool machine = format == TableFormat::kCsv || format == TableFormat::kJson;
   const std::vector<Table> tables = result_tables_build(rows, machine);
   if (format == TableFormat::kJson) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/result_row.h"
+
 namespace speclab {
 
 enum class TableFormat { kMarkdown, kCsv, kLatex, kJson };
@@ -32,8 +34,7 @@ struct Table {
 // its own set of tables, in the order the configs first appear, titled with its hash when there
 // are several. machine: cells for csv/json (full precision, "" for no value, fractions rather
 // than percent, the speedup interval as speedup_ci_lo, speedup_ci_hi) instead of for reading.
-std::vector<Table> result_tables_build(const std::vector<nlohmann::json>& rows,
-                                       bool machine = false);
+std::vector<Table> result_tables_build(const std::vector<ResultRow>& rows, bool machine = false);
 bool table_headers_unique(const Table& t);
 // One table: markdown (with its title), LaTeX (title as a comment), CSV (header line and rows
 // only: one table per file), or one JSON object (table_json).
@@ -43,7 +44,7 @@ std::string table_render(const Table& t, TableFormat format);
 nlohmann::json table_json(const Table& t);
 // All tables, one after another (md, latex; csv: one after another without separators, so
 // use table_render per table for files), or for json one object {"tables": [...]}.
-std::string result_tables_render(const std::vector<nlohmann::json>& rows, TableFormat format);
+std::string result_tables_render(const std::vector<ResultRow>& rows, TableFormat format);
 // The file name (without .csv) of a table: its name, and its config hash when the rows hold
 // several configs.
 std::string table_file_stem(const Table& t, bool several_configs);

@@ -42,7 +42,8 @@ std::string dump_row(const nlohmann::json& row) {
 }
 
 struct RowAt {
-  nlohmann::json row;
+  ResultRow row;
+  nlohmann::json raw;  // the line as written: merge copies rows verbatim
   int line;
 };
 
@@ -60,16 +61,26 @@ std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
     const std::string s = text.substr(start, nl - start);
     start = nl + 1;
     if (s.empty()) continue;
-    nlohmann::json row;
-    json_input_check_depth(s, str_cat(path, ":", line));
+    nlohmann::json json;
+    const std::string where = str_cat(path, ":", line);
+    json_input_check_depth(s, where);
     try {
-      row = nlohmann::json::parse(s);
+      json = nlohmann::json::parse(s);
     } catch (const nlohmann::json::exception&) {  // parse_error; out_of_range for 1e999
-      fail_input(path, ":", line, ": not a valid JSON row");
+      fail_input(where, ": not a valid JSON row");
     }
-    SPECLAB_INPUT_CHECK(row.is_object() && row.contains("cell_id") && row["cell_id"].is_string(),
-                        path, ":", line, ": expected a JSON object with a string \"cell_id\"");
-    rows.push_back(RowAt{std::move(row), line});
+    ResultRow row;
+    bool has_id = false;
+    if (json.is_object()) {
+      try {
+        row = ResultRow::from_json(json, where);
+        has_id = !row.cell.cell_id.empty();
+      } catch (const nlohmann::json::exception&) {  // a cell parameter of the wrong type
+        has_id = false;
+      }
+    }
+    SPECLAB_INPUT_CHECK(has_id, where, ": expected a JSON object with a string \"cell_id\"");
+    rows.push_back(RowAt{std::move(row), std::move(json), line});
   }
   return rows;
 }
@@ -145,7 +156,7 @@ ResultsStore::ResultsStore(const std::string& dir, ResultsOpenMode mode)
                         "DIR to start a new one");
     size_t complete = 0;
     for (const auto& r : parse_rows(text, results_path_, &complete))
-      finished_.insert(r.row["cell_id"].get<std::string>());
+      finished_.insert(r.row.cell.cell_id);
     if (complete < text.size()) {
       std::fprintf(stderr,
                    "speclab: warning: %s: dropping an incomplete final row (%zu bytes) left by an "
@@ -177,8 +188,9 @@ ResultsStore::~ResultsStore() {
   }
 }
 
-void ResultsStore::append_row(const nlohmann::json& row) {
-  SPECLAB_ASSERT(row.is_object() && row.contains("cell_id") && row["cell_id"].is_string());
+void ResultsStore::append_row(const ResultRow& result) {
+  SPECLAB_ASSERT(!result.cell.cell_id.empty());
+  const nlohmann::json row = result.to_json();
   // One write() of the whole line: a kill leaves either nothing or a prefix without '\n'.
   // A write that fails (disk full, a quota, RLIMIT_FSIZE) may have stored a prefix: cut the
   // file back to its last complete row before reporting, so no torn row is ever left.
@@ -191,17 +203,17 @@ void ResultsStore::append_row(const nlohmann::json& row) {
   if (err != 0) {
     const bool cut = ftruncate(data_fd_, before.st_size) == 0;
     fsync(data_fd_);
-    fail_input(results_path_, ": cannot write the row of cell ", row["cell_id"].get<std::string>(),
-               " (", std::strerror(err), "); ",
+    fail_input(results_path_, ": cannot write the row of cell ", result.cell.cell_id, " (",
+               std::strerror(err), "); ",
                cut ? "the file keeps its complete rows only (rerun with --resume)"
                    : "could not cut the incomplete row; --resume will drop it");
   }
-  finished_.insert(row["cell_id"].get<std::string>());
+  finished_.insert(result.cell.cell_id);
 }
 
-std::vector<nlohmann::json> results_read(const std::string& path) {
+std::vector<ResultRow> results_read(const std::string& path) {
   size_t complete = 0;
-  std::vector<nlohmann::json> out;
+  std::vector<ResultRow> out;
   for (auto& r : parse_rows(read_file(path), path, &complete)) out.push_back(std::move(r.row));
   return out;
 }
@@ -215,10 +227,7 @@ void results_merge(const std::vector<std::string>& inputs, const std::string& ou
     size_t complete = 0;
     all.push_back(parse_rows(read_file(in), in, &complete));
   }
-  auto hash_of = [](const nlohmann::json& row) {
-    auto it = row.find("config_hash");
-    return it != row.end() && it->is_string() ? it->get<std::string>() : std::string();
-  };
+  auto hash_of = [](const ResultRow& row) { return row.config_hash.value_or(""); };
   // Rows of different configs measure different things under the same cell names: refused,
   // or with allow_mixed_configs written as separate groups (one per config_hash, in order of
   // first appearance), each row still carrying its config_hash, so nothing downstream pools
@@ -240,23 +249,24 @@ void results_merge(const std::vector<std::string>& inputs, const std::string& ou
       hash_order.push_back(h);
       hash_first_at[h] = where;
     }
-  std::map<std::pair<std::string, std::string>, std::pair<std::string, const nlohmann::json*>>
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, nlohmann::json>>
       first_seen;  // (config_hash, cell_id) -> where, row
   std::string text;
   for (const auto& h : hash_order) {
     for (size_t f = 0; f < inputs.size(); ++f) {
       for (const auto& r : all[f]) {
         if (hash_of(r.row) != h) continue;
-        const std::string id = r.row["cell_id"].get<std::string>();
+        const std::string& id = r.row.cell.cell_id;
         const std::string where = str_cat(inputs[f], ":", r.line);
+        const nlohmann::json& row = r.raw;
         const auto [it, fresh] =
-            first_seen.emplace(std::make_pair(h, id), std::make_pair(where, &r.row));
+            first_seen.emplace(std::make_pair(h, id), std::make_pair(where, row));
         if (!fresh) {
-          SPECLAB_INPUT_CHECK(*it->second.second == r.row, where, ": cell_id ", id,
+          SPECLAB_INPUT_CHECK(it->second.second == row, where, ": cell_id ", id,
                               " conflicts with the different row at ", it->second.first);
           continue;
         }
-        text += dump_row(r.row) + "\n";
+        text += dump_row(row) + "\n";
       }
     }
   }

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/result_row.h"
+
 namespace speclab {
 
 enum class ResultsOpenMode {
@@ -38,8 +40,8 @@ class ResultsStore {
   ResultsStore(const ResultsStore&) = delete;
   ResultsStore& operator=(const ResultsStore&) = delete;
 
-  // Appends `row` (an object with a string "cell_id") as one line, durably (see above).
-  void append_row(const nlohmann::json& row);
+  // Appends `row` (a cell with its id) as one line, durably (see above).
+  void append_row(const ResultRow& row);
   // cell_ids of the rows in the file, including those appended through this store.
   const std::set<std::string>& finished_cell_ids() const { return finished_; }
 
@@ -54,9 +56,9 @@ class ResultsStore {
 };
 
 // The complete rows of a results file in order; an incomplete final line is ignored. A
-// complete line that is not a JSON object with a string "cell_id" is an InputError
-// "<file>:<line>: ...". A missing file is an InputError.
-std::vector<nlohmann::json> results_read(const std::string& path);
+// complete line that is not a JSON object with a string cell_id, or with a field of the wrong
+// type, is an InputError "<file>:<line>: ...". A missing file is an InputError.
+std::vector<ResultRow> results_read(const std::string& path);
 
 // Joins the rows of shard files into `output` (written whole, then renamed into place):
 // rows keep input order; a cell_id seen again with an identical row is dropped; one seen

@@ -27,7 +27,7 @@ LoadSample run_conditions_sample() {
   return s;
 }
 
-nlohmann::json run_conditions_static(const std::string& source_dir) {
+RunConditions run_conditions_static(const std::string& source_dir) {
   std::string describe = "unknown";
   const std::string cmd =
       "git -C '" + source_dir + "' describe --always --dirty --abbrev=12 2>/dev/null";
@@ -55,12 +55,7 @@ nlohmann::json run_conditions_static(const std::string& source_dir) {
     if (key == "model name" && model_name == "unknown") model_name = value;
     if (key.empty()) break;  // the first processor is enough
   }
-  return {{"run_git_describe", describe},
-          {"run_cpu_model_name", model_name},
-          {"run_cpu_family", family},
-          {"run_cpu_model", model},
-          {"run_build_type", SPECLAB_BUILD_TYPE},
-          {"run_matmul_isa", matmul_isa()}};
+  return {describe, model_name, family, model, SPECLAB_BUILD_TYPE, matmul_isa()};
 }
 
 std::string run_conditions_utc_now() {

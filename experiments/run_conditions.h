@@ -4,7 +4,6 @@
 // kernel ISA path ran.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 
 namespace speclab {
@@ -15,9 +14,15 @@ struct LoadSample {
 };
 LoadSample run_conditions_sample();
 
-// Fixed for a run: {run_git_describe, run_cpu_model_name, run_cpu_family, run_cpu_model,
-// run_build_type, run_matmul_isa}.
-nlohmann::json run_conditions_static(const std::string& source_dir);
+// Fixed for a run.
+struct RunConditions {
+  std::string git_describe;    // git describe --always --dirty --abbrev=12
+  std::string cpu_model_name;  // /proc/cpuinfo of processor 0
+  std::string cpu_family, cpu_model;
+  std::string build_type;  // CMake build type
+  std::string matmul_isa;  // the kernel path dispatched at run time
+};
+RunConditions run_conditions_static(const std::string& source_dir);
 
 // The current time as "YYYY-MM-DDTHH:MM:SSZ".
 std::string run_conditions_utc_now();

@@ -53,6 +53,8 @@ struct Cell {
   // Flat: cell_index, cell_id, drafter, drafter_spec, and every parameter above
   // (synthetic_acceptance only when on).
   nlohmann::json to_json() const;
+  // The inverse of to_json() for a result row (axes a row lacks take their defaults).
+  static Cell from_json(const nlohmann::json& row);
 };
 
 // Every cell of config.sweep in the order above. Throws InputError if the config has no sweep.

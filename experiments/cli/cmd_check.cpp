@@ -41,9 +41,9 @@ struct CheckArgs {
   std::vector<std::string> set;
 };
 
-std::vector<json> rerun_cells(const ExperimentConfig& cfg, const std::vector<Cell>& cells) {
+std::vector<ResultRow> rerun_cells(const ExperimentConfig& cfg, const std::vector<Cell>& cells) {
   ExperimentSession session(cfg, nullptr, /*measure_bandwidth=*/false);
-  std::vector<json> rows;
+  std::vector<ResultRow> rows;
   for (const auto& c : cells) rows.push_back(session.run_cell(c));
   return rows;
 }
@@ -64,10 +64,10 @@ void run_calibrate(const CheckArgs& a, const std::vector<std::string>& overrides
     const ExperimentConfig seeded = experiment_config_load(a.config, o);
     const std::vector<Cell> seeded_cells = sweep_expand(seeded);
     SPECLAB_ASSERT(seeded_cells.size() == cells.size());  // the seed is not a sweep axis
-    const std::vector<json> rows = rerun_cells(seeded, seeded_cells);
+    const std::vector<ResultRow> rows = rerun_cells(seeded, seeded_cells);
     for (size_t j = 0; j < rows.size(); j++) {
-      values[j][0].push_back(rows[j]["alpha_empirical"].get<double>());
-      values[j][1].push_back(rows[j]["tau"].get<double>());
+      values[j][0].push_back(rows[j].alpha_empirical.value_or(NAN));
+      values[j][1].push_back(rows[j].tau.value_or(NAN));
     }
     if (!a.json) std::printf("calibration seed %lld: %zu cells\n", (long long)seed, rows.size());
   }
@@ -143,16 +143,21 @@ void run_check(const CheckArgs& a) {
   const std::vector<Cell> cells = sweep_expand(cfg);
   if (a.calibrate) return run_calibrate(a, overrides, cfg, cells);
 
-  std::vector<json> baseline;
+  std::vector<ResultRow> baseline;
   if (!a.update) {
     baseline = results_read(a.baseline);
     SPECLAB_INPUT_CHECK(!baseline.empty(), a.baseline, ": no baseline rows");
     // Checked before the (long) rerun: the figures the gate compares.
-    for (const auto& row : baseline)
-      for (const char* key : {"alpha_empirical", "alpha_se", "tau", "tau_se"})
-        SPECLAB_INPUT_CHECK(row.contains(key) && row[key].is_number(), a.baseline,
-                            ": the row of cell ", row["cell_id"].get<std::string>(),
-                            " has no number '", key, "'");
+    for (const auto& row : baseline) {
+      const std::pair<const char*, const std::optional<double>&> figures[] = {
+          {row_field::alpha_empirical, row.alpha_empirical},
+          {row_field::alpha_se, row.alpha_se},
+          {row_field::tau, row.tau},
+          {row_field::tau_se, row.tau_se}};
+      for (const auto& [name, value] : figures)
+        SPECLAB_INPUT_CHECK(value && std::isfinite(*value), a.baseline, ": the row of cell ",
+                            row.cell.cell_id, " has no number '", name, "'");
+    }
   }
   GateOptions opt;
   opt.sigmas = cfg.gate.sigmas;
@@ -166,10 +171,10 @@ void run_check(const CheckArgs& a) {
   const std::map<std::string, GateCellBands> bands =
       bands_path.empty() ? std::map<std::string, GateCellBands>{} : gate_bands_read(bands_path);
 
-  const std::vector<json> rows = rerun_cells(cfg, cells);
+  const std::vector<ResultRow> rows = rerun_cells(cfg, cells);
   if (a.update) {
     std::string text;
-    for (const auto& r : rows) text += r.dump() + "\n";
+    for (const auto& r : rows) text += r.to_json().dump() + "\n";
     output_file_write_atomic(a.baseline, text);
     std::printf("wrote %zu baseline rows to %s\n", rows.size(), a.baseline.c_str());
     return;

@@ -69,32 +69,21 @@ void predict_experiment(const PredictArgs& a) {
   const int64_t spec_runs = decode_speculative_generations();
   std::vector<nlohmann::json> rows;
   for (size_t i = 0; i < cells.size(); i++) {
-    nlohmann::json r = cells[i].to_json();
-    r["row_type"] = "cell";
-    r["experiment"] = cfg.name;
-    r["config_hash"] = cfg.config_hash();
-    r["max_new_tokens"] = cfg.generation.max_new_tokens;
-    r.update(predictions[i].to_json());
-    r["speculative_generations_run"] = spec_runs;
-    rows.push_back(r);
+    ResultRow r;
+    r.cell = cells[i];
+    r.row_kind = "predicted";
+    r.row_type = "cell";
+    r.experiment = cfg.name;
+    r.config_hash = cfg.config_hash();
+    r.max_new_tokens = cfg.generation.max_new_tokens;
+    predictions[i].put_into(&r);
+    r.speculative_generations_run = spec_runs;
+    rows.push_back(r.to_json());
   }
   std::map<std::string, const Cell*> by_id;
   for (const Cell& c : cells) by_id[c.cell_id] = &c;
-  for (const auto& g : CellPredictor::best_per_group(cells, predictions)) {
-    // The group's shared parameters (everything but gamma and policy), so readers can match
-    // it to measured rows.
-    nlohmann::json shared = by_id.at(g.best_cell_id)->to_json();
-    for (const char* k : {"gamma", "gamma_policy", "cell_id", "cell_index"}) shared.erase(k);
-    nlohmann::json row = {{"row_type", "group"},
-                          {"group", g.group},
-                          {"cell_ids", g.cell_ids},
-                          {"predicted_best_cell_id", g.best_cell_id},
-                          {"predicted_best_gamma", g.best_gamma},
-                          {"predicted_best_policy", g.best_policy},
-                          {"predicted_best_speedup", g.best_speedup}};
-    shared.update(row);
-    rows.push_back(shared);
-  }
+  for (const auto& g : CellPredictor::best_per_group(cells, predictions))
+    rows.push_back(g.to_json(*by_id.at(g.best_cell_id)));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   SPECLAB_INPUT_CHECK(!ec, dir, ": cannot create the output directory: ", ec.message());

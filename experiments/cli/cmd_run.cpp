@@ -118,7 +118,7 @@ void run_experiment(const RunArgs& a) {
                       128 + (sig > 0 ? sig : SIGINT));
   };
   for (const Cell* c : todo) {
-    nlohmann::json row;
+    ResultRow row;
     try {
       if (g_interrupted.load()) throw CellInterrupted{};
       row = session.run_cell(*c);
@@ -162,16 +162,14 @@ void run_experiment(const RunArgs& a) {
   // Sanity flags, summarized: impossible or fragile figures are named, never silent.
   size_t flagged = 0;
   for (const auto& r : rows)
-    if (r.contains("flags") && r["flags"].is_array() && !r["flags"].empty()) {
+    if (r.flags && !r.flags->empty()) {
       if (flagged++ == 0) std::fprintf(stderr, "speclab: flagged cells:\n");
-      for (const auto& f : r["flags"])
-        std::fprintf(stderr, "  %s %s g=%s: %s\n", r.value("cell_id", "?").c_str(),
-                     r.value("drafter", "?").c_str(),
-                     r.contains("gamma") ? r["gamma"].dump().c_str() : "?",
-                     f.is_string() ? f.get<std::string>().c_str() : "?");
+      for (const auto& f : *r.flags)
+        std::fprintf(stderr, "  %s %s g=%d: %s\n", r.cell.cell_id.c_str(), r.cell.drafter.c_str(),
+                     r.cell.gamma, f.c_str());
     }
-  std::fprintf(stderr, "speclab: %zu of %zu cells flagged (see \"flags\" in the rows)\n", flagged,
-               rows.size());
+  std::fprintf(stderr, "speclab: %zu of %zu cells flagged (see \"%s\" in the rows)\n", flagged,
+               rows.size(), row_field::flags);
 }
 
 }  // namespace

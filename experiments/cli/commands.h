@@ -17,6 +17,7 @@ void register_check(CLI::App& app);
 void register_ngram(CLI::App& app);
 void register_merge(CLI::App& app);
 void register_config_reference(CLI::App& app);
+void register_result_fields(CLI::App& app);
 void register_predict(CLI::App& app);
 
 }  // namespace speclab

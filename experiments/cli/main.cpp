@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   speclab::register_merge(app);
   speclab::register_predict(app);
   speclab::register_config_reference(app);
+  speclab::register_result_fields(app);
   describe_defaults(app);
   try {
     app.parse(argc, argv);

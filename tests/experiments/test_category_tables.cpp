@@ -52,9 +52,22 @@ const Table& named(const std::vector<Table>& ts, const std::string& name) {
   return none;
 }
 
+// The rows the tables read: declared result rows (experiments/result_row.h) of JSON rows.
+struct AsRows {
+  std::vector<ResultRow> rows;
+  std::vector<const ResultRow*> pointers;
+  operator const std::vector<const ResultRow*>&() const { return pointers; }
+};
+AsRows as_rows(const nlohmann::json& row) {
+  AsRows r;
+  r.rows.push_back(ResultRow::from_json(row, "test row"));
+  r.pointers.push_back(&r.rows[0]);
+  return r;
+}
+
 TEST(CategoryTables, EachColumnIsItsCategorysRatioOfSums) {
   const nlohmann::json row = known_row();
-  const std::vector<Table> ts = category_tables_build({&row}, /*machine=*/true);
+  const std::vector<Table> ts = category_tables_build(as_rows(row), /*machine=*/true);
   ASSERT_EQ(ts.size(), 3u);
   const Table& acc = named(ts, "category_acceptance");
   // Categories in order of first appearance, then overall; each with interval and count.
@@ -102,7 +115,7 @@ TEST(CategoryTables, EachColumnIsItsCategorysRatioOfSums) {
 
 TEST(CategoryTables, ReadableCellsAndRowsWithoutCategories) {
   const nlohmann::json row = known_row();
-  const std::vector<Table> ts = category_tables_build({&row}, /*machine=*/false);
+  const std::vector<Table> ts = category_tables_build(as_rows(row), /*machine=*/false);
   const Table& acc = named(ts, "category_acceptance");
   EXPECT_EQ(acc.headers,
             (std::vector<std::string>{"draft", "T", "gamma", "policy", "code", "chat", "overall"}));
@@ -112,11 +125,11 @@ TEST(CategoryTables, ReadableCellsAndRowsWithoutCategories) {
   // Rows written before categories existed: no category tables at all.
   nlohmann::json old = known_row();
   for (auto& s : old["samples"]) s.erase("category");
-  EXPECT_TRUE(category_tables_build({&old}, false).empty());
+  EXPECT_TRUE(category_tables_build(as_rows(old), false).empty());
   // A run without a baseline has no speedup table.
   nlohmann::json no_base = known_row();
   for (auto& s : no_base["samples"]) s["baseline_s"] = 0;
-  const auto tb = category_tables_build({&no_base}, false);
+  const auto tb = category_tables_build(as_rows(no_base), false);
   ASSERT_EQ(tb.size(), 2u);
   EXPECT_EQ(tb[1].name, "category_tokens_per_round");
 }
@@ -127,7 +140,7 @@ TEST(CategoryTables, CategoriesNamedLikeColumnsStayUnique) {
   row["samples"][3]["category"] = "gamma";
   row["samples"][1]["category"] = "overall";
   for (bool machine : {false, true})
-    for (const Table& t : category_tables_build({&row}, machine))
+    for (const Table& t : category_tables_build(as_rows(row), machine))
       EXPECT_TRUE(table_headers_unique(t)) << t.name;
 }
 

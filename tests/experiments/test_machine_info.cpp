@@ -19,10 +19,7 @@ TEST(MachineInfo, CollectsTheMachine) {
   EXPECT_GT(m.memory_bytes, int64_t{1} << 26);
   EXPECT_FALSE(m.hostname.empty());
   EXPECT_EQ(m.mem_read_gbps, 0);
-  const nlohmann::json j = m.to_json();
-  for (const char* key : {"cpu_model", "cores", "threads", "memory_gb", "mem_read_gbps", "hostname",
-                          "git_commit", "gpu"})
-    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_FALSE(m.git_commit.empty());
   // The device a row was measured on: "none" unless this build has CUDA and sees a device.
   EXPECT_FALSE(m.gpu.empty());
 #ifndef SPECLAB_HAVE_CUDA

@@ -26,8 +26,8 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-nlohmann::json row(const std::string& id, int value = 0) {
-  return {{"cell_id", id}, {"value", value}};
+ResultRow row(const std::string& id, int value = 0) {
+  return ResultRow::from_json({{"cell_id", id}, {"value", value}}, "test row");
 }
 
 TEST(ResultsStore, AppendsRowsAndListsFinishedCells) {
@@ -40,7 +40,7 @@ TEST(ResultsStore, AppendsRowsAndListsFinishedCells) {
     EXPECT_EQ(store.finished_cell_ids(), (std::set<std::string>{"c1", "c2"}));
   }
   EXPECT_EQ(slurp(out + "/results.jsonl"),
-            "{\"cell_id\":\"c1\",\"value\":1}\n{\"cell_id\":\"c2\",\"value\":2}\n");
+            row("c1", 1).to_json().dump() + "\n" + row("c2", 2).to_json().dump() + "\n");
   EXPECT_FALSE(std::filesystem::exists(out + "/.lock"));  // released on close
   ResultsStore again(out, ResultsOpenMode::resume);
   EXPECT_EQ(again.finished_cell_ids(), (std::set<std::string>{"c1", "c2"}));
@@ -129,7 +129,7 @@ TEST(ResultsStore, TornFinalLineIsIgnoredAndTruncatedOnResume) {
   EXPECT_NE(
       ::testing::internal::GetCapturedStderr().find("dropping an incomplete final row (19 bytes)"),
       std::string::npos);
-  EXPECT_EQ(slurp(file), "{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\",\"value\":0}\n");
+  EXPECT_EQ(slurp(file), "{\"cell_id\":\"c1\"}\n" + row("c2").to_json().dump() + "\n");
 }
 
 TEST(ResultsStore, CorruptCompleteLineIsAnError) {
@@ -160,7 +160,8 @@ TEST(ResultsStore, SigkilledWritersResumeWithoutTornOrDuplicateRows) {
     for (int i = 0; i < n_cells; ++i) {
       const std::string id = "cell-" + std::to_string(i);
       if (store.finished_cell_ids().count(id)) continue;
-      store.append_row({{"cell_id", id}, {"i", i}, {"payload", payload(i)}});
+      store.append_row(
+          ResultRow::from_json({{"cell_id", id}, {"i", i}, {"payload", payload(i)}}, "test row"));
     }
   };
   std::mt19937 rng(20240601);
@@ -203,9 +204,9 @@ TEST(ResultsStore, SigkilledWritersResumeWithoutTornOrDuplicateRows) {
   ASSERT_EQ(rows.size(), static_cast<size_t>(n_cells));
   std::set<std::string> ids;
   for (const auto& r : rows) {
-    const int i = r["i"].get<int>();
-    EXPECT_TRUE(ids.insert(r["cell_id"].get<std::string>()).second) << "duplicate " << r["cell_id"];
-    EXPECT_EQ(r["payload"].get<std::string>(), payload(i)) << "row " << i << " damaged";
+    const int i = r.extra["i"].get<int>();
+    EXPECT_TRUE(ids.insert(r.cell.cell_id).second) << "duplicate " << r.cell.cell_id;
+    EXPECT_EQ(r.extra["payload"].get<std::string>(), payload(i)) << "row " << i << " damaged";
   }
 }
 

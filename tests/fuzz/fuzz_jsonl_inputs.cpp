@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& p : prompt_set_load(path, 0)) (void)p.text.size();
   });
   fuzz::fuzz_expect_ok_or_input_error([&] {
-    for (const auto& row : results_read(path)) (void)row.dump();
+    for (const auto& row : results_read(path)) (void)row.to_json().dump();
   });
   fuzz::fuzz_expect_ok_or_input_error([&] { (void)trace_read_file(path).size(); });
   return 0;
