@@ -14,7 +14,8 @@ namespace speclab {
 std::string file_sha256(const std::string& path);
 
 // {spec, format, sha256, parameters, dtypes, weight_bytes_per_token, layers, dim, vocab}.
-// sha256 covers the weight files: the .gguf, or the directory's *.safetensors in name order;
+// sha256 covers the weight files: the .gguf (also when a directory holding it was named), or
+// the directory's *.safetensors in name order;
 // "synthetic" models are identified by their spec alone.
 nlohmann::json model_identity(const std::string& spec, const std::string& resolved_path,
                               const LlamaModel& model);
