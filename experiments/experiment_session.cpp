@@ -44,7 +44,8 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
     : config_(cfg) {
   SPECLAB_INPUT_CHECK(cfg.target.has_value(), cfg.file,
                       ": no target (simulator-only configs run with `speclab simulate`)");
-  if (cfg.generation.threads > 0) threads_set(cfg.generation.threads);
+  if (cfg.generation.threads > 0)
+    threads_set(cfg.generation.threads, cfg.where("generation.threads"));
   ctx_.config = &cfg;
   ctx_.interrupted = interrupted;
   target_model_ = llama_load(cfg.target->path);

@@ -60,7 +60,11 @@ ModelIdentity model_identity(const std::string& spec, const std::string& path_as
       sha = it->second;
     } else {
       std::vector<std::string> files;
-      if (fs::is_directory(resolved_path)) {
+      if (model.format == "gguf") {
+        // A directory holding one .gguf loads that file (model.path): hash it, so the
+        // directory and the file itself give the same identity.
+        files.push_back(model.path);
+      } else if (fs::is_directory(resolved_path)) {
         for (const auto& e : fs::directory_iterator(resolved_path))
           if (e.path().extension() == ".safetensors") files.push_back(e.path().string());
         std::sort(files.begin(), files.end());

@@ -26,7 +26,8 @@ struct ModelIdentity {
   std::optional<std::map<std::string, int64_t>> dtypes;  // dtype name -> tensor count
 };
 
-// sha256 covers the weight files: the .gguf, or the directory's *.safetensors in name order;
+// sha256 covers the weight files: the .gguf (also when a directory holding it was named), or
+// the directory's *.safetensors in name order;
 // "synthetic" models are identified by their spec alone.
 ModelIdentity model_identity(const std::string& spec, const std::string& resolved_path,
                              const LlamaModel& model);

@@ -1,6 +1,7 @@
 // speclab generate: one request, autoregressive (no --draft) or speculative (--draft SPEC).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -107,7 +108,7 @@ std::string render_drafts(const Tokenizer& tok, const GenerationResult& r) {
 }
 
 void run_generate(const GenerateArgs& a) {
-  if (a.threads > 0) threads_set(a.threads);
+  if (a.threads > 0) threads_set(a.threads, "--threads");
   SPECLAB_INPUT_CHECK(a.prompt.empty() != a.prompt_ids.empty(),
                       "arguments: give exactly one of --prompt and --prompt-ids");
   // Options of the drafting loop mean nothing without a drafter: refuse rather than ignore.
@@ -174,7 +175,29 @@ void run_generate(const GenerateArgs& a) {
   const int64_t model_ctx = target->config.max_seq_len;
   SPECLAB_INPUT_CHECK(model_ctx <= 0 || a.ctx <= model_ctx, "--ctx: ", a.ctx,
                       " exceeds the target's context length ", model_ctx, " (", a.target, ")");
-  auto runner_ptr = backend_create_runner(a.backend, *target, a.ctx, "--backend");
+  // A draft model's context bounds the run's too. It is loaded here, before the target's KV
+  // cache is sized: a default context the draft cannot serve shrinks to the draft's (the user
+  // asked for no particular length), while an explicit --ctx beyond it is refused.
+  std::unique_ptr<LlamaModel> draft_model;
+  if (!a.draft.empty() && drafter_spec_is_model(a.draft)) draft_model = llama_load(a.draft);
+  int64_t ctx = a.ctx;
+  const int64_t draft_ctx = draft_model ? draft_model->config.max_seq_len : 0;
+  if (draft_ctx > 0 && a.ctx > 0) {
+    SPECLAB_INPUT_CHECK(a.ctx <= draft_ctx, "--ctx: ", a.ctx,
+                        " exceeds the draft model's context length ", draft_ctx, " (", a.draft,
+                        ")");
+  } else if (draft_ctx > 0) {
+    const int64_t default_ctx = model_ctx > 0 ? std::min<int64_t>(model_ctx, 4096) : 4096;
+    if (draft_ctx < default_ctx) {
+      ctx = draft_ctx;
+      std::fprintf(stderr,
+                   "speclab: context limited to %lld tokens, the draft model's context length "
+                   "(%s); the default would be %lld\n",
+                   static_cast<long long>(ctx), a.draft.c_str(),
+                   static_cast<long long>(default_ctx));
+    }
+  }
+  auto runner_ptr = backend_create_runner(a.backend, *target, ctx, "--backend");
   TokenRunner& runner = *runner_ptr;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
                       "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
@@ -182,6 +205,12 @@ void run_generate(const GenerateArgs& a) {
   SPECLAB_INPUT_CHECK(a.trace.empty() || (!a.draft.empty() && a.tree.empty()),
                       "--trace: records the rounds of chain speculation; it needs --draft and "
                       "does not combine with --tree");
+  auto make_drafter = [&]() {
+    const TokenRunnerFactory factory = backend_runner_factory(a.backend, "--backend");
+    return draft_model
+               ? drafter_create_model(std::move(draft_model), a.draft, runner.max_ctx(), factory)
+               : drafter_create(a.draft, *target, runner.max_ctx(), factory);
+  };
   GenerationResult res;
   std::unique_ptr<Drafter> drafter;
   AcceptanceStats stats;
@@ -197,13 +226,11 @@ void run_generate(const GenerateArgs& a) {
     cfg.draft_sampling = req.sampling;
     if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
     sampling_validate(cfg.draft_sampling);
-    drafter = drafter_create(a.draft, *target, runner.max_ctx(),
-                             backend_runner_factory(a.backend, "--backend"));
+    drafter = make_drafter();
     res = generate_tree_speculative(runner, *drafter, req, cfg);
     stats.add(res.rounds);
   } else {
-    drafter = drafter_create(a.draft, *target, runner.max_ctx(),
-                             backend_runner_factory(a.backend, "--backend"));
+    drafter = make_drafter();
     SpeculativeConfig cfg;
     cfg.gamma = a.gamma;
     cfg.draft_sampling = req.sampling;

@@ -87,4 +87,13 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
                                         int64_t max_ctx,
                                         const TokenRunnerFactory& make_runner = {});
 
+// Whether drafter_create reads `spec` as a model path (not lookup, self: or ngram:).
+bool drafter_spec_is_model(const std::string& spec);
+
+// drafter_create for a draft model the caller has already loaded (from `spec`, the name used
+// in errors and reports): a caller that sizes the context by the draft's loads it once.
+std::unique_ptr<Drafter> drafter_create_model(std::unique_ptr<LlamaModel> model,
+                                              const std::string& spec, int64_t max_ctx,
+                                              const TokenRunnerFactory& make_runner = {});
+
 }  // namespace speclab

@@ -103,7 +103,17 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
   if (spec.rfind("ngram:", 0) == 0) {
     return ngram_drafter_load(spec.substr(6), vocab);
   }
-  auto model = llama_load(spec);
+  return drafter_create_model(llama_load(spec), spec, max_ctx, make_runner);
+}
+
+bool drafter_spec_is_model(const std::string& spec) {
+  return !(spec == "lookup" || spec.rfind("lookup:", 0) == 0 || spec.rfind("self:", 0) == 0 ||
+           spec.rfind("ngram:", 0) == 0);
+}
+
+std::unique_ptr<Drafter> drafter_create_model(std::unique_ptr<LlamaModel> model,
+                                              const std::string& spec, int64_t max_ctx,
+                                              const TokenRunnerFactory& make_runner) {
   SPECLAB_INPUT_CHECK(model->config.max_seq_len <= 0 || max_ctx <= model->config.max_seq_len,
                       "drafter '", spec, "': a context of ", max_ctx,
                       " tokens (generation.ctx) exceeds the draft model's context length ",

@@ -5,9 +5,11 @@
 // the tensor, both shapes and where the expected one came from.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -277,6 +279,17 @@ LlamaConfig llama_parse_hf_config(const ConfigJson& cj) {
   return c;
 }
 
+[[noreturn]] void fail_no_weights(const std::string& dir) {
+  fail_input(dir,
+             ": no model.safetensors, model.safetensors.index.json or .gguf file (expected "
+             "safetensors weights beside config.json, or exactly one .gguf file)");
+}
+
+bool has_safetensors(const std::string& dir) {
+  return path_exists(dir + "/model.safetensors") ||
+         path_exists(dir + "/model.safetensors.index.json");
+}
+
 std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
   auto model = std::make_unique<LlamaModel>();
   model->path = dir;
@@ -297,6 +310,7 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
   }
   llama_check_config(c, config_path);
 
+  if (!has_safetensors(dir)) fail_no_weights(dir);
   std::unique_ptr<SafetensorsSet> set = SafetensorsSet::open_dir(dir);
   auto tensor = [&](const std::string& name, const std::vector<int64_t>& shape) {
     const TensorView* t = set->find_tensor(name);
@@ -436,6 +450,32 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
   return model;
 }
 
+// A model directory holds its weights as safetensors (model.safetensors, or the shards of
+// model.safetensors.index.json) or as one GGUF file (the zoo ships quantized drafts that
+// way, beside their cards). "" = load it as an HF directory; otherwise the .gguf to load.
+// Safetensors win when both are present so a directory that loaded before loads the same.
+std::string model_dir_gguf(const std::string& dir) {
+  if (has_safetensors(dir)) return "";
+  std::vector<std::string> ggufs;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (ends_with(name, ".gguf") && path_is_file(e.path().string())) ggufs.push_back(name);
+  }
+  SPECLAB_INPUT_CHECK(!ec, dir, ": cannot list the directory (", ec.message(), ")");
+  std::sort(ggufs.begin(), ggufs.end());
+  if (ggufs.size() == 1) return dir + "/" + ggufs[0];
+  if (ggufs.empty()) {
+    // With a config.json, llama_load_hf_dir reports its errors first, then the missing weights.
+    if (path_exists(dir + "/config.json")) return "";
+    fail_no_weights(dir);
+  }
+  std::string names;
+  for (const std::string& g : ggufs) names += (names.empty() ? "" : ", ") + g;
+  fail_input(dir, ": ", ggufs.size(), " .gguf files (", names,
+             ") and no model.safetensors; expected exactly one, or name the file itself");
+}
+
 // Bytes of memory available for new weights: MemAvailable from /proc/meminfo, capped by
 // SPECLAB_MEMORY_LIMIT (bytes) when set (a user's own cap; tests use it). -1 if unknown.
 int64_t memory_available_bytes() {
@@ -490,7 +530,10 @@ std::unique_ptr<LlamaModel> llama_load(const std::string& path_as_written) {
   }
   // "org/name" that is not a local path: the snapshot in the Hugging Face cache.
   const std::string path = hf_resolve_model_path(path_as_written);
-  if (path_is_dir(path)) return llama_load_hf_dir(path);
+  if (path_is_dir(path)) {
+    const std::string gguf = model_dir_gguf(path);
+    return gguf.empty() ? llama_load_hf_dir(path) : llama_load_gguf(gguf);
+  }
   SPECLAB_INPUT_CHECK(path_is_file(path), path,
                       ": no such file or directory (expected an HF model directory, a .gguf "
                       "file or synthetic:<shape>)");

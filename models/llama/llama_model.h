@@ -29,7 +29,9 @@ struct LlamaModel {
 // Loads a model from
 //   a directory with config.json + model.safetensors (or shards + model.safetensors.index.json)
 //     + tokenizer.json or tokenizer.model,
-//   a .gguf file (llama architecture), or
+//   a .gguf file (llama architecture), or a directory without safetensors that holds exactly
+//     one .gguf file (that file; more than one, or none, is an InputError naming the directory),
+//     or
 //   "synthetic:<shape>[:dtype]" (seeded random weights in a real model's shapes; timing only).
 // Bad files throw InputError naming the file and what was wrong.
 std::unique_ptr<LlamaModel> llama_load(const std::string& path);

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <vector>
 
 #include "core/error.h"
 #include "core/input_file.h"
@@ -21,7 +22,15 @@ std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path_as_written) {
       const fs::path candidate = fs::path(path) / name;
       if (fs::exists(candidate, ec)) return tokenizer_load(candidate.string());
     }
-    fail_input(path, ": directory has no tokenizer.json or tokenizer.model");
+    // A model directory that holds its weights as one GGUF carries the vocabulary there.
+    std::vector<fs::path> ggufs;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.path().extension() == ".gguf" && fs::is_regular_file(e.path(), ec))
+        ggufs.push_back(e.path());
+    if (ggufs.size() == 1) return tokenizer_load(ggufs[0].string());
+    fail_input(path,
+               ": directory has no tokenizer.json or tokenizer.model (nor exactly one .gguf "
+               "file)");
   }
   SPECLAB_INPUT_CHECK(fs::exists(path, ec), path,
                       ": no such file, expected a tokenizer.json, tokenizer.model, .gguf or a "

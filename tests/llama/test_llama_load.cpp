@@ -11,8 +11,10 @@
 #include <limits>
 #include <random>
 
+#include "models/llama/llama_forward.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/weights_finite.h"
+#include "models/tokenizer/tokenizer_factory.h"
 #include "tests/external_test_data.h"
 #include "tests/formats/expect_input_error.h"
 #include "tests/formats/file_writers.h"
@@ -279,6 +281,9 @@ TEST(LlamaLoadHf, TokenizerLargerThanEmbeddingTable) {
 
 TEST(LlamaLoadHf, NotAModel) {
   TempDir dir;
+  expect_input_error([&] { llama_load(dir.path()); },
+                     {dir.path(), "no model.safetensors", "or exactly one .gguf file"});
+  write_text(dir.file("model.safetensors"), "");
   expect_input_error([&] { llama_load(dir.path()); }, {dir.path(), "no config.json"});
   write_text(dir.file("config.json"), "{not json");
   expect_input_error([&] { llama_load(dir.path()); }, {dir.file("config.json"), "not valid JSON"});
@@ -407,6 +412,61 @@ TEST(LlamaLoadGguf, VocabOnlyFileIsNotAModel) {
     GTEST_SKIP() << testing::external_data_skip_reason(
         "llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
   expect_input_error([&] { llama_load(path); }, {path, "'token_embd.weight' missing"});
+}
+
+// A directory that holds its weights as one GGUF file (the zoo ships the distilled draft that
+// way, beside its cards) loads that file: the same model as naming the file.
+TEST(LlamaLoadDir, ZooGgufDirectoryIsItsGguf) {
+  const std::string dir = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/smollm2-draft-distill";
+  const std::string file = dir + "/smollm2-draft-distill.Q8_0.gguf";
+  auto from_dir = llama_load(dir);
+  auto from_file = llama_load(file);
+  EXPECT_EQ(from_dir->format, "gguf");
+  EXPECT_EQ(from_dir->path, file);
+  EXPECT_EQ(from_dir->parameter_count(), from_file->parameter_count());
+  EXPECT_EQ(from_dir->config.n_layers, from_file->config.n_layers);
+  EXPECT_EQ(from_dir->config.max_seq_len, from_file->config.max_seq_len);
+  ASSERT_NE(from_dir->tokenizer, nullptr);
+  EXPECT_EQ(from_dir->tokenizer->encode("The quick brown fox", true),
+            from_file->tokenizer->encode("The quick brown fox", true));
+  const std::vector<int32_t> prompt = {1, 504, 2365, 6354, 16438};
+  LlamaRunner a(*from_dir, 16), b(*from_file, 16);
+  const float* la = a.forward(prompt.data(), static_cast<int64_t>(prompt.size()), true);
+  std::vector<float> first(la, la + from_dir->config.vocab_size);
+  const float* lb = b.forward(prompt.data(), static_cast<int64_t>(prompt.size()), true);
+  EXPECT_EQ(std::memcmp(first.data(), lb, first.size() * sizeof(float)), 0);
+  // As a tokenizer path the directory gives the GGUF's vocabulary.
+  EXPECT_EQ(tokenizer_load(dir)->vocab_size(), from_file->tokenizer->vocab_size());
+}
+
+TEST(LlamaLoadDir, SafetensorsWinOverAGgufBesideThem) {
+  TempDir dir;
+  std::map<std::string, std::vector<float>> values;
+  write_hf_dir(dir, tiny_config(), tiny_tensors(&values));
+  write_bytes(dir.file("tiny.gguf"), tiny_gguf(2).build());
+  EXPECT_EQ(llama_load(dir.path())->format, "hf");
+}
+
+TEST(LlamaLoadDir, OneGgufLoadsItMoreOrNoneAreErrors) {
+  TempDir dir;
+  write_text(dir.file("config.json"), tiny_config().dump());
+  write_text(dir.file("README.md"), "a card");
+  expect_input_error([&] { llama_load(dir.path()); },
+                     {dir.path(), ": no model.safetensors, model.safetensors.index.json or .gguf",
+                      "expected safetensors weights beside config.json, or exactly one .gguf"});
+  write_bytes(dir.file("b.gguf"), tiny_gguf(2).build());
+  auto m = llama_load(dir.path());
+  EXPECT_EQ(m->format, "gguf");
+  EXPECT_EQ(m->path, dir.file("b.gguf"));
+  EXPECT_EQ(m->config.n_layers, 2);  // from the GGUF, not config.json
+  write_bytes(dir.file("a.gguf"), tiny_gguf(1).build());
+  expect_input_error([&] { llama_load(dir.path()); },
+                     {dir.path(), "2 .gguf files (a.gguf, b.gguf)", "no model.safetensors",
+                      "expected exactly one, or name the file itself"});
+  // A directory named *.gguf is not a candidate.
+  ASSERT_EQ(::unlink(dir.file("a.gguf").c_str()), 0);
+  ASSERT_EQ(::mkdir(dir.file("c.gguf").c_str(), 0700), 0);
+  EXPECT_EQ(llama_load(dir.path())->path, dir.file("b.gguf"));
 }
 
 TEST(LlamaLoadGguf, RealSmolLM2) {
