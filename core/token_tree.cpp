@@ -3,7 +3,6 @@
 #include <cstdlib>
 
 #include "core/error.h"
-#include "core/tree_verify.h"
 
 namespace speclab {
 

@@ -21,6 +21,10 @@
 
 namespace speclab {
 
+// Proposals per node of a token tree: bounds a TreeShape's branching, and tree verification
+// (core/tree_verify.h) uses it to give each proposal of a node its own random draw.
+constexpr int kTreeMaxBranch = 16;
+
 struct TreeProposal {
   int32_t token = -1;
   int32_t child = -1;  // node index created by this proposal, or -1 (a repeat: no node)

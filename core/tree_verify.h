@@ -28,7 +28,6 @@
 
 namespace speclab {
 
-constexpr int kTreeMaxBranch = 16;  // proposals per node (also bounds TreeShape branching)
 
 struct TreeVerifyOutcome {
   std::vector<int32_t> path;  // accepted nodes, root excluded, in depth order

@@ -1,7 +1,7 @@
 #include "experiments/backend.h"
 
 #include "core/error.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #ifdef SPECLAB_HAVE_CUDA
 #include "core/cuda/cuda_device.h"
 #include "models/llama/cuda/cuda_llama_runner.h"

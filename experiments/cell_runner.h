@@ -31,7 +31,7 @@
 #include "experiments/run_conditions.h"
 #include "experiments/sweep.h"
 #include "models/drafters/drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
 
 namespace speclab {

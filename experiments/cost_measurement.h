@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 
 namespace speclab {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/threads.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab::testing {

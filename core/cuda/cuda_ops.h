@@ -1,4 +1,4 @@
-// The CUDA twins of core/cpu_ops.h (and the embedding lookup of llama_forward.cpp): same
+// The CUDA twins of core/cpu_ops.h (and the embedding lookup of llama_runner.cpp): same
 // names with a cuda_ prefix, same argument order, plus a stream. All pointers are device
 // pointers; every call is asynchronous on `stream`.
 #pragma once

@@ -23,7 +23,7 @@
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
 #include "models/drafters/drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
 #include "models/tokenizer/tokenizer_factory.h"
 

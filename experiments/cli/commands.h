@@ -1,6 +1,6 @@
 // Each speclab verb registers itself on the CLI11 app; one file per verb (cmd_<verb>.cpp).
 // A verb's callback throws InputError for bad input (exit 2) and CheckFailed for a failed
-// check (exit 1); main() turns those into the exit codes of the CLI contract (DESIGN.md).
+// check (exit 1); main() turns those into the exit codes of the CLI contract (docs/cli.md).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "models/decode/generation.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 
 namespace speclab {
 

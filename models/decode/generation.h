@@ -20,7 +20,7 @@ struct GenerationRequest {
   uint64_t request_id = 0;  // part of every random key: requests are independent
 };
 
-// One speculative round (DESIGN.md "round record"). The verifier's outcome is embedded as
+// One speculative round (docs/design.md, "One round"). The verifier's outcome is embedded as
 // it came (n_accepted, next_token, bonus and the per-position p_draft, q_draft, beta of
 // core/speculative_verify.h; a tree round fills n_accepted, next_token and bonus only).
 struct RoundRecord : VerifyOutcome {

@@ -23,7 +23,7 @@
 #include "core/gamma_policy.h"
 #include "models/decode/generation.h"
 #include "models/drafters/drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 
 namespace speclab {
 
@@ -33,7 +33,7 @@ struct SpeculativeConfig {
   double lenience = 1.0;          // paper A.5; 1 = exact
   DraftStopRule stop_rule;        // llama.cpp-style p_min early stop (0 = off)
   GammaPolicy* policy = nullptr;  // null = fixed gamma
-  // Synthetic acceptance (issue #6), for timing only; empty = off (the exact algorithm).
+  // Synthetic acceptance, for timing only; empty = off (the exact algorithm).
   // Per draft position i of a round, the probability of accepting d_i given d_0..d_{i-1} were
   // accepted; the last value repeats for later positions; each in (0, 1]. The drafter and
   // the target still run as in a real round (same calls, same k, same cache rollback), but

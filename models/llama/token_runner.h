@@ -63,7 +63,7 @@ class TokenRunner {
   virtual int64_t max_ctx() const = 0;
   virtual int64_t vocab() const = 0;
 
-  // One speculative verification where the logits are (DESIGN.md: on a GPU the round stays
+  // One speculative verification where the logits are (docs/design.md: on a GPU the round stays
   // on the device). Runs batch[0..n_draft] = [last, d_1..d_n] at positions
   // [n_past, n_past + n_draft + 1) like forward(), standardizes the n_draft + 1 logit rows
   // with `sampling` (sampling_standardize) and verifies the drafts against them

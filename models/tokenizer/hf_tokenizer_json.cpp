@@ -29,7 +29,7 @@ json read_json_file(const std::string& path) {
     return json_input_parse(text, path);
   } catch (const json::parse_error& e) {
     fail_input(path, ": not valid JSON at byte ", e.byte, ", expected a tokenizer JSON object");
-  } catch (const json::out_of_range& e) {  // a number like 1e999 (found by fuzzing, issue 8)
+  } catch (const json::out_of_range& e) {  // a number like 1e999 (found by fuzzing)
     fail_input(path, ": not valid JSON (", e.what(), ")");
   }
 }

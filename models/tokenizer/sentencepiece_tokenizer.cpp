@@ -28,7 +28,7 @@ class SentencePieceTokenizer : public Tokenizer {
       status = processor_.LoadFromSerializedProto(bytes);
     } catch (const std::exception& e) {
       // libsentencepiece's trie builder throws on some malformed models (an empty piece:
-      // "darts.h: failed to insert key: zero-length key"), found by fuzzing (issue 8).
+      // "darts.h: failed to insert key: zero-length key"), found by fuzzing.
       fail_input(path, ": not a usable SentencePiece model (", e.what(), ")");
     }
     SPECLAB_INPUT_CHECK(status.ok(), path, ": not a SentencePiece model protobuf (",

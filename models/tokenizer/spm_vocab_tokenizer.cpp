@@ -69,7 +69,7 @@ SpmVocabTokenizer::SpmVocabTokenizer(SpmVocabulary vocab) : vocab_(std::move(voc
       char tail = 0;
       SPECLAB_INPUT_CHECK(
           // %2X also takes a sign ("<0x-1>" reads 0xffffffff): hex digits only, found by
-          // fuzzing (an out-of-bounds write into byte_ids_, issue 8).
+          // fuzzing (an out-of-bounds write into byte_ids_).
           p.size() == 6 && std::isxdigit(static_cast<unsigned char>(p[3])) &&
               std::isxdigit(static_cast<unsigned char>(p[4])) &&
               std::sscanf(p.c_str(), "<0x%2X%c", &byte, &tail) == 2 && tail == '>' && byte < 256,

@@ -22,7 +22,7 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/threads.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_rope.h"
 #include "tests/bench/bench_common.h"
 

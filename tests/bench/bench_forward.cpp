@@ -17,7 +17,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/bench/bench_common.h"
 

@@ -1,7 +1,7 @@
 // The law of EVERY emitted token of a round, at the verifier level: chain rounds with gamma
 // 1..8 (positions 1..gamma+1: each draft position, its correction and the bonus) and tree
 // rounds of depth 3 and 4, top-k and sampled (depths 1..D+1), against the exact law of a
-// second-order Markov target (core/verify_exactness.h).
+// second-order Markov target (tests/exactness/verify_exactness.h).
 //
 // Statistics, per position j: Pearson chi-square of the observed triples
 // (t_{j-2}, t_{j-1}, t_j) against their exact law, at significance kAlpha = 1e-4 per
@@ -28,8 +28,8 @@
 #include "core/stats.h"
 #include "core/token_tree.h"
 #include "core/tree_verify.h"
-#include "core/verify_exactness.h"
-#include "tests/exactness_position_check.h"
+#include "tests/exactness/verify_exactness.h"
+#include "tests/exactness/exactness_position_check.h"
 
 namespace speclab {
 namespace {

@@ -22,7 +22,7 @@
 #include "core/sampling.h"
 #include "core/speculative_verify.h"
 #include "core/stats.h"
-#include "core/verify_exactness.h"
+#include "tests/exactness/verify_exactness.h"
 
 namespace speclab {
 namespace {

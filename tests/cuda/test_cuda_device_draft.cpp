@@ -22,7 +22,7 @@
 #include "models/drafters/draft_sampling.h"
 #include "models/drafters/model_drafter.h"
 #include "models/llama/cuda/cuda_llama_runner.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/cuda/draft_draw_check.h"

@@ -11,7 +11,7 @@
 #include "models/decode/speculative_decoder.h"
 #include "models/drafters/model_drafter.h"
 #include "models/llama/cuda/cuda_llama_runner.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/cuda/cuda_test_util.h"
 

@@ -13,7 +13,7 @@
 #include "core/sampling.h"
 #include "core/speculative_verify.h"
 #include "models/llama/cuda/cuda_llama_runner.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/cuda/cuda_test_util.h"
 

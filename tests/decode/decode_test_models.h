@@ -8,7 +8,7 @@
 #include "models/drafters/model_drafter.h"
 #include "models/drafters/ngram_drafter.h"
 #include "models/drafters/prompt_lookup_drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 
 namespace speclab {

@@ -15,7 +15,7 @@
 #include "core/sampling.h"
 #include "core/speculative_verify.h"
 #include "models/decode/generation.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 
 namespace speclab {
 namespace decode_test {

@@ -1,5 +1,5 @@
 // A target and a drafter with hand-made laws, for decoder tests whose exact output law is
-// known at every position (core/verify_exactness.h, MarkovPair):
+// known at every position (tests/exactness/verify_exactness.h, MarkovPair):
 //   MarkovRunner: a TokenRunner whose logits at a cache slot are log p(. | token of the
 //                 slot's parent, token of the slot) (second order). It keeps the token and
 //                 the parent of every slot like a KV cache, so a decoder that truncates,
@@ -18,7 +18,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/sampling.h"
-#include "core/verify_exactness.h"
+#include "tests/exactness/verify_exactness.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
 

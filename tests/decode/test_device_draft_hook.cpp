@@ -14,7 +14,7 @@
 #include "core/threads.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/drafters/model_drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "tests/decode/decode_test_models.h"
 #include "tests/decode/host_device_runners.h"
 

@@ -1,6 +1,6 @@
 // The law of every emitted token of a round, through the decoders (generate_speculative,
 // generate_tree_speculative), against the exact law of a second-order Markov target
-// (markov_test_models.h, core/verify_exactness.h).
+// (markov_test_models.h, tests/exactness/verify_exactness.h).
 //
 // Nothing is clamped: max_new_tokens = gamma + 2 (depth + 2), and each trial asserts that
 // its first round drafted the full gamma (the tree's full depth and node count for top-k).
@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "core/stats.h"
-#include "core/verify_exactness.h"
+#include "tests/exactness/verify_exactness.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
 #include "tests/decode/markov_test_models.h"
-#include "tests/exactness_position_check.h"
+#include "tests/exactness/exactness_position_check.h"
 
 namespace speclab {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "core/speculative_verify.h"
 #include "core/stats.h"
-#include "core/verify_exactness.h"
+#include "tests/exactness/verify_exactness.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"

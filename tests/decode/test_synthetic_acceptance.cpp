@@ -1,4 +1,4 @@
-// Synthetic acceptance (SpeculativeConfig::synthetic_accept, issue #6): real draft and target
+// Synthetic acceptance (SpeculativeConfig::synthetic_accept): real draft and target
 // calls, but each draft accepted with a configured per-position probability.
 //
 // Statistics: a tested position draws u from its own Philox key (seed, request, position,
@@ -22,7 +22,7 @@
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/drafters/model_drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "tests/decode/decode_test_models.h"
 
 namespace speclab {

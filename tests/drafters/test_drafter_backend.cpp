@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/drafters/drafter.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 
 namespace speclab {

@@ -1,4 +1,4 @@
-// `speclab run` with sweep.synthetic_acceptance (issue #6), end to end on the tiny zoo: the
+// `speclab run` with sweep.synthetic_acceptance end to end on the tiny zoo: the
 // synthetic cell's row carries the configured alpha, the measured one, and predictions made
 // at the configured alpha; the exact cell beside it is unchanged (and still checked for
 // greedy parity); tables.md shows the synthetic table.

@@ -1,4 +1,4 @@
-// Refusals before work starts (issue 8): generation.ctx longer than the target's context
+// Refusals before work starts: generation.ctx longer than the target's context
 // (through `speclab run`, exit 2, naming the key), and longer than a draft model's.
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-// Inputs that crashed tests/fuzz/fuzz_experiment_config, kept as regression tests (issue 8):
+// Inputs that crashed tests/fuzz/fuzz_experiment_config, kept as regression tests:
 // invalid UTF-8 in a config string reached nlohmann::json::dump() (config hash, result rows)
 // and escaped as json::type_error; YAML error text quoted control bytes. Each must now be a
 // one-line InputError, the UTF-8 one naming the line.

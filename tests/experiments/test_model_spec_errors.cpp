@@ -1,4 +1,4 @@
-// Bad model and drafter specs (issue 8's catalogue rows that had no test): each is an
+// Bad model and drafter specs (the bad-input catalogue's rows that had no test): each is an
 // InputError naming the spec and what was expected.
 #include <gtest/gtest.h>
 

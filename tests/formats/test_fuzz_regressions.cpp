@@ -1,4 +1,4 @@
-// Inputs that crashed tests/fuzz/fuzz_gguf, kept as regression tests (issue 8): the reader
+// Inputs that crashed tests/fuzz/fuzz_gguf, kept as regression tests: the reader
 // refuses each with a one-line InputError or reads it (those then fail in the tokenizer:
 // tests/tokenizer/test_fuzz_regressions.cpp). Fuzzing found GGUF key and tensor names
 // holding newlines echoed verbatim into messages; core/error.h now escapes them.

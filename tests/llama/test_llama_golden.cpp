@@ -22,7 +22,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "tests/golden_check.h"
 
 namespace speclab {

@@ -11,7 +11,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/dtype.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_synthetic.h"
 #include "models/llama/weights_finite.h"

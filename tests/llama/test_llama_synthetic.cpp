@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 
 namespace speclab {

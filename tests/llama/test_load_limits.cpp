@@ -1,4 +1,4 @@
-// Refusals before work starts (issue 8): a synthetic model larger than the available memory.
+// Refusals before work starts: a synthetic model larger than the available memory.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

@@ -14,7 +14,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 
 namespace speclab {

@@ -1,5 +1,5 @@
 // Inputs that crashed tests/fuzz/fuzz_tokenizer_model and fuzz_tokenizer_json, kept as regression
-// tests (issue 8): libsentencepiece's error text quoted a byte piece holding a newline, so the
+// tests: libsentencepiece's error text quoted a byte piece holding a newline, so the
 // InputError was two lines; and a model with an empty piece made its trie builder throw a
 // std::exception (darts.h "zero-length key") past our loader. Each must now be a one-line
 // InputError.

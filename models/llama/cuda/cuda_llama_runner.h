@@ -1,5 +1,5 @@
 // The Llama forward pass on a CUDA device: the twin of LlamaRunner
-// (models/llama/llama_forward.h) with the same API and the same order of operations, the
+// (models/llama/llama_runner.h) with the same API and the same order of operations, the
 // weights uploaded once from a LlamaModel and the KV cache in device memory.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "core/verify_exactness.h"
+#include "tests/exactness/verify_exactness.h"
 
 #include <algorithm>
 #include <cmath>

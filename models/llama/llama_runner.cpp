@@ -1,4 +1,4 @@
-#include "models/llama/llama_forward.h"
+#include "models/llama/llama_runner.h"
 
 #include <omp.h>
 
