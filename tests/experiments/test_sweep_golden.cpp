@@ -3,7 +3,8 @@
 // synthetic acceptance, trees at the first gamma only), loaded and expanded, compared to
 // tests/data/sweep/cell_ids.json. The data file was written by this test on the tree before
 // the sweep axes moved into one table (experiments/sweep_axes.h), so a passing test means
-// that table reproduces the ids, rows and hashes `--resume` and the result files rely on.
+// that table reproduces the ids, rows and hashes `--resume` and the result files rely on,
+// and that Cell::from_json reads those rows back.
 //
 // Regenerate (only when an id change is intended, and say so in the commit):
 //   SPECLAB_WRITE_SWEEP_GOLDEN=1 build/test_experiments --gtest_filter='SweepGolden.*'
@@ -139,6 +140,9 @@ TEST(SweepGolden, CellIdsRowsAndConfigHashesAreUnchanged) {
     for (size_t i = 0; i < want["cells"].size(); ++i) {
       // dump(): the JSON types too (4 vs 4.0), which the result files keep.
       EXPECT_EQ(got["cells"][i].dump(), want["cells"][i].dump()) << key << " cell " << i;
+      // Cell::from_json reads the old code's rows back to the same row.
+      EXPECT_EQ(Cell::from_json(want["cells"][i]).to_json().dump(), want["cells"][i].dump())
+          << key << " cell " << i;
       ++n_cells;
     }
   }
