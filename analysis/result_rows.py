@@ -21,30 +21,21 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "result_field
 ROW_FIELDS = {f["name"] for f in _DECLARED["fields"] if f["record"] == "row"}
 SAMPLE_FIELDS = {f["name"] for f in _DECLARED["fields"] if f["record"] == "samples[]"}
 RENAMED = dict(_DECLARED["renamed"])
-# The cell's own keys (the sweep axes, written by the sweep axis table, not the row's list).
-CELL_KEYS = {"cell_index", "cell_id", "drafter", "drafter_spec", "draft_temperature_same", "gamma",
-             "temperature", "draft_temperature", "top_k", "top_p", "lenience", "gamma_policy",
-             "p_min", "synthetic_acceptance", "tree"}
+# The sweep axes in expansion order (experiments/sweep_axes.h) and the cell's other keys.
+AXES = [a["key"] for a in _DECLARED["axes"]]
+CELL_KEYS = set(_DECLARED["cell_keys"]) | set(AXES)
 # The group rows of predictions.jsonl (row_type "group"; cell_prediction.h PredictionGroupRow).
 GROUP_ROW_KEYS = {"row_type", "group", "cell_ids", "predicted_best_cell_id", "predicted_best_gamma",
                   "predicted_best_policy", "predicted_best_speedup"}
+# Cell parameters other than drafter / temperature / gamma (every other sweep axis; an axis
+# that is off is absent from the row, None here); those that vary within a results file split a
+# panel into separate series.
+SERIES_KEYS = ["experiment"] + [k for k in AXES if k not in ("drafter", "temperature", "gamma")]
+
 # Retired fields that older result files carry and the plots still show for them (not renames:
 # another quantity): the in-sample "refined" prediction of early rows.
 RETIRED = {"predicted_speedup_refined"}
 
-# Cell parameters other than drafter / temperature / gamma; those that vary within a results
-# file split a panel into separate series.
-SERIES_KEYS = [
-    "experiment",
-    "draft_temperature",
-    "top_k",
-    "top_p",
-    "lenience",
-    "gamma_policy",
-    "p_min",
-    "synthetic_acceptance",  # absent (None) when off
-    "tree",
-]
 
 # A quantity -> the row keys that carry it, newest name first.
 #   predicted     the speedup prediction: out of sample (`speclab predict`'s cost and

@@ -2,9 +2,14 @@
 
 #include <sstream>
 
+#include "experiments/sweep_axes.h"
+
 namespace speclab {
 
-const std::vector<ConfigKey>& config_schema() {
+namespace {
+
+// Every key but the sweep axes', which come from their table (sweep_axes.h) after `sweep`.
+const std::vector<ConfigKey>& fixed_keys() {
   static const std::vector<ConfigKey> keys = {
       {"name", "string of [A-Za-z0-9._-]", "required", "",
        "the experiment's name; results go to `results/<name>/`"},
@@ -56,33 +61,32 @@ const std::vector<ConfigKey>& config_schema() {
        "measure the cost curve T(k) and c only: no prompts, no speculative runs"},
       {"sweep", "section", "required with a target", "",
        "the cells: the cross product of the axes; each axis is a list or a scalar"},
-      {"sweep.drafter", "list of names from `drafters`", "required", "", "the drafters"},
-      {"sweep.gamma", "list of integers in 1..64", "[4]", "[4]",
-       "tokens drafted per round (gamma_policy heuristic: the first gamma; entropy: gamma_max)"},
-      {"sweep.temperature", "list of numbers >= 0", "[0]", "[0]",
-       "target temperature (0 = greedy)"},
-      {"sweep.draft_temperature", "list of \"same\" or numbers >= 0", "[same]", "[same]",
-       "the drafts' temperature; same = the cell's temperature"},
-      {"sweep.top_k", "list of integers >= 0", "[0]", "[0]", "top-k filter (0 = off)"},
-      {"sweep.top_p", "list of numbers in (0, 1]", "[1.0]", "[1.0]", "top-p filter (1 = off)"},
-      {"sweep.lenience", "list of numbers in (0, 1]", "[1.0]", "[1.0]",
-       "paper A.5 lenience (1 = exact speculative sampling)"},
-      {"sweep.gamma_policy", "list of fixed, heuristic, entropy", "[fixed]", "[fixed]",
-       "how gamma changes between rounds (core/gamma_policy.h)"},
-      {"sweep.p_min", "list of numbers in [0, 1]", "[0.0]", "[0.0]",
-       "stop drafting when the draft's top probability falls below this (0 = never)"},
-      {"sweep.synthetic_acceptance", "list of off, numbers in (0, 1], or lists of them", "[off]",
-       "[off]",
-       "timing only: accept each draft with this probability (a list: per draft position, "
-       "the last repeating) instead of the exact test; the output is not the target's"},
-      {"sweep.tree", "list of off or tree shapes (3x2x1, 2x2:sample)", "[off]", "[off]",
-       "tree speculation; tree cells take the first gamma only and the exact settings"},
       {"simulate", "section", "optional", "", "simulator-only configs (no target)"},
       {"simulate.table", "paper-table1", "required", "", "the table `speclab simulate` prints"},
       {"gate", "section", "optional", "", "the acceptance gate of `speclab check`"},
       {"gate.sigmas", "number > 0", "4", "4",
        "tolerance in combined standard errors before a cell's alpha or tau counts as moved"},
   };
+  return keys;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_schema() {
+  // Rebuilt when the axis table changes (only a test's axis does that).
+  static std::vector<ConfigKey> keys;
+  static int built_for = -1;
+  if (built_for != sweep_axes_version()) {
+    keys.clear();
+    for (const ConfigKey& k : fixed_keys()) {
+      keys.push_back(k);
+      if (k.path != "sweep") continue;
+      for (const SweepAxis& a : sweep_axes())
+        keys.push_back({"sweep." + a.key, a.type, a.default_text,
+                        a.defaults.empty() ? "" : a.default_text, a.meaning});
+    }
+    built_for = sweep_axes_version();
+  }
   return keys;
 }
 
@@ -126,6 +130,26 @@ std::string config_reference_markdown() {
     md << "| `" << k.path << "` | " << k.type << " | " << k.fallback << " | " << k.meaning
        << " |\n";
   }
+  md << "\n## How to add a sweep axis\n\n"
+     << "The sweep axes are declared once, in the table of experiments/sweep_axes.cpp: one entry "
+        "per axis carries its key, type, default, the check of one value, this reference's "
+        "words, how a value is parsed from YAML, how it sets the cell's field, how it enters "
+        "the cell id and the result row (and is read back, Cell::from_json) and how result "
+        "tables label and print it. The loader, the validation (non-empty lists, duplicates, "
+        "the cell-count limit), the config hash, this reference, `sweep_expand` and the cell "
+        "ids all iterate over that table. To add an axis:\n\n"
+        "1. Add the typed field to `Cell` (experiments/sweep.h) that the decoder reads.\n"
+        "2. Add one entry to the table (e.g. `int_axis(...)` for an integer) at the position "
+        "the axis takes in the expansion order (the last entry varies fastest). Give it "
+        "`omit_at_default` when configs and cells that do not use it must keep their config "
+        "hash and cell ids: at its default it is then left out of the config's JSON and of "
+        "the cell id and row.\n"
+        "3. Regenerate this file: `build/bin/speclab config-reference > "
+        "docs/config-reference.md`.\n\n"
+        "tests/experiments/test_sweep_axes.cpp registers a test-only axis from the test file "
+        "alone and follows it through loading, validation, expansion, cell ids, rows and this "
+        "reference; tests/experiments/test_sweep_golden.cpp holds every committed config's "
+        "cell ids and config hash.\n";
   return md.str();
 }
 

@@ -2,7 +2,8 @@
 // The loader (experiment_config.cpp) takes each mapping's allowed keys from here, so a key
 // cannot exist without an entry; docs/config-reference.md is generated from it
 // (`speclab config-reference`), and a test fails when that file is stale or when a stated
-// default differs from what the loader does without the key.
+// default differs from what the loader does without the key. The `sweep.*` keys are not
+// written here: they come from the sweep axis table (experiments/sweep_axes.h).
 #pragma once
 
 #include <string>

@@ -17,8 +17,8 @@
 
 #include "core/error.h"
 #include "core/input_file.h"
-#include "core/tree_verify.h"
 #include "experiments/config_schema.h"
+#include "experiments/sweep_axes.h"
 #include "models/formats/hf_hub_cache.h"
 #include "models/tokenizer/utf8.h"
 
@@ -28,7 +28,6 @@ namespace speclab {
 
 namespace {
 
-const char* const kGammaPolicies[] = {"fixed", "heuristic", "entropy"};
 const char* const kSimulateTables[] = {"paper-table1"};
 
 std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
@@ -203,6 +202,29 @@ class MapReader {
   std::vector<std::string> keys_in_order_;
 };
 
+// The loader's reads, lent to the sweep axes' parsers (sweep_axes.h).
+class AxisReader : public SweepYamlReader {
+ public:
+  explicit AxisReader(Reader& r) : r_(r) {}
+  int integer(const YAML::Node& n, const std::string& p) override { return r_.scalar_int32(n, p); }
+  double number(const YAML::Node& n, const std::string& p) override {
+    return r_.scalar_double(n, p);
+  }
+  std::string string(const YAML::Node& n, const std::string& p) override {
+    return r_.scalar_string(n, p);
+  }
+  void record(const YAML::Node& n, const std::string& p) override { r_.record(n, p); }
+  std::string describe(const YAML::Node& n) override { return speclab::describe(n); }
+
+ protected:
+  void raise(const YAML::Node& n, const std::string& p, const std::string& message) override {
+    r_.fail(n, p, message);
+  }
+
+ private:
+  Reader& r_;
+};
+
 // The nearest ancestor of `dir` holding CMakeLists.txt and configs/; `dir` if none does.
 fs::path find_repo_root(const fs::path& dir) {
   std::error_code ec;
@@ -279,13 +301,6 @@ std::string apply_override(YAML::Node& root, const std::string& text) {
   }
   cur[segments.back()] = value;
   return key;
-}
-
-template <typename T>
-nlohmann::json list_json(const std::vector<T>& v) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& x : v) out.push_back(x);
-  return out;
 }
 
 }  // namespace
@@ -384,30 +399,34 @@ nlohmann::json ExperimentConfig::to_json() const {
                   {"confidence", measure.confidence},
                   {"cost_only", measure.cost_only}};
   if (sweep) {
-    nlohmann::json dt = nlohmann::json::array();
-    for (const auto& t : sweep->draft_temperature)
-      dt.push_back(t ? nlohmann::json(*t) : nlohmann::json("same"));
-    j["sweep"] = {{"drafter", list_json(sweep->drafter)},
-                  {"gamma", list_json(sweep->gamma)},
-                  {"temperature", list_json(sweep->temperature)},
-                  {"draft_temperature", dt},
-                  {"top_k", list_json(sweep->top_k)},
-                  {"top_p", list_json(sweep->top_p)},
-                  {"lenience", list_json(sweep->lenience)},
-                  {"gamma_policy", list_json(sweep->gamma_policy)},
-                  {"p_min", list_json(sweep->p_min)}};
-    // Written only when used, so configs without it keep their hash.
-    const auto& sa = sweep->synthetic_acceptance;
-    if (std::any_of(sa.begin(), sa.end(), [](const auto& v) { return !v.empty(); })) {
-      nlohmann::json a = nlohmann::json::array();
-      for (const auto& v : sa) a.push_back(v.empty() ? nlohmann::json("off") : list_json(v));
-      j["sweep"]["synthetic_acceptance"] = a;
+    // Axes at their default list that say so are left out, so configs that do not use
+    // them keep their hash (sweep_axes.h).
+    nlohmann::json sw = nlohmann::json::object();
+    for (const SweepAxis& axis : sweep_axes()) {
+      const std::vector<nlohmann::json>& values = sweep->values(axis.key);
+      if (axis.omit_at_default && values == axis.defaults) continue;
+      sw[axis.key] = values;
     }
-    if (!(sweep->tree.size() == 1 && sweep->tree[0] == "off")) j["sweep"]["tree"] = sweep->tree;
+    j["sweep"] = sw;
   }
   if (simulate) j["simulate"] = {{"table", simulate->table}};
   j["gate"] = {{"sigmas", gate.sigmas}};
   return j;
+}
+
+const std::vector<nlohmann::json>& SweepConfig::values(const std::string& key) const {
+  static const std::vector<nlohmann::json> kNone;
+  const auto it = axes.find(key);
+  if (it != axes.end()) return it->second;
+  // An axis without a list (a config made before the axis was registered) is at its default.
+  const SweepAxis* axis = sweep_axis(key);
+  return axis ? axis->defaults : kNone;
+}
+
+int SweepConfig::max_gamma() const {
+  int max_gamma = 0;
+  for (int g : gamma()) max_gamma = std::max(max_gamma, g);
+  return max_gamma;
 }
 
 std::string ExperimentConfig::config_hash() const { return experiment_hash_hex(to_json().dump()); }
@@ -532,60 +551,16 @@ ExperimentConfig experiment_config_load(const std::string& path,
   if (top.has("sweep")) {
     MapReader m(r, top.get("sweep"), "sweep", config_schema_children("sweep"));
     SweepConfig s;
-    auto str = [&](const YAML::Node& n, const std::string& p) { return r.scalar_string(n, p); };
-    auto i32 = [&](const YAML::Node& n, const std::string& p) { return r.scalar_int32(n, p); };
-    auto dbl = [&](const YAML::Node& n, const std::string& p) { return r.scalar_double(n, p); };
-    s.drafter = r.list<std::string>(m.require("drafter"), "sweep.drafter", str);
-    if (m.has("gamma")) s.gamma = r.list<int>(m.get("gamma"), "sweep.gamma", i32);
-    if (m.has("temperature"))
-      s.temperature = r.list<double>(m.get("temperature"), "sweep.temperature", dbl);
-    if (m.has("draft_temperature")) {
-      s.draft_temperature = r.list<std::optional<double>>(
-          m.get("draft_temperature"), "sweep.draft_temperature",
-          [&](const YAML::Node& n, const std::string& p) -> std::optional<double> {
-            if (n.IsScalar() && n.Scalar() == "same") return std::nullopt;
-            r.record(n, p);
-            if (n.IsScalar() && n.Tag() != "!") {
-              char* end = nullptr;
-              const double v = std::strtod(n.Scalar().c_str(), &end);
-              if (!n.Scalar().empty() && *end == '\0' && std::isfinite(v)) return v;
-            }
-            r.fail(n, p, "expected \"same\" or a number, got " + describe(n));
-          });
-    }
-    if (m.has("top_k")) s.top_k = r.list<int>(m.get("top_k"), "sweep.top_k", i32);
-    if (m.has("top_p")) s.top_p = r.list<double>(m.get("top_p"), "sweep.top_p", dbl);
-    if (m.has("lenience")) s.lenience = r.list<double>(m.get("lenience"), "sweep.lenience", dbl);
-    if (m.has("gamma_policy"))
-      s.gamma_policy = r.list<std::string>(m.get("gamma_policy"), "sweep.gamma_policy", str);
-    if (m.has("p_min")) s.p_min = r.list<double>(m.get("p_min"), "sweep.p_min", dbl);
-    if (m.has("tree")) s.tree = r.list<std::string>(m.get("tree"), "sweep.tree", str);
-    if (m.has("synthetic_acceptance")) {
-      // Each value: "off", a number, or a list of numbers (one per draft position).
-      s.synthetic_acceptance = r.list<std::vector<double>>(
-          m.get("synthetic_acceptance"), "sweep.synthetic_acceptance",
-          [&](const YAML::Node& n, const std::string& p) -> std::vector<double> {
-            const char* expected =
-                "expected off, a number in (0, 1] or a list of numbers in (0, 1] (one per "
-                "draft position), got ";
-            auto number = [&](const YAML::Node& x, const std::string& xp) -> double {
-              r.record(x, xp);
-              if (x.IsScalar() && x.Tag() != "!") {
-                char* end = nullptr;
-                const double v = std::strtod(x.Scalar().c_str(), &end);
-                if (!x.Scalar().empty() && *end == '\0' && std::isfinite(v)) return v;
-              }
-              r.fail(x, xp, expected + describe(x));
-            };
-            r.record(n, p);
-            if (n.IsScalar() && n.Scalar() == "off") return {};
-            if (n.IsScalar()) return {number(n, p)};
-            if (!n.IsSequence()) r.fail(n, p, expected + describe(n));
-            if (n.size() == 0) r.fail(n, p, std::string(expected) + "an empty list");
-            std::vector<double> per_position;
-            for (size_t j = 0; j < n.size(); ++j)
-              per_position.push_back(number(n[j], str_cat(p, "[", j, "]")));
-            return per_position;
+    AxisReader axis_reader(r);
+    for (const SweepAxis& axis : sweep_axes()) {
+      const std::string p = m.child_path(axis.key);
+      if (!axis.defaults.empty() && !m.has(axis.key)) {
+        s.axes[axis.key] = axis.defaults;
+        continue;
+      }
+      s.axes[axis.key] = r.list<nlohmann::json>(
+          m.require(axis.key), p, [&](const YAML::Node& n, const std::string& item_path) {
+            return axis.parse(n, item_path, axis_reader);
           });
     }
     c.sweep = s;
@@ -599,9 +574,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("sigmas")) c.gate.sigmas = r.scalar_double(m.get("sigmas"), "gate.sigmas");
   }
   if (!cost_curve_given) {
-    int max_gamma = 0;
-    if (c.sweep)
-      for (int g : c.sweep->gamma) max_gamma = std::max(max_gamma, g);
+    const int max_gamma = c.sweep ? c.sweep->max_gamma() : 0;
     c.measure.cost_curve_max_k = std::max(1, max_gamma + 1);
   }
   experiment_config_validate(c);
@@ -670,110 +643,36 @@ void experiment_config_validate(const ExperimentConfig& c) {
                 g.ctx));
 
   if (c.sweep) {
+    // Every axis of the table (sweep_axes.h), in its order.
     const SweepConfig& s = *c.sweep;
-    check(!s.drafter.empty(), "sweep.drafter", "expected a non-empty list of drafter names");
-    check(!s.gamma.empty(), "sweep.gamma", "expected a non-empty list");
-    check(!s.temperature.empty(), "sweep.temperature", "expected a non-empty list");
-    check(!s.draft_temperature.empty(), "sweep.draft_temperature", "expected a non-empty list");
-    check(!s.top_k.empty(), "sweep.top_k", "expected a non-empty list");
-    check(!s.top_p.empty(), "sweep.top_p", "expected a non-empty list");
-    check(!s.lenience.empty(), "sweep.lenience", "expected a non-empty list");
-    check(!s.gamma_policy.empty(), "sweep.gamma_policy", "expected a non-empty list");
-    check(!s.p_min.empty(), "sweep.p_min", "expected a non-empty list");
-    check(!s.synthetic_acceptance.empty(), "sweep.synthetic_acceptance",
-          "expected a non-empty list");
-    check(!s.tree.empty(), "sweep.tree", "expected a non-empty list");
+    for (const SweepAxis& axis : sweep_axes())
+      check(!s.values(axis.key).empty(), "sweep." + axis.key, axis.empty_message);
     // The number of cells, before sweep_expand allocates them (and before the duplicate
     // checks below, quadratic in an axis' length, run).
-    const size_t axes[] = {s.drafter.size(),     s.gamma.size(),
-                           s.temperature.size(), s.draft_temperature.size(),
-                           s.top_k.size(),       s.top_p.size(),
-                           s.lenience.size(),    s.gamma_policy.size(),
-                           s.p_min.size(),       s.synthetic_acceptance.size(),
-                           s.tree.size()};
     uint64_t n_cells = 1;
-    for (size_t n : axes)
-      n_cells = std::min<uint64_t>(n_cells * std::max<size_t>(n, 1), kMaxSweepCells + 1);
+    for (const SweepAxis& axis : sweep_axes())
+      n_cells = std::min<uint64_t>(n_cells * std::max<size_t>(s.values(axis.key).size(), 1),
+                                   kMaxSweepCells + 1);
     check(n_cells <= kMaxSweepCells, "sweep",
           str_cat("the axes' lengths multiply to more than ", kMaxSweepCells,
                   " cells (the limit); split the sweep into several configs"));
-    std::vector<std::string> known;
-    for (const auto& d : c.drafters) known.push_back(d.name);
-    const std::vector<std::string> policies(std::begin(kGammaPolicies), std::end(kGammaPolicies));
-    auto at = [](const char* axis, size_t i) { return str_cat("sweep.", axis, "[", i, "]"); };
-    for (size_t i = 0; i < s.drafter.size(); ++i)
-      check(c.find_drafter(s.drafter[i]) != nullptr, at("drafter", i),
-            "unknown drafter '" + s.drafter[i] + "' (known: " + join(known) + ")");
-    for (size_t i = 0; i < s.gamma.size(); ++i)
-      check(s.gamma[i] >= 1 && s.gamma[i] <= 64, at("gamma", i),
-            str_cat("expected an integer in 1..64, got ", s.gamma[i]));
-    for (size_t i = 0; i < s.temperature.size(); ++i)
-      check(s.temperature[i] >= 0, at("temperature", i),
-            str_cat("expected a number >= 0 (0 = greedy), got ", s.temperature[i]));
-    for (size_t i = 0; i < s.draft_temperature.size(); ++i)
-      check(
-          !s.draft_temperature[i] || *s.draft_temperature[i] >= 0, at("draft_temperature", i),
-          str_cat("expected \"same\" or a number >= 0, got ", s.draft_temperature[i].value_or(0)));
-    for (size_t i = 0; i < s.top_k.size(); ++i)
-      check(s.top_k[i] >= 0, at("top_k", i),
-            str_cat("expected an integer >= 0 (0 = off), got ", s.top_k[i]));
-    for (size_t i = 0; i < s.top_p.size(); ++i)
-      check(s.top_p[i] > 0 && s.top_p[i] <= 1, at("top_p", i),
-            str_cat("expected a number in (0, 1], got ", s.top_p[i]));
-    for (size_t i = 0; i < s.lenience.size(); ++i)
-      check(s.lenience[i] > 0 && s.lenience[i] <= 1, at("lenience", i),
-            str_cat("expected a number in (0, 1], got ", s.lenience[i]));
-    for (size_t i = 0; i < s.gamma_policy.size(); ++i)
-      check(std::count(policies.begin(), policies.end(), s.gamma_policy[i]) > 0,
-            at("gamma_policy", i),
-            "expected one of " + join(policies, " | ") + ", got '" + s.gamma_policy[i] + "'");
-    for (size_t i = 0; i < s.p_min.size(); ++i)
-      check(s.p_min[i] >= 0 && s.p_min[i] <= 1, at("p_min", i),
-            str_cat("expected a number in [0, 1], got ", s.p_min[i]));
-    for (size_t i = 0; i < s.synthetic_acceptance.size(); ++i) {
-      const auto& v = s.synthetic_acceptance[i];
-      for (size_t j = 0; j < v.size(); ++j)
-        check(v[j] > 0 && v[j] <= 1,
-              v.size() == 1 ? at("synthetic_acceptance", i)
-                            : str_cat(at("synthetic_acceptance", i), "[", j, "]"),
-              str_cat("expected an acceptance probability in (0, 1], got ", v[j]));
-    }
-    const bool any_synthetic =
-        std::any_of(s.synthetic_acceptance.begin(), s.synthetic_acceptance.end(),
-                    [](const auto& v) { return !v.empty(); });
-    check(!(any_synthetic && c.measure.cost_only), "sweep.synthetic_acceptance",
-          "expected off with measure.cost_only (cost-only runs make no speculative runs; their "
-          "predicted grid already spans alpha)");
-    // A repeated value would make two identical cells (same cell_id).
-    auto no_dups = [&](const char* axis, const auto& v) {
+    for (const SweepAxis& axis : sweep_axes()) {
+      const std::vector<nlohmann::json>& v = s.values(axis.key);
+      auto at = [&](size_t i) { return str_cat("sweep.", axis.key, "[", i, "]"); };
+      for (size_t i = 0; i < v.size(); ++i) {
+        const SweepAxisProblem problem = axis.check(v[i], c);
+        check(problem.message.empty(), at(i) + problem.suffix, problem.message);
+      }
+      if (axis.check_list) {
+        const std::string message = axis.check_list(v, c);
+        check(message.empty(), "sweep." + axis.key, message);
+      }
+      // A repeated value would make two identical cells (same cell_id).
       for (size_t i = 0; i < v.size(); ++i)
         for (size_t j = 0; j < i; ++j)
-          check(!(v[i] == v[j]), at(axis, i),
-                str_cat("duplicate value (same as sweep.", axis, "[", j, "])"));
-    };
-    no_dups("drafter", s.drafter);
-    no_dups("gamma", s.gamma);
-    no_dups("temperature", s.temperature);
-    no_dups("draft_temperature", s.draft_temperature);
-    no_dups("top_k", s.top_k);
-    no_dups("top_p", s.top_p);
-    no_dups("lenience", s.lenience);
-    no_dups("gamma_policy", s.gamma_policy);
-    no_dups("p_min", s.p_min);
-    no_dups("synthetic_acceptance", s.synthetic_acceptance);
-    for (size_t i = 0; i < s.tree.size(); ++i) {
-      if (s.tree[i] == "off") continue;
-      try {
-        tree_shape_parse(s.tree[i], "tree");
-      } catch (const InputError& e) {
-        check(false, at("tree", i),
-              str_cat("expected off or a tree shape such as 3x2x1 or 2x2:sample (branching 1..",
-                      kTreeMaxBranch, " per level, at most 256 nodes), got '", s.tree[i], "'"));
-      }
-      check(!c.measure.cost_only, at("tree", i),
-            "expected off with measure.cost_only (cost-only runs make no speculative runs)");
+          check(v[i] != v[j], at(i),
+                str_cat("duplicate value (same as sweep.", axis.key, "[", j, "])"));
     }
-    no_dups("tree", s.tree);
   }
   const MeasureConfig& m = c.measure;
   check(m.cost_curve_max_k >= 1 && m.cost_curve_max_k <= 65, "measure.cost_curve_max_k",
@@ -785,9 +684,7 @@ void experiment_config_validate(const ExperimentConfig& c) {
   check(m.confidence > 0 && m.confidence < 1, "measure.confidence",
         str_cat("expected a number in (0, 1), got ", m.confidence));
 
-  const int max_gamma = c.sweep && !c.sweep->gamma.empty()
-                            ? *std::max_element(c.sweep->gamma.begin(), c.sweep->gamma.end())
-                            : 0;
+  const int max_gamma = c.sweep ? c.sweep->max_gamma() : 0;
   check(m.cost_curve_max_k >= max_gamma + 1, "measure.cost_curve_max_k",
         str_cat("expected at least max(sweep.gamma) + 1 = ", max_gamma + 1,
                 " (the speedup prediction needs T(gamma + 1)), got ", m.cost_curve_max_k));

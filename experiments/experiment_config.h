@@ -43,36 +43,23 @@
 //     bootstrap_resamples: 1000   >= 1
 //     confidence: 0.95         in (0, 1)
 //     cost_only: false         measure T(k) only: no prompts, no speculative runs
-//   sweep:                     required with a target; each axis is a list or a scalar
-//     drafter: [names]         names from `drafters`
-//     gamma: [4]               1..64 (for gamma_policy heuristic: the initial gamma;
-//                              entropy: gamma_max)
-//     temperature: [0]         >= 0 (0 = greedy)
-//     draft_temperature: [same]   "same" (the cell's temperature) or a number >= 0
-//     top_k: [0]               >= 0 (0 = off)
-//     top_p: [1.0]             (0, 1]
-//     lenience: [1.0]          (0, 1] (1 = exact speculative sampling)
-//     gamma_policy: [fixed]    fixed | heuristic | entropy (core/gamma_policy.h)
-//     p_min: [0.0]             [0, 1] draft-confidence stop (0 = never)
-//     synthetic_acceptance: [off]   off, a number in (0, 1], or a list of them per draft
-//                              position (the last repeating): accept each draft with that
-//                              probability instead of the exact test (timing only: the output
-//                              is not the target's; SpeculativeConfig::synthetic_accept).
-//                              The axis is a list, so [0.5, 0.9] is two cells and
-//                              [[0.9, 0.8, 0.7]] one per-position cell.
-//     tree: [off]              off or tree shapes, e.g. [off, 3x2x1, "2x2:sample"]: tree
-//                              speculation (models/decode/tree_decoder.h). Tree cells replace
-//                              gamma by the tree's depth and exist only with the exact settings
-//                              (lenience 1, gamma_policy fixed, p_min 0, synthetic acceptance
-//                              off) and the first gamma value: one tree cell per combination
-//                              of the other axes.
+//   sweep:                     required with a target; each axis is a list or a scalar.
+//                              The axes (keys, types, defaults, checks, expansion order)
+//                              are declared once, in experiments/sweep_axes.cpp; the
+//                              generated docs/config-reference.md lists them:
+//     drafter: [names]         names from `drafters` (required)
+//     gamma: [4]               1..64
+//     temperature, draft_temperature ("same" = the cell's temperature), top_k, top_p,
+//     lenience, gamma_policy, p_min, synthetic_acceptance (timing only), tree (tree cells
+//     exist only with the exact settings and the first gamma, and take the tree's depth
+//     as gamma)
 //   simulate:                  optional; simulator-only configs have no target
 //     table: paper-table1      which table `speclab simulate` prints
 //   gate:                      optional; for `speclab check`
 //     sigmas: 4                tolerance in standard errors, > 0
 //
-// Only `sweep.drafter` is required within `sweep`; the other axes default to the single
-// value shown. Lists must be non-empty and hold no duplicate values.
+// Only `sweep.drafter` is required within `sweep`; the other axes default to a single value.
+// Lists must be non-empty and hold no duplicate values.
 //
 // Strings: `${VAR}` is replaced by the environment variable VAR (an error if it is unset),
 // `${VAR:?hint}` likewise with the hint in the error; a leading `~/` is $HOME.
@@ -143,19 +130,29 @@ struct MeasureConfig {
   bool cost_only = false;
 };
 
+// The sweep's axes, generic: the axes themselves are declared in experiments/sweep_axes.cpp
+// (one entry each), so this struct does not change when an axis is added.
 struct SweepConfig {
-  std::vector<std::string> drafter;
-  std::vector<int> gamma{4};
-  std::vector<double> temperature{0.0};
-  std::vector<std::optional<double>> draft_temperature{std::nullopt};  // nullopt = "same"
-  std::vector<int> top_k{0};
-  std::vector<double> top_p{1.0};
-  std::vector<double> lenience{1.0};
-  std::vector<std::string> gamma_policy{"fixed"};
-  std::vector<double> p_min{0.0};
-  // Per value: empty = off, else per-position accept probabilities (last repeats).
-  std::vector<std::vector<double>> synthetic_acceptance{{}};
-  std::vector<std::string> tree{"off"};  // "off" or a tree shape (core/token_tree.h)
+  // Axis key -> its values in file order, each in the axis' canonical JSON form (4, 0.5,
+  // "same", "off", [0.9, 0.6], "3x2x1"); after loading, every axis has its list (the
+  // default list when the file has no key).
+  std::map<std::string, std::vector<nlohmann::json>> axes;
+
+  // The values of axis `key`; the axis' default list when the map has none, an empty list
+  // for a key that is no axis.
+  const std::vector<nlohmann::json>& values(const std::string& key) const;
+  // The values converted to T (int, double, std::string, ...); only for axes whose values
+  // all have that type.
+  template <typename T>
+  std::vector<T> list(const std::string& key) const {
+    std::vector<T> out;
+    for (const auto& v : values(key)) out.push_back(v.get<T>());
+    return out;
+  }
+  // Typed views for the code that reads them.
+  std::vector<std::string> drafter() const { return list<std::string>("drafter"); }
+  std::vector<int> gamma() const { return list<int>("gamma"); }
+  int max_gamma() const;  // 0 for no gamma values
 };
 
 struct SimulateConfig {

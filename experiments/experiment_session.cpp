@@ -99,7 +99,7 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
   // Every drafter of the sweep, before the first cell: a drafter that cannot serve the run
   // (a shorter context than generation.ctx, another vocabulary or tokenizer) is refused now,
   // not after the other drafters' cells have run for minutes.
-  for (const std::string& name : cfg.sweep ? cfg.sweep->drafter : std::vector<std::string>{}) {
+  for (const std::string& name : cfg.sweep ? cfg.sweep->drafter() : std::vector<std::string>{}) {
     if (drafters_.count(name)) continue;
     const DrafterEntry* entry = cfg.find_drafter(name);
     SPECLAB_ASSERT(entry != nullptr);  // experiment_config_validate checked it

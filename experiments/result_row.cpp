@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "experiments/sweep_axes.h"
 
 namespace speclab {
 
@@ -288,8 +289,15 @@ nlohmann::json result_fields_json() {
                       {"meaning", f.meaning}});
   nlohmann::json renamed = nlohmann::json::object();
   for (const auto& [old_name, new_name] : kRenamedFields) renamed[old_name] = new_name;
-  return {
-      {"generated_by", "speclab result-fields --json"}, {"fields", fields}, {"renamed", renamed}};
+  // The cell's own keys: its id and index, then one per sweep axis (experiments/sweep_axes.h),
+  // with the drafter's spec beside its name and whether the draft temperature followed T.
+  nlohmann::json axes = nlohmann::json::array();
+  for (const SweepAxis& a : sweep_axes()) axes.push_back({{"key", a.key}, {"label", a.label}});
+  return {{"generated_by", "speclab result-fields --json"},
+          {"fields", fields},
+          {"renamed", renamed},
+          {"cell_keys", {"cell_index", "cell_id", "drafter_spec", "draft_temperature_same"}},
+          {"axes", axes}};
 }
 
 }  // namespace speclab

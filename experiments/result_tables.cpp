@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "experiments/category_tables.h"
+#include "experiments/sweep_axes.h"
 
 namespace speclab {
 
@@ -121,12 +122,14 @@ TableFormat table_format_parse(const std::string& name) {
 
 namespace {
 
-// The settings of a cell other than gamma and the gamma policy, as table text: cells with the
-// same key differ only in gamma (the speedup-vs-gamma tables).
-std::vector<std::string> gamma_group_key(const Cell& c, const CellFormat& f) {
-  return {c.drafter,         f.fmt(c.temperature, 1), f.fmt(c.draft_temperature, 2),
-          f.fmt(c.top_k, 0), f.fmt(c.top_p, 2),       f.fmt(c.lenience, 2),
-          f.fmt(c.p_min, 2)};
+// The settings of a cell other than gamma and the gamma policy, as each sweep axis writes
+// itself in tables (experiments/sweep_axes.h): cells with the same key differ only in gamma
+// (the speedup-vs-gamma tables). The first two are the drafter and the temperature.
+std::vector<std::string> gamma_group_key(const Cell& c) {
+  std::vector<std::string> key;
+  for (const auto& [label, text] : sweep_axes_table_key(c, {"gamma", "gamma_policy"}))
+    key.push_back(text);
+  return key;
 }
 
 // The tables of the rows of one config.
@@ -217,7 +220,7 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
       const int g = r->cell.gamma;
       gammas.insert(g);
       // Cells that differ only in gamma.
-      const std::vector<std::string> key = gamma_group_key(r->cell, f);
+      const std::vector<std::string> key = gamma_group_key(r->cell);
       grid[key].measured[g] = row_value(r->speedup);
       grid[key].predicted[g] = row_value(r->predicted_speedup);
     }

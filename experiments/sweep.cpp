@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/token_tree.h"
+#include "experiments/sweep_axes.h"
 
 namespace speclab {
 
@@ -24,20 +25,11 @@ SamplingParams Cell::draft_sampling() const {
 
 namespace {
 
-// The parameters that define what a cell measures (no index, no id, no drafter name).
+// The parameters that define what a cell measures (no index, no id, no drafter name): each
+// axis' keys (sweep_axes.h).
 nlohmann::json cell_params_json(const Cell& c) {
-  nlohmann::json j = {{"drafter_spec", c.drafter_ref.spec},
-                      {"gamma", c.gamma},
-                      {"temperature", c.temperature},
-                      {"draft_temperature", c.draft_temperature},
-                      {"top_k", c.top_k},
-                      {"top_p", c.top_p},
-                      {"lenience", c.lenience},
-                      {"gamma_policy", c.gamma_policy},
-                      {"p_min", c.p_min}};
-  // Only when on: cells without it keep the ids they had before the axis existed.
-  if (!c.synthetic_acceptance.empty()) j["synthetic_acceptance"] = c.synthetic_acceptance;
-  if (c.tree.depth() > 0) j["tree"] = c.tree.to_string();
+  nlohmann::json j = nlohmann::json::object();
+  for (const SweepAxis& axis : sweep_axes()) axis.write_id(c, j);
   return j;
 }
 
@@ -45,11 +37,20 @@ nlohmann::json cell_params_json(const Cell& c) {
 
 nlohmann::json Cell::to_json() const {
   nlohmann::json j = cell_params_json(*this);
+  for (const SweepAxis& axis : sweep_axes())
+    if (axis.write_row_extra) axis.write_row_extra(*this, j);
   j["cell_index"] = index;
   j["cell_id"] = cell_id;
-  j["drafter"] = drafter;
-  j["draft_temperature_same"] = draft_temperature_same;
   return j;
+}
+
+Cell Cell::from_json(const nlohmann::json& row) {
+  Cell c;
+  c.index = row.value("cell_index", 0);
+  c.cell_id = row.value("cell_id", std::string());
+  // In table order: draft_temperature's default ("same") reads the temperature before it.
+  for (const SweepAxis& axis : sweep_axes()) axis.read_row(row, c);
+  return c;
 }
 
 std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
@@ -63,76 +64,33 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
       experiment_identity.contains("prompts") ? experiment_identity["prompts"] : nlohmann::json();
   identity["generation"] = experiment_identity["generation"];
 
+  // Nested loops over the axes as an odometer: position[k] indexes axis k's values, the last
+  // axis turning fastest.
+  const std::vector<SweepAxis>& axes = sweep_axes();
+  std::vector<const std::vector<nlohmann::json>*> values;
+  for (const SweepAxis& axis : axes) {
+    values.push_back(&s.values(axis.key));
+    if (values.back()->empty()) return {};  // experiment_config_validate refuses this
+  }
+  std::vector<size_t> position(axes.size(), 0);
   std::vector<Cell> cells;
   std::set<std::string> seen;
-  for (const auto& drafter : s.drafter)
-    for (int gamma : s.gamma)
-      for (double temperature : s.temperature)
-        for (const auto& draft_temperature : s.draft_temperature)
-          for (int top_k : s.top_k)
-            for (double top_p : s.top_p)
-              for (double lenience : s.lenience)
-                for (const auto& policy : s.gamma_policy)
-                  for (double p_min : s.p_min) {
-                    const DrafterEntry* entry = config.find_drafter(drafter);
-                    SPECLAB_ASSERT(entry != nullptr);  // experiment_config_validate checked it
-                    Cell c;
-                    c.drafter = drafter;
-                    c.drafter_ref = entry->ref;
-                    c.gamma = gamma;
-                    c.temperature = temperature;
-                    c.draft_temperature_same = !draft_temperature.has_value();
-                    c.draft_temperature = draft_temperature.value_or(temperature);
-                    c.top_k = top_k;
-                    c.top_p = top_p;
-                    c.lenience = lenience;
-                    c.gamma_policy = policy;
-                    c.p_min = p_min;
-                    identity["cell"] = cell_params_json(c);
-                    c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
-                    if (!seen.insert(c.cell_id).second) continue;  // same cell written twice
-                    c.index = static_cast<int>(cells.size());
-                    cells.push_back(std::move(c));
-                  }
-  // synthetic_acceptance, the innermost axis: each cell above once per value, in file order
-  // ("off" leaves the cell as it is, id included). The values are distinct (validated), so
-  // the ids stay unique.
-  const auto& synthetic_axis = s.synthetic_acceptance;
-  if (!(synthetic_axis.size() == 1 && synthetic_axis[0].empty())) {
-    std::vector<Cell> expanded;
-    for (const Cell& base : cells)
-      for (const auto& synthetic : synthetic_axis) {
-        Cell c = base;
-        c.synthetic_acceptance = synthetic;
-        identity["cell"] = cell_params_json(c);
-        c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
-        c.index = static_cast<int>(expanded.size());
-        expanded.push_back(std::move(c));
+  while (true) {
+    Cell c;
+    bool exists = true;
+    for (size_t k = 0; k < axes.size() && exists; ++k)
+      exists = axes[k].apply((*values[k])[position[k]], config, c);
+    if (exists) {
+      identity["cell"] = cell_params_json(c);
+      c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
+      if (seen.insert(c.cell_id).second) {  // else the same cell written twice
+        c.index = static_cast<int>(cells.size());
+        cells.push_back(std::move(c));
       }
-    cells = std::move(expanded);
-  }
-  // tree, outermost of the post-expansions: each value once per cell above; "off" keeps the
-  // chain cell. A tree cell exists only for exact chain settings (lenience 1, fixed policy,
-  // p_min 0, synthetic off) at the first gamma, and takes the tree's depth as its gamma.
-  if (!(s.tree.size() == 1 && s.tree[0] == "off")) {
-    std::vector<Cell> expanded;
-    for (const Cell& base : cells)
-      for (const auto& tree : s.tree) {
-        Cell c = base;
-        if (tree != "off") {
-          const bool exact = base.lenience == 1.0 && base.gamma_policy == "fixed" &&
-                             base.p_min == 0.0 && base.synthetic_acceptance.empty() &&
-                             base.gamma == s.gamma.front();
-          if (!exact) continue;
-          c.tree = tree_shape_parse(tree, "sweep.tree");
-          c.gamma = c.tree.depth();
-          identity["cell"] = cell_params_json(c);
-          c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
-        }
-        c.index = static_cast<int>(expanded.size());
-        expanded.push_back(std::move(c));
-      }
-    cells = std::move(expanded);
+    }
+    size_t k = axes.size();
+    while (k > 0 && ++position[k - 1] == values[k - 1]->size()) position[--k] = 0;
+    if (k == 0) break;
   }
   return cells;
 }

@@ -1,25 +1,31 @@
 // Sweep expansion: an experiment's `sweep` axes crossed into cells, one measured setting each.
 //
+// The axes are declared once, in the table of experiments/sweep_axes.cpp (sweep_axes.h):
+// parsing, checks, defaults, how each sets a Cell field, enters the cell id and the row.
 // Order (stable, documented, what `--shard` and the result files rely on): nested loops over
-// the axes in schema order, the first axis outermost and the last varying fastest:
+// the axes in table order, the first axis outermost and the last varying fastest:
 //   drafter, gamma, temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min,
-//   synthetic_acceptance, then tree (see experiment_config.h for which cells get trees)
+//   synthetic_acceptance, tree
 // Within an axis, values keep their order in the file. Drafter outermost means a run loads
 // each draft model once. A combination identical to an earlier one after resolution
 // (draft_temperature "same" and the same number written out) is dropped, so cell ids are
-// unique.
+// unique. A tree cell exists only for the exact chain settings (lenience 1, gamma_policy
+// fixed, p_min 0, synthetic acceptance off) at the first gamma value, and takes the tree's
+// depth as its gamma; other combinations with a tree are no cell.
 //
 // cell_id: 12 hex digits of a hash of the canonical JSON (sorted keys) of
 //   { cell: the resolved parameters with the drafter's spec (not its name),
 //     target: target spec, prompts: {file spec, limit, chat_template} or null,
 //     generation: every generation setting }
-// synthetic_acceptance enters the cell's parameters only when it is on, so the ids of cells
-// without it are what they were before the axis existed.
+// with one key per axis (drafter as `drafter_spec`). synthetic_acceptance and tree (axes
+// with omit_at_default) enter the cell's parameters only when on, so the ids of cells
+// without them are what they were before those axes existed.
 // Specs are as written in the config, not resolved paths, so ids agree across machines and
 // checkouts; anything that changes what a cell measures changes its id, which is what
 // `--resume` relies on to skip finished cells.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,13 +53,19 @@ struct Cell {
   double p_min = 0;
   std::vector<double> synthetic_acceptance;  // empty = off; else per position, last repeats
   TreeShape tree;  // parsed once by sweep_expand; depth 0 = a chain cell (rows: "3x2x1:topk")
+  // Values of axes declared without a typed field (a test's axis): key -> canonical JSON.
+  std::map<std::string, nlohmann::json> other_axes;
 
   SamplingParams target_sampling() const;
   SamplingParams draft_sampling() const;  // the draft temperature, the same top-k / top-p
-  // Flat: cell_index, cell_id, drafter, drafter_spec, and every parameter above
-  // (synthetic_acceptance only when on).
+  // Flat: cell_index, cell_id, drafter, drafter_spec, draft_temperature_same and each axis'
+  // key (synthetic_acceptance and tree only when on); integers as JSON integers, numbers as
+  // doubles. The cell part of a result row.
   nlohmann::json to_json() const;
-  // The inverse of to_json() for a result row (axes a row lacks take their defaults).
+  // The inverse of to_json() on a flat result row (other keys are ignored): an axis the row
+  // lacks (a row written before the axis existed) takes the axis' default. drafter_ref.path
+  // stays empty (rows carry specs, not this machine's paths). Throws nlohmann::json's
+  // type_error on a key of the wrong JSON type, InputError on a bad tree shape.
   static Cell from_json(const nlohmann::json& row);
 };
 

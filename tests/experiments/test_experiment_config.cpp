@@ -63,12 +63,12 @@ TEST_F(ConfigTest, LoadsTypedValuesAndDefaults) {
   EXPECT_EQ(c.drafters[0].ref.path, "lookup:n=3");
   EXPECT_EQ(c.drafters[1].name, "b");
   ASSERT_TRUE(c.sweep.has_value());
-  EXPECT_EQ(c.sweep->gamma, (std::vector<int>{1, 2, 4}));
-  EXPECT_EQ(c.sweep->temperature, (std::vector<double>{0, 1}));
-  EXPECT_EQ(c.sweep->top_p, (std::vector<double>{1.0}));
-  EXPECT_EQ(c.sweep->gamma_policy, (std::vector<std::string>{"fixed"}));
-  ASSERT_EQ(c.sweep->draft_temperature.size(), 1u);
-  EXPECT_FALSE(c.sweep->draft_temperature[0].has_value());
+  EXPECT_EQ(c.sweep->gamma(), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(c.sweep->list<double>("temperature"), (std::vector<double>{0, 1}));
+  EXPECT_EQ(c.sweep->list<double>("top_p"), (std::vector<double>{1.0}));
+  EXPECT_EQ(c.sweep->list<std::string>("gamma_policy"), (std::vector<std::string>{"fixed"}));
+  ASSERT_EQ(c.sweep->values("draft_temperature").size(), 1u);
+  EXPECT_EQ(c.sweep->values("draft_temperature")[0], "same");
   EXPECT_EQ(c.generation.max_new_tokens, 64);
   EXPECT_EQ(c.generation.ctx, 1024);
   EXPECT_TRUE(c.measure.baseline);
@@ -82,10 +82,10 @@ TEST_F(ConfigTest, LoadsTypedValuesAndDefaults) {
 TEST_F(ConfigTest, ScalarsStandForOneElementListsAndSameIsAWord) {
   const ExperimentConfig c = experiment_config_load(
       write(std::string(kBase) + "  top_k: 40\n  draft_temperature: [same, 0.5]\n"));
-  EXPECT_EQ(c.sweep->top_k, (std::vector<int>{40}));
-  ASSERT_EQ(c.sweep->draft_temperature.size(), 2u);
-  EXPECT_FALSE(c.sweep->draft_temperature[0].has_value());
-  EXPECT_EQ(c.sweep->draft_temperature[1].value(), 0.5);
+  EXPECT_EQ(c.sweep->list<int>("top_k"), (std::vector<int>{40}));
+  ASSERT_EQ(c.sweep->values("draft_temperature").size(), 2u);
+  EXPECT_EQ(c.sweep->values("draft_temperature")[0], "same");
+  EXPECT_EQ(c.sweep->values("draft_temperature")[1], 0.5);
 }
 
 // Each bad input: one line naming file:line, the YAML path, and what was expected.
@@ -215,24 +215,24 @@ TEST_F(ConfigTest, SweepSemantics) {
 // sweep.synthetic_acceptance: off, a probability, or a per-position list of them.
 TEST_F(ConfigTest, SyntheticAcceptanceAxis) {
   const ExperimentConfig plain = experiment_config_load(write(kBase));
-  ASSERT_EQ(plain.sweep->synthetic_acceptance.size(), 1u);
-  EXPECT_TRUE(plain.sweep->synthetic_acceptance[0].empty());  // default: off
+  ASSERT_EQ(plain.sweep->values("synthetic_acceptance").size(), 1u);
+  EXPECT_EQ(plain.sweep->values("synthetic_acceptance")[0], "off");  // default: off
   // Off, written out, is the default: the config hash does not change.
   EXPECT_EQ(experiment_config_load(write(std::string(kBase) + "  synthetic_acceptance: off\n"))
                 .config_hash(),
             plain.config_hash());
   const ExperimentConfig c = experiment_config_load(
       write(std::string(kBase) + "  synthetic_acceptance: [off, 0.5, 1, [0.9, 0.8, 0.7]]\n"));
-  EXPECT_EQ(c.sweep->synthetic_acceptance,
-            (std::vector<std::vector<double>>{{}, {0.5}, {1.0}, {0.9, 0.8, 0.7}}));
+  EXPECT_EQ(nlohmann::json(c.sweep->values("synthetic_acceptance")),
+            nlohmann::json::parse(R"(["off", [0.5], [1.0], [0.9, 0.8, 0.7]])"));
   EXPECT_NE(c.config_hash(), plain.config_hash());
   EXPECT_EQ(c.to_json()["sweep"]["synthetic_acceptance"],
             nlohmann::json::parse(R"(["off", [0.5], [1.0], [0.9, 0.8, 0.7]])"));
   EXPECT_EQ(experiment_config_load(write(std::string(kBase) + "  synthetic_acceptance: 0.8\n"))
-                .sweep->synthetic_acceptance,
+                .sweep->list<std::vector<double>>("synthetic_acceptance"),
             (std::vector<std::vector<double>>{{0.8}}));
   EXPECT_EQ(experiment_config_load(write(kBase), {"sweep.synthetic_acceptance=[0.6, [1, 0.5]]"})
-                .sweep->synthetic_acceptance,
+                .sweep->list<std::vector<double>>("synthetic_acceptance"),
             (std::vector<std::vector<double>>{{0.6}, {1.0, 0.5}}));
 }
 
@@ -310,7 +310,7 @@ TEST_F(ConfigTest, OverridesApplyBeforeValidation) {
   const ExperimentConfig c = experiment_config_load(
       path, {"sweep.gamma=[2,8]", "generation.max_new_tokens=16", "target=models/other",
              "measure.cost_only=true", "drafters.c=self:skip=2-5"});
-  EXPECT_EQ(c.sweep->gamma, (std::vector<int>{2, 8}));
+  EXPECT_EQ(c.sweep->gamma(), (std::vector<int>{2, 8}));
   EXPECT_EQ(c.generation.max_new_tokens, 16);
   EXPECT_EQ(c.target->spec, "models/other");
   EXPECT_TRUE(c.measure.cost_only);
