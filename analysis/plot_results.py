@@ -24,7 +24,7 @@ every figure (result_rows.drafter_colors):
                         layout), one bar per drafter and category with its 95% bootstrap
                         interval, one column of panels per temperature; read from
                         RESULTS_DIR/tables.json (`speclab run` writes it; the intervals are
-                        speclab's prompt-clustered bootstrap, experiments/category_tables.h)
+                        speclab's prompt-clustered bootstrap, experiments/results/category_tables.h)
 
 Missing fields are skipped (rows from runs without a baseline have no speedup; cost-only rows
 have no acceptance). Exit codes: 0 written, or nothing to plot (said on stderr); 1 matplotlib

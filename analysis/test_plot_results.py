@@ -4,7 +4,7 @@
     python3 analysis/test_plot_results.py
 
 Plain asserts; exit 0 when all pass. Uses the synthetic fixture analysis/testdata/results.jsonl
-(rows with the fields experiments/cell_runner.cpp writes: measured cells with and without a
+(rows with the fields experiments/measure/cell_runner.cpp writes: measured cells with and without a
 baseline, and cost-only rows with predicted_grid) and analysis/testdata/categories/ (a tiny-zoo
 run with two prompt categories: results.jsonl, tables.json and tables.md as `speclab run` wrote
 them). Set SPECLAB_BIN to a built speclab to also
@@ -225,7 +225,7 @@ def test_simulator(tmp):
 
 
 def test_row_field_names_are_declared(tmp):
-    """Every row key the scripts read by name is a field of experiments/result_row.h (through
+    """Every row key the scripts read by name is a field of experiments/results/result_row.h (through
     the generated analysis/result_fields.json), a cell key, a rename's old name or a listed
     retired field: a field renamed or dropped in C++ fails here, not silently in a plot."""
     import re

@@ -6,11 +6,11 @@
 //                       function of the tokens it proposes, its catch-up after a fully
 //                       accepted round and its prefill of the prompt (per request), and the
 //                       host seconds per round (standardize k rows + verify) - all measured
-//                       in isolation (experiments/cost_profile.h) or imported.
+//                       in isolation (experiments/predict/cost_profile.h) or imported.
 //   Acceptance profile  for every position t of the target's own generated text, a draft
 //                       rollout from the true prefix and the probability that each of its
 //                       tokens passes the verification test given the ones before it passed
-//                       (experiments/acceptance_profile.h). It does not depend on gamma.
+//                       (experiments/predict/acceptance_profile.h). It does not depend on gamma.
 //
 // The predictor walks each profiled text the way the decoder does. A round that starts with
 // t tokens emitted drafts g = min(gamma, max_new_tokens - t - 1, m_t) tokens (m_t: what the

@@ -30,7 +30,7 @@
 //   round with draft_cap 0 may have n_draft 0 (a round that drafted nothing: 1 token).
 //   Replay drafts min(policy gamma, draft_cap) in such a round, so replaying a trace at the
 //   gamma it was recorded with reproduces every round's tokens exactly (no imputation).
-// experiments/round_trace.h writes this format from real runs (with more keys: the drafted
+// experiments/measure/round_trace.h writes this format from real runs (with more keys: the drafted
 // ids, p and q at them, the accept decisions, the emitted tokens, timings).
 //
 // What replay can and cannot infer. A round recorded with gamma g tells the accepted run length

@@ -1,9 +1,9 @@
 // speclab config-reference (hidden): prints docs/config-reference.md, generated from the schema
-// table the loader checks keys against (experiments/config_schema.cpp).
+// table the loader checks keys against (experiments/config/config_schema.cpp).
 #include <iostream>
 
 #include "experiments/cli/commands.h"
-#include "experiments/config_schema.h"
+#include "experiments/config/config_schema.h"
 
 namespace speclab {
 

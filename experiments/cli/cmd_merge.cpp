@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "experiments/cli/commands.h"
-#include "experiments/results_store.h"
+#include "experiments/results/results_store.h"
 
 namespace speclab {
 

@@ -1,11 +1,11 @@
 // speclab result-fields [--json] (hidden): prints docs/result-fields.md, or with --json
 // analysis/result_fields.json, both generated from the result row's declaration
-// (experiments/result_row.h).
+// (experiments/results/result_row.h).
 #include <iostream>
 #include <memory>
 
 #include "experiments/cli/commands.h"
-#include "experiments/result_row.h"
+#include "experiments/results/result_row.h"
 
 namespace speclab {
 

@@ -22,13 +22,13 @@
 #include "core/input_file.h"
 #include "core/output_file.h"
 #include "experiments/cli/commands.h"
-#include "experiments/experiment_config.h"
-#include "experiments/experiment_session.h"
-#include "experiments/progress_bar.h"
-#include "experiments/result_tables.h"
-#include "experiments/results_store.h"
-#include "experiments/round_trace.h"
-#include "experiments/sweep.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/measure/experiment_session.h"
+#include "experiments/measure/progress_bar.h"
+#include "experiments/results/result_tables.h"
+#include "experiments/results/results_store.h"
+#include "experiments/measure/round_trace.h"
+#include "experiments/config/sweep.h"
 
 namespace speclab {
 

@@ -2,7 +2,7 @@
 // tables from a results file (results.jsonl) or a results directory.
 //
 // Rows of different configs (config_hash) are never pooled: each config gets its own tables
-// (experiments/result_tables.h). CSV is one tidy table per file: with --out DIR every table is
+// (experiments/results/result_tables.h). CSV is one tidy table per file: with --out DIR every table is
 // written to DIR/<name>.csv (DIR/<name>-<config_hash>.csv when the rows hold several configs);
 // to stdout, CSV needs exactly one table, chosen with --table NAME when there are more.
 #include <cstdio>
@@ -13,8 +13,8 @@
 #include "core/error.h"
 #include "core/output_file.h"
 #include "experiments/cli/commands.h"
-#include "experiments/result_tables.h"
-#include "experiments/results_store.h"
+#include "experiments/results/result_tables.h"
+#include "experiments/results/results_store.h"
 
 namespace speclab {
 

@@ -13,7 +13,7 @@
 namespace speclab {
 
 // Streaming read bandwidth of both cores in bytes/s: the best of the read probes
-// (experiments/read_bandwidth_probe.h, 2 threads, ~2 s round robin), measured on first use.
+// (experiments/measure/read_bandwidth_probe.h, 2 threads, ~2 s round robin), measured on first use.
 double bench_read_bandwidth();
 
 // The model `spec`: a synthetic shape ("llama-3.2-3b:bf16") or "file:PATH" (a GGUF or

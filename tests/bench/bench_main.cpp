@@ -10,7 +10,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
-#include "experiments/read_bandwidth_probe.h"
+#include "experiments/measure/read_bandwidth_probe.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/bench/bench_common.h"
 

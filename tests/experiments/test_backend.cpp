@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "experiments/backend.h"
+#include "experiments/measure/backend.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/experiments/cli_runner.h"
 

@@ -1,4 +1,4 @@
-// Per-category tables (experiments/category_tables.h): hand-made rows with known sums, so
+// Per-category tables (experiments/results/category_tables.h): hand-made rows with known sums, so
 // every cell is checked against its ratio of sums; then a small real run on the tiny zoo,
 // whose `overall` column must equal the row's own alpha_empirical, tau and speedup.
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/category_tables.h"
-#include "experiments/result_tables.h"
+#include "experiments/results/category_tables.h"
+#include "experiments/results/result_tables.h"
 #include "tests/experiments/cli_runner.h"
 
 namespace speclab {
@@ -52,7 +52,7 @@ const Table& named(const std::vector<Table>& ts, const std::string& name) {
   return none;
 }
 
-// The rows the tables read: declared result rows (experiments/result_row.h) of JSON rows.
+// The rows the tables read: declared result rows (experiments/results/result_row.h) of JSON rows.
 struct AsRows {
   std::vector<ResultRow> rows;
   std::vector<const ResultRow*> pointers;

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "experiments/model_identity.h"
+#include "experiments/measure/model_identity.h"
 #include "models/llama/llama_model.h"
 #include "tests/experiments/cli_runner.h"
 #include "tests/formats/file_writers.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/experiment_config.h"
-#include "experiments/sweep.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep.h"
 #include "tests/experiments/cli_runner.h"
 
 namespace speclab {

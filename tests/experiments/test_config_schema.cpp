@@ -1,4 +1,4 @@
-// The schema table (experiments/config_schema.cpp) against what it describes: the committed
+// The schema table (experiments/config/config_schema.cpp) against what it describes: the committed
 // docs/config-reference.md must be its current rendering, and every default it states as a
 // value must be what the loader does when the key is absent.
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "experiments/config_schema.h"
-#include "experiments/experiment_config.h"
+#include "experiments/config/config_schema.h"
+#include "experiments/config/experiment_config.h"
 #include "tests/experiments/experiments_test_util.h"
 
 namespace speclab {

@@ -7,7 +7,7 @@
 #include <regex>
 
 #include "core/error.h"
-#include "experiments/experiment_config.h"
+#include "experiments/config/experiment_config.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

@@ -9,9 +9,9 @@
 
 #include "core/error.h"
 #include "core/trace_simulator.h"
-#include "experiments/experiment_config.h"
-#include "experiments/prompt_set.h"
-#include "experiments/results_store.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/config/prompt_set.h"
+#include "experiments/results/results_store.h"
 #include "tests/experiments/experiments_test_util.h"
 
 namespace speclab {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "experiments/machine_info.h"
-#include "experiments/read_bandwidth_probe.h"
+#include "experiments/measure/machine_info.h"
+#include "experiments/measure/read_bandwidth_probe.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

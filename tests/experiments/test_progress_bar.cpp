@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiments/progress_bar.h"
+#include "experiments/measure/progress_bar.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

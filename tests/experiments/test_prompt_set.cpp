@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "experiments/prompt_set.h"
+#include "experiments/config/prompt_set.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

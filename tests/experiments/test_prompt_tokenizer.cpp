@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiments/experiment_config.h"
+#include "experiments/config/experiment_config.h"
 #include "tests/experiments/experiments_test_util.h"
 
 namespace speclab {

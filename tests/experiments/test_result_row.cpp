@@ -1,4 +1,4 @@
-// The result row declared once (experiments/result_row.h): rows written before the declaration
+// The result row declared once (experiments/results/result_row.h): rows written before the declaration
 // read back and write out unchanged; a field of the wrong type is one clear error; the
 // generated field docs and the analysis scripts' field list are current; and no C++ file
 // outside the declaration reads or writes a row field by its name.
@@ -12,8 +12,8 @@
 #include <string>
 
 #include "core/error.h"
-#include "experiments/result_row.h"
-#include "experiments/results_store.h"
+#include "experiments/results/result_row.h"
+#include "experiments/results/results_store.h"
 
 namespace speclab {
 namespace {
@@ -169,14 +169,15 @@ TEST(ResultRow, NoFieldIsReadOrWrittenByName) {
       {"result_tables.cpp", "tested"},
       {"result_tables.cpp", "tau"},
       {"result_tables.cpp", "flags"},
-      {"result_tables.cpp", "config_hash"},
-      {"result_tables.cpp", "experiment"},
+      {"table.cpp", "config_hash"},
+      {"table.cpp", "experiment"},
+      {"table.h", "config_hash"},
+      {"table.h", "experiment"},
       // The gate's bands file and verdict (acceptance_gate.h).
       {"acceptance_gate.h", "config_hash"},
       {"acceptance_gate.h", "tau"},
       {"acceptance_gate.cpp", "tau"},
-      {"result_tables.h", "config_hash"},
-      {"result_tables.h", "experiment"},
+
       {"cmd_check.cpp", "config_hash"},
       {"cmd_check.cpp", "tau"},
       {"cmd_check.cpp", "seed"},

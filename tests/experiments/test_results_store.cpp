@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "experiments/results_store.h"
+#include "experiments/results/results_store.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

@@ -1,11 +1,11 @@
-// Sanity flags on measured cells (experiments/run_flags.h): each is raised by the case it
+// Sanity flags on measured cells (experiments/measure/run_flags.h): each is raised by the case it
 // names and by nothing else, so a clean row carries none.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "experiments/run_flags.h"
+#include "experiments/measure/run_flags.h"
 
 namespace speclab {
 namespace {

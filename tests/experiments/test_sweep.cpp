@@ -3,7 +3,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "experiments/sweep.h"
+#include "experiments/config/sweep.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

@@ -1,4 +1,4 @@
-// The sweep axis table (experiments/sweep_axes.h): an axis registered from this file alone
+// The sweep axis table (experiments/config/sweep_axes.h): an axis registered from this file alone
 // loads from YAML, is checked with a one-line error naming its key, expands into cells,
 // changes cell ids only away from its default, and appears in the config's JSON, the config
 // reference, the rows and Cell::from_json. Plus from_json and the table key of the built-in
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "experiments/config_schema.h"
-#include "experiments/sweep.h"
-#include "experiments/sweep_axes.h"
+#include "experiments/config/config_schema.h"
+#include "experiments/config/sweep.h"
+#include "experiments/config/sweep_axes.h"
 #include "experiments_test_util.h"
 
 namespace speclab {

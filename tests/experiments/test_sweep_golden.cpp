@@ -2,7 +2,7 @@
 // `--set` variants that exercise the special axes (draft_temperature "same" and its dedupe,
 // synthetic acceptance, trees at the first gamma only), loaded and expanded, compared to
 // tests/data/sweep/cell_ids.json. The data file was written by this test on the tree before
-// the sweep axes moved into one table (experiments/sweep_axes.h), so a passing test means
+// the sweep axes moved into one table (experiments/config/sweep_axes.h), so a passing test means
 // that table reproduces the ids, rows and hashes `--resume` and the result files rely on,
 // and that Cell::from_json reads those rows back.
 //
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "experiments/sweep.h"
+#include "experiments/config/sweep.h"
 
 namespace speclab {
 namespace {

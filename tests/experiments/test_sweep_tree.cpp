@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "experiments/sweep.h"
+#include "experiments/config/sweep.h"
 #include "tests/experiments/experiments_test_util.h"
 
 namespace speclab {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/experiment_config.h"
+#include "experiments/config/experiment_config.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace speclab;

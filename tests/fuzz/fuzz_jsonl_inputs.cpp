@@ -4,8 +4,8 @@
 #include <string>
 
 #include "core/trace_simulator.h"
-#include "experiments/prompt_set.h"
-#include "experiments/results_store.h"
+#include "experiments/config/prompt_set.h"
+#include "experiments/results/results_store.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace speclab;

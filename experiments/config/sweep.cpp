@@ -1,0 +1,123 @@
+#include "experiments/config/sweep.h"
+
+#include <cstdlib>
+#include <set>
+
+#include "core/error.h"
+#include "core/token_tree.h"
+#include "experiments/config/sweep_axes.h"
+
+namespace speclab {
+
+SamplingParams Cell::target_sampling() const {
+  SamplingParams p;
+  p.temperature = static_cast<float>(temperature);
+  p.top_k = top_k;
+  p.top_p = static_cast<float>(top_p);
+  return p;
+}
+
+SamplingParams Cell::draft_sampling() const {
+  SamplingParams p = target_sampling();
+  p.temperature = static_cast<float>(draft_temperature);
+  return p;
+}
+
+namespace {
+
+// The parameters that define what a cell measures (no index, no id, no drafter name): each
+// axis' keys (sweep_axes.h).
+nlohmann::json cell_params_json(const Cell& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const SweepAxis& axis : sweep_axes()) axis.write_id(c, j);
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json Cell::to_json() const {
+  nlohmann::json j = cell_params_json(*this);
+  for (const SweepAxis& axis : sweep_axes())
+    if (axis.write_row_extra) axis.write_row_extra(*this, j);
+  j["cell_index"] = index;
+  j["cell_id"] = cell_id;
+  return j;
+}
+
+Cell Cell::from_json(const nlohmann::json& row) {
+  Cell c;
+  c.index = row.value("cell_index", 0);
+  c.cell_id = row.value("cell_id", std::string());
+  // In table order: draft_temperature's default ("same") reads the temperature before it.
+  for (const SweepAxis& axis : sweep_axes()) axis.read_row(row, c);
+  return c;
+}
+
+std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
+  SPECLAB_INPUT_CHECK(config.sweep.has_value(), config.file,
+                      ": no `sweep` section (a simulator-only config has no cells to run)");
+  const SweepConfig& s = *config.sweep;
+  const nlohmann::json experiment_identity = config.to_json();
+  nlohmann::json identity;
+  identity["target"] = config.target ? nlohmann::json(config.target->spec) : nlohmann::json();
+  identity["prompts"] =
+      experiment_identity.contains("prompts") ? experiment_identity["prompts"] : nlohmann::json();
+  identity["generation"] = experiment_identity["generation"];
+
+  // Nested loops over the axes as an odometer: position[k] indexes axis k's values, the last
+  // axis turning fastest.
+  const std::vector<SweepAxis>& axes = sweep_axes();
+  std::vector<const std::vector<nlohmann::json>*> values;
+  for (const SweepAxis& axis : axes) {
+    values.push_back(&s.values(axis.key));
+    if (values.back()->empty()) return {};  // experiment_config_validate refuses this
+  }
+  std::vector<size_t> position(axes.size(), 0);
+  std::vector<Cell> cells;
+  std::set<std::string> seen;
+  while (true) {
+    Cell c;
+    bool exists = true;
+    for (size_t k = 0; k < axes.size() && exists; ++k)
+      exists = axes[k].apply((*values[k])[position[k]], config, c);
+    if (exists) {
+      identity["cell"] = cell_params_json(c);
+      c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
+      if (seen.insert(c.cell_id).second) {  // else the same cell written twice
+        c.index = static_cast<int>(cells.size());
+        cells.push_back(std::move(c));
+      }
+    }
+    size_t k = axes.size();
+    while (k > 0 && ++position[k - 1] == values[k - 1]->size()) position[--k] = 0;
+    if (k == 0) break;
+  }
+  return cells;
+}
+
+Shard sweep_parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  auto parse = [&](const std::string& s, int* out) {
+    if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    *out = std::atoi(s.c_str());
+    return true;
+  };
+  Shard shard;
+  const bool ok = slash != std::string::npos && parse(text.substr(0, slash), &shard.index) &&
+                  parse(text.substr(slash + 1), &shard.count);
+  SPECLAB_INPUT_CHECK(ok, "--shard '", text, "': expected I/N with integers 0 <= I < N (e.g. 0/4)");
+  SPECLAB_INPUT_CHECK(shard.count >= 1 && shard.index < shard.count, "--shard '", text,
+                      "': expected 0 <= I < N and N >= 1, got I=", shard.index, " N=", shard.count);
+  return shard;
+}
+
+std::vector<Cell> sweep_shard(const std::vector<Cell>& cells, int i, int n) {
+  SPECLAB_ASSERT(n >= 1 && i >= 0 && i < n);
+  std::vector<Cell> out;
+  for (size_t k = static_cast<size_t>(i); k < cells.size(); k += static_cast<size_t>(n))
+    out.push_back(cells[k]);
+  return out;
+}
+
+}  // namespace speclab

@@ -1,0 +1,478 @@
+#include "experiments/measure/cell_runner.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/error.h"
+#include "core/gamma_policy.h"
+#include "core/rng.h"
+#include "core/speculative_verify.h"
+#include "core/speedup_theory.h"
+#include "core/stats.h"
+#include "experiments/measure/backend.h"
+#include "experiments/measure/model_identity.h"
+#include "experiments/measure/round_trace.h"
+#include "experiments/measure/run_conditions.h"
+#include "experiments/measure/run_flags.h"
+#include "models/decode/autoregressive.h"
+#include "models/decode/round_stats.h"
+#include "models/decode/speculative_decoder.h"
+#include "models/decode/tree_decoder.h"
+
+namespace speclab {
+
+namespace {
+
+// Per prompt (and repeat) raw figures.
+struct Sample {
+  std::string prompt_id;
+  std::string category;  // the prompt's category (per-category tables)
+  int repeat = 0;
+  double baseline_s = 0, spec_s = 0;  // decode-phase wall seconds
+  int64_t baseline_tokens = 0, spec_tokens = 0;
+  int64_t rounds = 0, drafted = 0, tested = 0, accepted = 0, emitted = 0;
+  bool outputs_match = false;
+};
+
+// Everything a cell's timed runs produced, before it is put into the row.
+struct CellMeasurement {
+  std::vector<Sample> samples;
+  AcceptanceStats acc;
+  double draft_s = 0, verify_s = 0, sample_s = 0;  // time breakdown of the speculative runs
+  int64_t rounds_on_device = 0;                    // rounds the target verified on its device
+  int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
+  std::vector<double> tokens_per_round;  // [rounds] tokens each round emitted
+  std::vector<double> repeat_share;      // [requests] repeated 4-gram share of each output
+  LoadSample load_before, load_after;
+  std::string started;  // UTC
+};
+
+// Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
+// prompt's repeats share its text, so they are not independent draws).
+Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double confidence,
+                           uint64_t seed) {
+  struct Cluster {
+    double bs = 0, bt = 0, ss = 0, st = 0;
+  };
+  std::vector<Cluster> clusters;
+  std::map<std::string, size_t> index;
+  for (const auto& x : s) {
+    auto [it, fresh] = index.try_emplace(x.prompt_id, clusters.size());
+    if (fresh) clusters.emplace_back();
+    Cluster& c = clusters[it->second];
+    c.bs += x.baseline_s;
+    c.bt += static_cast<double>(x.baseline_tokens);
+    c.ss += x.spec_s;
+    c.st += static_cast<double>(x.spec_tokens);
+  }
+  if (clusters.empty() || resamples < 2) return {0, 0};
+  const Interval ci = stats_cluster_bootstrap_interval(
+      clusters.size(),
+      [&](const std::vector<size_t>& picks) {
+        Cluster sum;
+        for (size_t i : picks) {
+          sum.bs += clusters[i].bs;
+          sum.bt += clusters[i].bt;
+          sum.ss += clusters[i].ss;
+          sum.st += clusters[i].st;
+        }
+        return sum.bt > 0 && sum.st > 0 && sum.ss > 0 ? (sum.bs / sum.bt) / (sum.ss / sum.st) : NAN;
+      },
+      resamples, 1 - confidence, seed);
+  return std::isfinite(ci.lo) ? ci : Interval{0, 0};
+}
+
+// Share of the 4-grams of a text that already occurred earlier in it: a greedy loop repeats
+// itself and makes drafting look easier than on real text.
+double repeated_4gram_share(const std::vector<int32_t>& t) {
+  if (t.size() < 5) return 0.0;
+  std::set<std::array<int32_t, 4>> seen;
+  int64_t repeated = 0, total = 0;
+  for (size_t i = 0; i + 4 <= t.size(); i++) {
+    const std::array<int32_t, 4> g{t[i], t[i + 1], t[i + 2], t[i + 3]};
+    repeated += seen.count(g) ? 1 : 0;
+    seen.insert(g);
+    total++;
+  }
+  return total ? static_cast<double>(repeated) / static_cast<double>(total) : 0.0;
+}
+
+// The parts of a row every cell of the run shares: the run, machine, conditions, target and
+// draft identities and the target's cost curve.
+ResultRow row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d) {
+  const ExperimentConfig& cfg = *ctx.config;
+  ResultRow r;
+  r.cell = cell;
+  r.experiment = cfg.name;
+  r.config_file = cfg.file;
+  r.config_hash = cfg.config_hash();
+  r.git_commit = ctx.git_commit;
+  r.max_new_tokens = cfg.generation.max_new_tokens;
+  r.seed = cfg.generation.seed;
+  r.repeats = cfg.generation.repeats;
+  r.n_prompts = static_cast<int64_t>(ctx.prompts.size());
+
+  const MachineInfo& m = ctx.machine;
+  r.machine_cpu_model = m.cpu_model;
+  r.machine_cores = m.cores;
+  r.machine_threads = m.threads;
+  r.machine_memory_gb = static_cast<double>(m.memory_bytes) / 1e9;
+  r.machine_mem_read_gbps = m.mem_read_gbps;
+  r.machine_hostname = m.hostname;
+  r.machine_git_commit = m.git_commit;
+  r.machine_gpu = m.gpu;
+
+  const RunConditions& rc = ctx.run_static;
+  r.run_git_describe = rc.git_describe;
+  r.run_cpu_model_name = rc.cpu_model_name;
+  r.run_cpu_family = rc.cpu_family;
+  r.run_cpu_model = rc.cpu_model;
+  r.run_build_type = rc.build_type;
+  r.run_matmul_isa = rc.matmul_isa;
+
+  const ModelIdentity& t = ctx.target_identity;
+  r.target_spec = t.spec;
+  r.target_format = t.format;
+  r.target_sha256 = t.sha256;
+  r.target_parameters = t.parameters;
+  r.target_weight_bytes_per_token = t.weight_bytes_per_token;
+  r.target_dtypes = t.dtypes;
+  r.target_layers = t.layers;
+  r.target_dim = t.dim;
+  r.target_vocab = t.vocab;
+
+  const ModelIdentity& dr = d.identity;
+  r.draft_name = dr.name;
+  r.draft_spec = dr.spec;
+  r.draft_kind = dr.kind;
+  r.draft_format = dr.format;
+  r.draft_sha256 = dr.sha256;
+  r.draft_parameters = dr.parameters;
+  r.draft_weight_bytes_per_token = dr.weight_bytes_per_token;
+  r.draft_dtypes = dr.dtypes;
+  r.draft_layers = dr.layers;
+  r.draft_dim = dr.dim;
+  r.draft_vocab = dr.vocab;
+
+  r.cost_context_len = ctx.target_curve.context_len;
+  r.target_t1_s = ctx.target_curve.t1();
+  r.target_tk_s = ctx.target_curve.seconds;
+  r.target_tk_ratio = ctx.target_curve.ratios();
+  return r;
+}
+
+}  // namespace
+
+PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
+  PreparedDrafter d;
+  // A draft model runs on the target's backend (a draft on the CPU beside a target on a GPU
+  // would measure the host, not speculative decoding on the device).
+  d.drafter = drafter_create(entry.ref.path, *ctx.target_model, ctx.target->max_ctx(),
+                             backend_runner_factory(ctx.config->generation.backend,
+                                                    ctx.config->where("generation.backend")));
+  if (const LlamaModel* m = d.drafter->model()) {
+    // Self-speculation runs the target's own weights: identify them by the target's files.
+    const bool self = entry.ref.spec.rfind("self:", 0) == 0;
+    d.identity = self ? model_identity(ctx.config->target->spec, ctx.config->target->path, *m)
+                      : model_identity(entry.ref.spec, entry.ref.path, *m);
+  }
+  d.identity.name = entry.name;
+  d.identity.spec = entry.ref.spec;
+  d.identity.kind = d.drafter->deterministic() ? "deterministic" : "sampled";
+  return d;
+}
+
+// The timed part of a cell: warmup, then for each prompt (and repeat) the baseline and the
+// speculative decoder, in alternating order, with the same seed and request id.
+CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter) {
+  const ExperimentConfig& cfg = *ctx.config;
+  TokenRunner& target = *ctx.target;
+  GenerationRequest req;
+  req.max_new_tokens = cfg.generation.max_new_tokens;
+  req.sampling = cell.target_sampling();
+  req.stop_ids = cfg.generation.ignore_eos ? std::vector<int64_t>{} : ctx.stop_ids;
+  req.seed = static_cast<uint64_t>(cfg.generation.seed);
+  SpeculativeConfig spec;
+  spec.gamma = cell.gamma;
+  spec.draft_sampling = cell.draft_sampling();
+  spec.lenience = cell.lenience;
+  spec.stop_rule.p_min = static_cast<float>(cell.p_min);
+  spec.synthetic_accept = cell.synthetic_acceptance;  // empty = off
+  const bool tree = cell.tree.depth() > 0;
+
+  // Tree cells (sweep.tree) run the tree decoder with the same draft sampling.
+  TreeSpeculativeConfig tree_cfg;
+  if (tree) {
+    tree_cfg.shape = cell.tree;
+    tree_cfg.draft_sampling = spec.draft_sampling;
+  }
+  auto run_speculative = [&](const GenerationRequest& r) {
+    return tree ? generate_tree_speculative(target, drafter, r, tree_cfg)
+                : generate_speculative(target, drafter, r, spec);
+  };
+
+  // Warmup: short untimed runs of both.
+  for (int w = 0; w < cfg.generation.warmup && !ctx.prompts.empty(); w++) {
+    GenerationRequest wreq = req;
+    wreq.prompt = ctx.prompts[static_cast<size_t>(w) % ctx.prompts.size()].ids;
+    wreq.max_new_tokens = std::min<int64_t>(req.max_new_tokens, 8);
+    generate_autoregressive(target, wreq);
+    auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
+    spec.policy = policy.get();
+    run_speculative(wreq);
+  }
+
+  CellMeasurement m;
+  m.load_before = run_conditions_sample();
+  m.started = run_conditions_utc_now();
+  for (size_t pi = 0; pi < ctx.prompts.size(); pi++) {
+    for (int rep = 0; rep < cfg.generation.repeats; rep++) {
+      if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
+      req.prompt = ctx.prompts[pi].ids;
+      req.request_id = pi;  // same seed and request id for both: same random streams
+      auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
+      spec.policy = policy.get();
+      Sample s;
+      s.prompt_id = ctx.prompts[pi].id;
+      s.category = ctx.prompts[pi].category;
+      s.repeat = rep;
+      GenerationResult base, out;
+      const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
+      if (baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
+      out = run_speculative(req);
+      if (ctx.trace) ctx.trace->write_cell(cell, s.prompt_id, rep, req, out, target.max_ctx());
+      if (!baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
+      s.baseline_s = base.decode_s;
+      s.baseline_tokens = static_cast<int64_t>(base.tokens.size());
+      s.spec_s = out.decode_s;
+      s.spec_tokens = static_cast<int64_t>(out.tokens.size());
+      s.rounds = static_cast<int64_t>(out.rounds.size());
+      s.outputs_match = base.tokens == out.tokens;
+      m.repeat_share.push_back(
+          repeated_4gram_share(cfg.measure.baseline ? base.tokens : out.tokens));
+      for (const auto& r : out.rounds) {
+        s.drafted += r.n_draft;
+        s.accepted += r.n_accepted;
+        m.draft_s += r.draft_s;
+        m.verify_s += r.verify_s;
+        m.sample_s += r.sample_s;
+        m.rounds_on_device += r.verified_on_device;
+        m.tokens_per_round.push_back(r.n_emitted);
+      }
+      m.acc.add(out.rounds);
+      AcceptanceStats prompt_acc;  // this request's share, for the per-category tables
+      prompt_acc.add(out.rounds);
+      s.tested = prompt_acc.n_tested;
+      s.emitted = prompt_acc.n_emitted;
+      m.draft_calls += out.n_draft_calls;
+      m.target_calls_spec += out.n_target_calls;
+      m.target_calls_base += base.n_target_calls;
+      m.samples.push_back(s);
+    }
+  }
+  m.load_after = run_conditions_sample();
+  return m;
+}
+
+ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+  const ExperimentConfig& cfg = *ctx.config;
+  Drafter& drafter = *prepared.drafter;
+
+  // Predict before running: profiles only, no speculative round.
+  std::optional<CellPrediction> prediction;
+  if (ctx.predictor) prediction = ctx.predictor->predict(cell, &drafter);
+
+  const CellMeasurement m = cell_measure(ctx, cell, drafter);
+
+  // Assemble the row: what the cell is, what was measured, what was predicted, the flags.
+  const bool synthetic = !cell.synthetic_acceptance.empty();
+  const bool tree = cell.tree.depth() > 0;
+  const uint64_t seed = static_cast<uint64_t>(cfg.generation.seed);
+
+  ResultRow row = row_header(ctx, cell, prepared);
+  row.row_kind = "measured";
+  row.run_utc = m.started;
+  row.run_load_before = m.load_before.load1;
+  row.run_load_after = m.load_after.load1;
+  row.run_mem_free_gb = m.load_before.mem_free_gb;
+  double base_s = 0, spec_s = 0;
+  int64_t base_tok = 0, spec_tok = 0;
+  bool all_match = true;
+  ResultSamples raw;
+  for (const auto& s : m.samples) {
+    base_s += s.baseline_s;
+    spec_s += s.spec_s;
+    base_tok += s.baseline_tokens;
+    spec_tok += s.spec_tokens;
+    all_match = all_match && s.outputs_match;
+    ResultSample x;
+    x.prompt_id = s.prompt_id;
+    x.category = s.category;
+    x.repeat = s.repeat;
+    x.baseline_s = s.baseline_s;
+    x.baseline_tokens = s.baseline_tokens;
+    x.spec_s = s.spec_s;
+    x.spec_tokens = s.spec_tokens;
+    x.rounds = s.rounds;
+    x.drafted = s.drafted;
+    x.tested = s.tested;
+    x.accepted = s.accepted;
+    x.emitted = s.emitted;
+    raw.push_back(x);
+  }
+  row.samples = raw;
+  row.tokens_baseline = base_tok;
+  row.tokens_spec = spec_tok;
+  row.wall_baseline_s = base_s;
+  row.wall_spec_s = spec_s;
+  row.target_calls_baseline = m.target_calls_base;
+  row.target_calls_spec = m.target_calls_spec;
+  row.draft_calls = m.draft_calls;
+  row.rounds = m.acc.n_rounds;
+  row.drafted = m.acc.n_drafted;
+  row.tested = m.acc.n_tested;
+  row.accepted = m.acc.n_accepted;
+  row.drafted_by_position = m.acc.drafted_at;
+  row.tested_by_position = m.acc.tested_at;
+  row.accepted_by_position = m.acc.accepted_at;
+  row.repeated_4gram_share = stats_mean(m.repeat_share);
+  // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
+  // synthetic acceptance changes the text by design, so it has no such check.
+  const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
+  if (greedy_checked) row.greedy_outputs_match = all_match;
+
+  // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
+  // get tested depends on where rounds start, hence on gamma). The pair's acceptance is
+  // alpha_profile below.
+  row.alpha_empirical = m.acc.alpha_empirical();
+  if (!tree) row.alpha_beta = m.acc.alpha_beta();  // Corollary 3.6 at the tested positions
+  const double a_hat = m.acc.alpha_empirical();
+  row.alpha_se = m.acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / m.acc.n_tested) : 0.0;
+  row.acceptance_by_position = m.acc.conditional_acceptance();
+  row.survival_by_position = m.acc.survival();
+  row.tau = m.acc.tau();
+  row.tau_se = m.tokens_per_round.size() > 1
+                   ? std::sqrt(stats_variance(m.tokens_per_round) / m.tokens_per_round.size())
+                   : 0.0;
+  row.mean_drafted_per_round = m.acc.n_rounds ? double(m.acc.n_drafted) / m.acc.n_rounds : 0.0;
+  if (tree) {
+    row.tree_nodes = m.acc.n_tree_nodes;
+    row.mean_tree_nodes_per_round =
+        m.acc.n_rounds ? double(m.acc.n_tree_nodes) / m.acc.n_rounds : 0.0;
+  }
+  if (synthetic) {
+    std::vector<double> configured;
+    for (int i = 0; i < std::max(cell.gamma, 1); i++)
+      configured.push_back(verify_synthetic_prob_at(cell.synthetic_acceptance, i));
+    row.acceptance_by_position_configured = configured;
+  }
+
+  // Time breakdown of the speculative runs (an accounting identity: these add up to the
+  // decode time, up to the loop's own bookkeeping; they are not a prediction).
+  row.draft_s = m.draft_s;
+  row.verify_s = m.verify_s;
+  row.sample_s = m.sample_s;
+  row.draft_s_per_drafted_token = m.acc.n_drafted ? m.draft_s / m.acc.n_drafted : 0.0;
+  row.round_host_s = m.acc.n_rounds ? m.sample_s / m.acc.n_rounds : 0.0;
+  row.rounds_verified_on_device = m.rounds_on_device;
+
+  double speedup = 0;
+  if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
+    speedup = (base_s / base_tok) / (spec_s / spec_tok);
+    const Interval ci = bootstrap_speedup(m.samples, cfg.measure.bootstrap_resamples,
+                                          cfg.measure.confidence, seed ^ 0x5eedULL);
+    row.speedup = speedup;
+    row.speedup_ci_lo = ci.lo;
+    row.speedup_ci_hi = ci.hi;
+    row.baseline_s_per_token = base_s / base_tok;
+    row.spec_s_per_token = spec_s / spec_tok;
+    if (ctx.baseline_reference_s <= 0) ctx.baseline_reference_s = base_s / base_tok;
+  }
+
+  // The out-of-sample prediction (profiles only) and Theorem 3.8 in the paper's form.
+  if (prediction) {
+    prediction->put_into(&row);
+    if (speedup > 0) {
+      row.prediction_error = prediction->prediction.speedup / speedup - 1;
+      if (prediction->thm38_speedup > 0) row.thm38_error = prediction->thm38_speedup / speedup - 1;
+    }
+  }
+
+  // Sanity flags: results that must not be quoted as they stand.
+  RunFlagInputs f;
+  f.speedup = speedup;
+  f.tokens_per_round = m.acc.tau();
+  f.n_prompts = static_cast<int64_t>(ctx.prompts.size());
+  f.cores = ctx.machine.cores;
+  f.load_before = m.load_before.load1;
+  f.load_after = m.load_after.load1;
+  f.baseline_s_per_token = base_tok > 0 ? base_s / base_tok : 0;
+  f.baseline_reference_s = ctx.baseline_reference_s;
+  f.greedy_checked = greedy_checked;
+  f.greedy_match = all_match;
+  f.predicted = prediction.has_value();
+  f.rounds = m.acc.n_rounds;
+  f.rounds_on_device = m.rounds_on_device;
+  row.flags = run_flags_evaluate(f);
+  return row;
+}
+
+ResultRow cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
+  // Time the draft's one-token call directly: propose 1 token from a fixed context, many times.
+  ResultRow row = row_header(ctx, cell, prepared);
+  row.row_kind = "cost_only";
+  const std::vector<int32_t>& base_ctx =
+      ctx.prompts.empty() ? std::vector<int32_t>{1, 2, 3} : ctx.prompts[0].ids;
+  std::vector<int32_t> context;
+  for (int64_t i = 0; i < ctx.target_curve.context_len; i++)
+    context.push_back(base_ctx[static_cast<size_t>(i) % base_ctx.size()]);
+  Drafter& d = *prepared.drafter;
+  d.reset();
+  DraftProposal prop;
+  RngKey key{1, 0, 0, 0, 0};
+  SamplingParams sp = cell.draft_sampling();
+  std::vector<double> per_token;
+  for (int rep = 0; rep < 7; rep++) {
+    // Two proposals of gamma tokens from the same context: the second has no catch-up, so
+    // its seconds / calls is the per-call cost of drafting.
+    // As the decoder drafts: on the runner's device when it samples there.
+    d.propose_keeping_q_on_device(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
+    d.propose_keeping_q_on_device(context, cell.gamma, sp, DraftStopRule{}, key, &prop);
+    if (!prop.tokens.empty()) per_token.push_back(prop.seconds / prop.tokens.size());
+  }
+  std::sort(per_token.begin(), per_token.end());
+  const double t_draft = per_token.empty() ? 0.0 : per_token[per_token.size() / 2];
+  const double t1 = ctx.target_curve.t1();
+  const double c = t1 > 0 ? t_draft / t1 : 0;
+  row.draft_s_per_token = t_draft;
+  row.c_measured = c;
+  const double target_bytes =
+      static_cast<double>(ctx.target_identity.weight_bytes_per_token.value_or(0));
+  const double draft_bytes =
+      static_cast<double>(prepared.identity.weight_bytes_per_token.value_or(0));
+  row.weight_bytes_ratio = target_bytes > 0 ? draft_bytes / target_bytes : 0.0;
+  // Predicted speedup over a grid: Theorem 3.8 (T(k) = T(1)) and refined (measured T(k)).
+  PredictedGrid grid;
+  for (double alpha = 0.5; alpha < 0.96; alpha += 0.05) {
+    for (int g = 1; g + 1 <= static_cast<int>(ctx.target_curve.seconds.size()); g++) {
+      RefinedCostModel m;
+      m.accept_cond.assign(static_cast<size_t>(g), alpha);
+      m.draft_seconds_per_token = t_draft;
+      m.target_seconds = ctx.target_curve.seconds;
+      GridPoint p;
+      p.alpha = std::round(alpha * 100) / 100;
+      p.gamma = g;
+      p.thm38 = theory_walltime_speedup(alpha, c, g);
+      p.refined = theory_refined_speedup(m, g);
+      grid.push_back(p);
+    }
+  }
+  row.predicted_grid = grid;
+  return row;
+}
+
+}  // namespace speclab

@@ -1,0 +1,47 @@
+// Everything a run of an experiment config shares across its cells: the loaded target, its
+// runner, the tokenized prompts, the machine description, the target's cost curve, and the
+// drafters (created on first use). `speclab run` and `speclab check` both drive one.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "experiments/measure/cell_runner.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep.h"
+
+namespace speclab {
+
+class ExperimentSession {
+ public:
+  // Loads the target and prompts and measures the cost curve. Throws InputError.
+  // measure_bandwidth: include the machine's read bandwidth in rows (about 1 s).
+  // measure_cost_curve = false skips the isolated T(k) curve (`speclab predict` has its own
+  // cost profiles).
+  ExperimentSession(const ExperimentConfig& config, std::atomic<bool>* interrupted,
+                    bool measure_bandwidth = true, bool measure_cost_curve = true);
+  // Predictions from profiles (experiments/predict/cell_prediction.h) for every cell this session
+  // runs or predicts; all_cells is the whole sweep. Profiles go to (or, reuse = true, come
+  // from) profiles_dir.
+  void enable_prediction(const std::vector<Cell>& all_cells, const std::string& profiles_dir,
+                         bool reuse, const CostProfile* cost_override);
+  // Runs one cell (throws CellInterrupted when interrupted).
+  ResultRow run_cell(const Cell& cell);
+  // Predicts one cell from profiles only (enable_prediction first).
+  CellPrediction predict_cell(const Cell& cell);
+  // Cells run from now on write their speculative rounds to `trace` (nullptr: none).
+  void set_trace(RoundTraceWriter* trace) { ctx_.trace = trace; }
+
+ private:
+  const ExperimentConfig& config_;
+  std::unique_ptr<LlamaModel> target_model_;
+  std::unique_ptr<TokenRunner> target_;
+  RunContext ctx_;
+  std::map<std::string, PreparedDrafter> drafters_;
+  std::unique_ptr<CellPredictor> predictor_;
+  PreparedDrafter& drafter_for(const Cell& cell);
+};
+
+}  // namespace speclab

@@ -1,0 +1,128 @@
+#include "experiments/predict/acceptance_profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/speculative_verify.h"
+#include "models/decode/autoregressive.h"
+
+namespace speclab {
+
+// The profile's own seed stream: its text and rollouts never reuse a measured run's draws.
+constexpr uint64_t kProfileSeedMix = 0x9e3779b97f4a7c15ULL;
+
+double acceptance_token_probability(const float* p, const float* p_raw, const float* q, int32_t d,
+                                    int64_t vocab, bool greedy, double lenience) {
+  if (greedy) {
+    if (d == sampling_argmax(p, vocab)) return 1.0;
+    if (lenience < 1.0 && p_raw != nullptr)
+      return verify_greedy_lenient_accepts(p_raw, vocab, d, lenience) ? 1.0 : 0.0;
+    return 0.0;
+  }
+  const double qd = q ? q[d] : 1.0;
+  if (qd <= 0) return 0.0;
+  return std::min(1.0, p[d] / (lenience * qd));
+}
+
+AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& drafter,
+                                             const std::vector<PromptTokens>& prompts,
+                                             const AcceptanceProfileRequest& r,
+                                             const std::atomic<bool>* interrupted) {
+  SPECLAB_ASSERT(r.depth >= 1);
+  const int64_t vocab = target.vocab();
+  const bool greedy = r.target_sampling.temperature == 0.0f;
+  const uint64_t seed = r.seed ^ kProfileSeedMix;
+  SamplingParams raw;  // temperature 1, nothing cut: the lenient greedy rule's p
+  AcceptanceProfile profile;
+  profile.max_depth = r.depth;
+  std::vector<float> p, p_raw;  // [m + 1, vocab]
+  std::vector<int32_t> batch;
+  DraftProposal prop;
+  for (size_t pi = 0; pi < prompts.size(); pi++) {
+    if (interrupted && interrupted->load()) break;
+    GenerationRequest req;
+    req.prompt = prompts[pi].ids;
+    req.max_new_tokens = r.max_new_tokens;
+    req.sampling = r.target_sampling;
+    req.stop_ids = r.stop_ids;
+    req.seed = seed;
+    req.request_id = pi;
+    const std::vector<int32_t> text = generate_autoregressive(target, req).tokens;
+
+    AcceptancePrompt ap;
+    ap.prompt_id = prompts[pi].id;
+    std::vector<int32_t> context = req.prompt;
+    target.truncate(0);
+    drafter.reset();
+    if (context.size() > 1)
+      target.forward(context.data(), static_cast<int64_t>(context.size()) - 1, true);
+    for (size_t t = 0; t < text.size(); t++) {
+      const int64_t L = static_cast<int64_t>(context.size());
+      const int depth = static_cast<int>(std::min<int64_t>(r.depth, target.max_ctx() - L));
+      AcceptanceRollout roll;
+      prop = DraftProposal();
+      if (depth > 0) {
+        const RngKey key{seed, pi, static_cast<uint64_t>(L), 0, 1};
+        drafter.propose(context, depth, r.draft_sampling, DraftStopRule{}, key, &prop);
+      }
+      const int m = static_cast<int>(prop.tokens.size());
+      batch.assign(1, context.back());
+      batch.insert(batch.end(), prop.tokens.begin(), prop.tokens.end());
+      const float* logits = target.forward(batch.data(), m + 1);
+      p.resize(static_cast<size_t>((m + 1) * vocab));
+      for (int j = 0; j <= m; j++)
+        sampling_standardize(p.data() + j * vocab, logits + j * vocab, vocab, r.target_sampling);
+      const bool lenient_greedy = greedy && r.lenience < 1.0;
+      if (lenient_greedy) {
+        p_raw.resize(p.size());
+        for (int j = 0; j <= m; j++)
+          sampling_standardize(p_raw.data() + j * vocab, logits + j * vocab, vocab, raw);
+      }
+      for (int j = 0; j < m; j++) {
+        const float* q = prop.q.empty() ? nullptr : prop.q.data() + j * vocab;
+        roll.accept.push_back(static_cast<float>(acceptance_token_probability(
+            p.data() + j * vocab, lenient_greedy ? p_raw.data() + j * vocab : nullptr, q,
+            prop.tokens[j], vocab, greedy, r.lenience)));
+        roll.top_prob.push_back(j < static_cast<int>(prop.top_prob.size()) ? prop.top_prob[j]
+                                                                           : 1.0f);
+        roll.entropy.push_back(j < static_cast<int>(prop.entropy_norm.size()) ? prop.entropy_norm[j]
+                                                                              : 0.0f);
+      }
+      if (m == 0) {
+        roll.beta = -1;  // nothing proposed: no acceptance to estimate here
+      } else if (prop.q.empty()) {
+        roll.beta = roll.accept[0];  // one-hot q: sum_x min(q, p / l) = min(1, p(d) / l)
+      } else if (greedy) {
+        // Greedy verification accepts d iff it is the target's argmax (or leniently close):
+        // over d ~ q that has probability sum of q over the accepted tokens.
+        const int32_t best = sampling_argmax(p.data(), vocab);
+        double b = prop.q[static_cast<size_t>(best)];
+        if (lenient_greedy)
+          for (int64_t x = 0; x < vocab; x++)
+            if (x != best && verify_greedy_lenient_accepts(p_raw.data(), vocab,
+                                                           static_cast<int32_t>(x), r.lenience))
+              b += prop.q[static_cast<size_t>(x)];
+        roll.beta = static_cast<float>(b);
+      } else {
+        roll.beta = static_cast<float>(
+            verify_expected_acceptance(p.data(), prop.q.data(), vocab, r.lenience));
+        // The quality cost of lenience at this position (Leviathan et al. A.5): how far the
+        // emitted token's law is from p.
+        if (r.lenience < 1.0)
+          roll.lenient_tv =
+              static_cast<float>(verify_lenient_tv(p.data(), prop.q.data(), vocab, r.lenience));
+      }
+      ap.positions.push_back(std::move(roll));
+      target.truncate(L);  // keep x_{t-1}; forget the rollout
+      context.push_back(text[t]);
+    }
+    profile.prompts.push_back(std::move(ap));
+  }
+  target.truncate(0);
+  drafter.reset();
+  return profile;
+}
+
+}  // namespace speclab

@@ -1,0 +1,302 @@
+#include "experiments/predict/cell_prediction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/speculative_verify.h"
+#include "core/speedup_theory.h"
+#include "core/token_tree.h"
+#include "experiments/predict/cost_profile.h"
+#include "experiments/predict/profile_io.h"
+
+namespace speclab {
+
+namespace {
+
+// The settings that make up a profile group (see the header).
+nlohmann::json group_settings(const ExperimentConfig& config, const Cell& c) {
+  const nlohmann::json exp = config.to_json();
+  return {{"target", config.target ? nlohmann::json(config.target->spec) : nlohmann::json()},
+          {"prompts", exp.contains("prompts") ? exp["prompts"] : nlohmann::json()},
+          {"generation", exp["generation"]},
+          {"drafter", c.drafter},
+          {"drafter_spec", c.drafter_ref.spec},
+          {"temperature", c.temperature},
+          {"draft_temperature", c.draft_temperature},
+          {"top_k", c.top_k},
+          {"top_p", c.top_p},
+          {"lenience", c.lenience}};
+}
+
+// Rollout depth and T(k) range a cell needs.
+void cell_needs(const Cell& c, int cost_curve_max_k, int* depth, int* k_max) {
+  if (c.tree.depth() > 0) {
+    const TreeShape& shape = c.tree;
+    *depth = std::max(*depth, shape.depth());
+    *k_max = std::max<int>(*k_max, static_cast<int>(shape.n_drafted()) + 1);
+    return;
+  }
+  // HF's heuristic grows gamma without bound; the prediction follows it up to the deepest
+  // round the cost curve covers.
+  const int g = c.gamma_policy == "heuristic" ? std::max(c.gamma, cost_curve_max_k - 1) : c.gamma;
+  *depth = std::max(*depth, g);
+  *k_max = std::max(*k_max, g + 1);
+}
+
+// Tree rounds from chain rollouts: a depth-d level of b siblings passes when one of them
+// does; treating the siblings as independent draws, r_d(tree) = 1 - (1 - r_d)^b. Exact for
+// sampled children of a one-token-wide chain, an approximation otherwise (top-k children
+// are distinct, not independent).
+AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& shape) {
+  AcceptanceProfile t = chain;
+  t.max_depth = shape.depth();
+  for (auto& p : t.prompts)
+    for (auto& r : p.positions) {
+      const size_t d = std::min<size_t>(r.accept.size(), static_cast<size_t>(shape.depth()));
+      r.accept.resize(d);
+      r.top_prob.resize(d);
+      r.entropy.resize(d);
+      for (size_t j = 0; j < d; j++)
+        r.accept[j] = static_cast<float>(1.0 - std::pow(1.0 - r.accept[j], shape.branching[j]));
+    }
+  return t;
+}
+
+}  // namespace
+
+void CellPrediction::put_into(ResultRow* row) const {
+  ResultRow& r = *row;
+  r.prediction_group = group;
+  r.prediction_model = model;
+  r.predicted_speedup = prediction.speedup;
+  r.predicted_tokens_per_round = prediction.tokens_per_round;
+  r.predicted_drafted_per_round = prediction.mean_drafted_per_round;
+  r.predicted_spec_s_per_token = prediction.spec_s_per_token;
+  r.predicted_baseline_s_per_token = prediction.base_s_per_token;
+  r.alpha_profile = acceptance.alpha_beta;
+  r.alpha_profile_ci_lo = alpha_ci.lo;
+  r.alpha_profile_ci_hi = alpha_ci.hi;
+  r.alpha_profile_positions = acceptance.n_positions;
+  r.acceptance_profile_by_position = acceptance.conditional;
+  r.survival_profile_by_position = acceptance.survival;
+  r.c_profile = c;
+  // Lenient cells are lossy: alpha_profile is then alpha_l = E[sum_x min(q, p / l)], and the
+  // quality cost is the mean total variation between the emitted law and the target's.
+  r.lenient_tv_profile = acceptance.lenient_tv;
+  if (thm38_speedup > 0) {
+    r.thm38_alpha = thm38_alpha;
+    r.thm38_speedup = thm38_speedup;
+  }
+  r.cost_profile_source = cost.source;
+  r.cost_profile_context_len = cost.context_len;
+  r.cost_profile_target_s = cost.target_s;
+  r.cost_profile_draft_round_s = cost.draft_round_s;
+  r.cost_profile_draft_catchup_s = cost.draft_catchup_s;
+  r.cost_profile_draft_prefill_s = cost.draft_prefill_s;
+  r.cost_profile_host_round_s = cost.host_round_s;
+}
+
+nlohmann::json PredictionGroupRow::to_json(const Cell& best) const {
+  nlohmann::json shared = best.to_json();
+  for (const char* k : {"gamma", "gamma_policy", "cell_id", "cell_index"}) shared.erase(k);
+  shared.update(nlohmann::json{{"row_type", "group"},
+                               {"group", group},
+                               {"cell_ids", cell_ids},
+                               {"predicted_best_cell_id", best_cell_id},
+                               {"predicted_best_gamma", best_gamma},
+                               {"predicted_best_policy", best_policy},
+                               {"predicted_best_speedup", best_speedup}});
+  return shared;
+}
+
+std::string CellPredictor::group_of(const ExperimentConfig& config, const Cell& cell) {
+  return experiment_hash_hex(group_settings(config, cell).dump()).substr(0, 12);
+}
+
+CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<Cell>& all_cells,
+                             TokenRunner* target, std::vector<PromptTokens> prompts,
+                             std::vector<int64_t> stop_ids, std::string profiles_dir, bool reuse,
+                             const CostProfile* cost_override, const std::atomic<bool>* interrupted)
+    : config_(config),
+      target_(target),
+      prompts_(std::move(prompts)),
+      stop_ids_(std::move(stop_ids)),
+      dir_(std::move(profiles_dir)),
+      reuse_(reuse),
+      cost_override_(cost_override),
+      interrupted_(interrupted) {
+  for (const Cell& c : all_cells) {
+    const std::string g = group_of(config, c);
+    int& d = depth_[g];
+    int& k = k_max_[g];
+    k = std::max(k, config.measure.cost_curve_max_k);
+    cell_needs(c, config.measure.cost_curve_max_k, &d, &k);
+    settings_[g] = group_settings(config, c);
+    needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
+  }
+  if (!reuse_) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    SPECLAB_INPUT_CHECK(!ec, dir_, ": cannot create the profiles directory: ", ec.message());
+  }
+}
+
+void CellPredictor::write_index() {
+  nlohmann::json index = nlohmann::json::object();
+  for (const auto& [g, prof] : cache_) {
+    nlohmann::json e = settings_[g];
+    e["cost_profile"] = "cost-" + g + ".json";
+    e["acceptance_profile"] = "acceptance-" + g + ".json";
+    e["depth"] = depth_[g];
+    index[g] = e;
+  }
+  profile_write_json(dir_ + "/index.json", index);
+}
+
+CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* drafter) {
+  const std::string g = group_of(config_, cell);
+  auto it = cache_.find(g);
+  if (it != cache_.end()) return it->second;
+  Profiles prof;
+  const std::string cost_file = dir_ + "/cost-" + g + ".json";
+  const std::string acc_file = dir_ + "/acceptance-" + g + ".json";
+  const int depth = depth_.at(g);
+  if (reuse_) {
+    prof.cost = cost_override_ ? *cost_override_
+                               : cost_profile_from_json(profile_read_json(cost_file), cost_file);
+    prof.acceptance = acceptance_profile_from_json(profile_read_json(acc_file), acc_file);
+    SPECLAB_INPUT_CHECK(prof.acceptance.max_depth >= depth, acc_file, ": rollouts of depth ",
+                        prof.acceptance.max_depth, ", the sweep's cells need ", depth);
+  } else {
+    SPECLAB_ASSERT(drafter != nullptr && target_ != nullptr);
+    const SamplingParams ts = cell.target_sampling(), ds = cell.draft_sampling();
+    if (cost_override_) {
+      prof.cost = *cost_override_;
+    } else {
+      CostProfileRequest cr;
+      int64_t mean_prompt = 0;
+      for (const auto& p : prompts_) mean_prompt += static_cast<int64_t>(p.ids.size());
+      mean_prompt = prompts_.empty() ? 32 : mean_prompt / static_cast<int64_t>(prompts_.size());
+      cr.context = prompts_.empty() ? std::vector<int32_t>{1, 2, 3, 4} : prompts_[0].ids;
+      cr.context_len = mean_prompt + config_.generation.max_new_tokens / 2;
+      cr.prompt_len = mean_prompt;
+      cr.k_max = k_max_.at(g);
+      cr.g_max = std::max(depth, k_max_.at(g) - 1);
+      cr.target_sampling = ts;
+      cr.draft_sampling = ds;
+      prof.cost = cost_profile_measure(*target_, *drafter, cr);
+    }
+    AcceptanceProfileRequest ar;
+    ar.target_sampling = ts;
+    ar.draft_sampling = ds;
+    ar.lenience = cell.lenience;
+    ar.depth = depth;
+    ar.max_new_tokens = config_.generation.max_new_tokens;
+    ar.stop_ids = stop_ids_;
+    ar.seed = static_cast<uint64_t>(config_.generation.seed);
+    // Synthetic cells predict from their configured acceptance: a group of nothing else needs
+    // no rollouts (its profile file is written empty, so --profiles still finds it).
+    prof.acceptance.max_depth = depth;
+    if (needs_acceptance_.at(g))
+      prof.acceptance = acceptance_profile_measure(*target_, *drafter, prompts_, ar, interrupted_);
+    profile_write_json(cost_file, cost_profile_to_json(prof.cost));
+    profile_write_json(acc_file, acceptance_profile_to_json(prof.acceptance));
+  }
+  prof.summary = acceptance_summarize(prof.acceptance);
+  prof.alpha_ci = acceptance_alpha_interval(prof.acceptance, config_.measure.bootstrap_resamples,
+                                            config_.measure.confidence,
+                                            static_cast<uint64_t>(config_.generation.seed));
+  auto& stored = cache_.emplace(g, std::move(prof)).first->second;
+  if (!reuse_) write_index();
+  return stored;
+}
+
+CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
+  Profiles& prof = profiles_for(cell, drafter);
+  CellPrediction out;
+  out.group = group_of(config_, cell);
+  out.cost = prof.cost;
+  out.c = prof.cost.c();
+  out.acceptance = prof.summary;
+  out.alpha_ci = prof.alpha_ci;
+  ChainSetting s;
+  s.gamma = cell.gamma;
+  s.policy = cell.gamma_policy;
+  s.p_min = cell.p_min;
+  s.max_new_tokens = config_.generation.max_new_tokens;
+  s.seed = static_cast<uint64_t>(config_.generation.seed);
+  if (!cell.synthetic_acceptance.empty()) {
+    // Synthetic acceptance: the configured per-position probabilities replace the profile;
+    // ignore_eos makes every request max_new_tokens long.
+    const AcceptanceProfile configured = acceptance_profile_configured(
+        cell.synthetic_acceptance, std::max(cell.gamma, depth_.at(out.group)),
+        std::max<int>(1, static_cast<int>(prompts_.size())), config_.generation.max_new_tokens);
+    out.model = "configured-acceptance";
+    out.prediction = predict_chain(prof.cost, configured, s);
+    out.acceptance = acceptance_summarize(configured);
+    out.alpha_ci = {out.acceptance.alpha_beta, out.acceptance.alpha_beta};
+  } else if (cell.tree.depth() > 0) {
+    const TreeShape& shape = cell.tree;
+    s.gamma = shape.depth();
+    s.tree_nodes = static_cast<int>(shape.n_drafted());
+    out.model = "tree-approx";
+    out.prediction = predict_chain(prof.cost, tree_profile(prof.acceptance, shape), s);
+  } else {
+    out.model = cell.gamma_policy == "fixed" ? "chain" : "policy-walk";
+    out.prediction = predict_chain(prof.cost, prof.acceptance, s);
+  }
+  out.thm38_alpha = out.acceptance.alpha_beta;
+  if (!cell.synthetic_acceptance.empty()) {
+    // One alpha for a per-position list: Eq. (1) increases with alpha, so bisect for the
+    // i.i.d. alpha giving the configured tokens per round at the cell's gamma.
+    std::vector<double> a;
+    for (int i = 0; i < cell.gamma; i++)
+      a.push_back(verify_synthetic_prob_at(cell.synthetic_acceptance, i));
+    const double tokens = theory_refined_expected_tokens(a, cell.gamma);
+    double lo = 0, hi = 1;
+    for (int it = 0; it < 100; it++) {
+      const double mid = (lo + hi) / 2;
+      (theory_expected_tokens(mid, cell.gamma) < tokens ? lo : hi) = mid;
+    }
+    const bool constant = std::all_of(a.begin(), a.end(), [&](double x) { return x == a[0]; });
+    out.thm38_alpha = constant ? a[0] : (lo + hi) / 2;
+  }
+  const double alpha = std::min(out.thm38_alpha, 1.0 - 1e-12);
+  out.thm38_speedup =
+      cell.tree.depth() == 0 ? theory_walltime_speedup(alpha, out.c, cell.gamma) : 0.0;
+  return out;
+}
+
+std::vector<PredictionGroupRow> CellPredictor::best_per_group(
+    const std::vector<Cell>& cells, const std::vector<CellPrediction>& predictions) {
+  SPECLAB_ASSERT(cells.size() == predictions.size());
+  std::map<std::string, PredictionGroupRow> groups;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < cells.size(); i++) {
+    const Cell& c = cells[i];
+    // Cells differing only in gamma and policy: the group key plus what else shapes a round.
+    nlohmann::json k = {{"group", predictions[i].group},
+                        {"p_min", c.p_min},
+                        {"synthetic", c.synthetic_acceptance},
+                        {"tree", c.tree.depth() > 0 ? c.tree.to_string() : ""}};
+    const std::string key = experiment_hash_hex(k.dump()).substr(0, 12);
+    auto [it, fresh] = groups.try_emplace(key);
+    if (fresh) order.push_back(key);
+    PredictionGroupRow& g = it->second;
+    g.group = key;
+    g.cell_ids.push_back(c.cell_id);
+    if (predictions[i].prediction.speedup > g.best_speedup) {
+      g.best_speedup = predictions[i].prediction.speedup;
+      g.best_cell_id = c.cell_id;
+      g.best_gamma = c.gamma;
+      g.best_policy = c.gamma_policy;
+    }
+  }
+  std::vector<PredictionGroupRow> out;
+  for (const auto& k : order) out.push_back(groups[k]);
+  return out;
+}
+
+}  // namespace speclab

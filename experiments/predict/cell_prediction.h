@@ -1,0 +1,105 @@
+// Predictions for the cells of a sweep from profiles only (core/speedup_prediction.h): the
+// cost profile and the acceptance profile of each (drafter, sampling setting) group are
+// measured once (experiments/predict/cost_profile.h, experiments/predict/acceptance_profile.h) - or read from
+// a profiles directory - and every cell of the group is predicted from them. No speculative
+// round runs here: `speclab predict` is this alone, `speclab run` adds the measurement.
+//
+// Group: the cells that differ only in gamma, gamma policy, p_min, synthetic acceptance and
+// tree shape share their profiles (those settings change how rounds are cut, not the pair's
+// acceptance at a position nor its costs). The acceptance rollouts are as deep as the deepest
+// cell of the group needs (the whole sweep, not the shard, so shards agree).
+//
+// Files in the profiles directory (DIR/profiles/): cost-<group>.json, acceptance-<group>.json
+// (experiments/predict/profile_io.h) and index.json (group -> its settings).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/speedup_prediction.h"
+#include "experiments/predict/acceptance_profile.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/results/result_row.h"
+#include "experiments/config/sweep.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/token_runner.h"
+
+namespace speclab {
+
+struct CellPrediction {
+  std::string group;  // 12 hex digits
+  std::string model;  // "chain" | "policy-walk" | "configured-acceptance" | "tree-approx"
+  Prediction prediction;
+  AcceptanceSummary acceptance;  // of the group's profile (configured for synthetic cells)
+  AlphaInterval alpha_ci;
+  double c = 0;              // the paper's c from the cost profile
+  double thm38_alpha = 0;    // alpha_profile; under a configured per-position list, the
+                             // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
+  double thm38_speedup = 0;  // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
+  CostProfile cost;          // a copy: predictions outlive their predictor
+  // Its fields of a result / prediction row.
+  void put_into(ResultRow* row) const;
+};
+
+struct PredictionGroupRow {
+  std::string group;
+  std::vector<std::string> cell_ids;
+  std::string best_cell_id;
+  int best_gamma = 0;
+  std::string best_policy;
+  double best_speedup = 0;
+  // A predictions.jsonl row (row_type "group"): the group's shared cell parameters (those of
+  // `best` but gamma, gamma_policy and the cell's id and index, so readers can match it to
+  // measured rows), its cells and the predicted best.
+  nlohmann::json to_json(const Cell& best) const;
+};
+
+class CellPredictor {
+ public:
+  // all_cells: the whole sweep (profile depths come from it). profiles_dir: where profiles
+  // are written (measured) or read (reuse = true: nothing is measured; a missing profile is an
+  // InputError). cost_override: a cost profile for every group (--cost-profile), or null.
+  CellPredictor(const ExperimentConfig& config, const std::vector<Cell>& all_cells,
+                TokenRunner* target, std::vector<PromptTokens> prompts,
+                std::vector<int64_t> stop_ids, std::string profiles_dir, bool reuse,
+                const CostProfile* cost_override, const std::atomic<bool>* interrupted);
+
+  // Measures (or loads) the group's profiles on first use; `drafter` is the cell's drafter
+  // (null when reusing profiles).
+  CellPrediction predict(const Cell& cell, Drafter* drafter);
+  // Same, for a group whose profiles are already loaded or measured (no drafter needed).
+  static std::string group_of(const ExperimentConfig& config, const Cell& cell);
+
+  // Per group of cells differing only in gamma and gamma policy: the predicted best.
+  static std::vector<PredictionGroupRow> best_per_group(
+      const std::vector<Cell>& cells, const std::vector<CellPrediction>& predictions);
+
+ private:
+  struct Profiles {
+    CostProfile cost;
+    AcceptanceProfile acceptance;
+    AcceptanceSummary summary;
+    AlphaInterval alpha_ci;
+  };
+  Profiles& profiles_for(const Cell& cell, Drafter* drafter);
+  void write_index();
+
+  const ExperimentConfig& config_;
+  TokenRunner* target_;  // null when reusing profiles
+  std::vector<PromptTokens> prompts_;
+  std::vector<int64_t> stop_ids_;
+  std::string dir_;
+  bool reuse_;
+  const CostProfile* cost_override_;
+  const std::atomic<bool>* interrupted_;
+  std::map<std::string, int> depth_;                // group -> rollout depth
+  std::map<std::string, bool> needs_acceptance_;    // group -> has a cell not synthetic
+  std::map<std::string, int> k_max_;                // group -> T(k) up to
+  std::map<std::string, nlohmann::json> settings_;  // group -> its settings (index.json)
+  std::map<std::string, Profiles> cache_;
+};
+
+}  // namespace speclab

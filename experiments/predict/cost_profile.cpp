@@ -1,0 +1,136 @@
+#include "experiments/predict/cost_profile.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/speculative_verify.h"
+
+namespace speclab {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+double fastest(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+}
+std::vector<int32_t> head(const std::vector<int32_t>& v, int64_t n) {
+  return std::vector<int32_t>(v.begin(), v.begin() + n);
+}
+
+}  // namespace
+
+CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
+                                 const CostProfileRequest& r) {
+  SPECLAB_ASSERT(!r.context.empty() && r.k_max >= 1 && r.g_max >= 1 && r.reps >= 1);
+  const int64_t vocab = target.vocab();
+  const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - r.k_max - r.g_max - 1);
+  SPECLAB_INPUT_CHECK(L >= 3, "cost profile: context limit ", target.max_ctx(),
+                      " too small for rounds of up to ", r.k_max, " tokens");
+  const int64_t prompt_len = std::clamp<int64_t>(r.prompt_len, 2, L);
+  std::vector<int32_t> ctx(static_cast<size_t>(L + r.k_max));
+  for (size_t i = 0; i < ctx.size(); i++) ctx[i] = r.context[i % r.context.size()];
+  const std::vector<int32_t> at_l = head(ctx, L), at_l1 = head(ctx, L - 1),
+                             at_l2 = head(ctx, L - 2), prompt = head(ctx, prompt_len);
+
+  // Real logits of this target for the host figures: [k_max, vocab] after the context.
+  target.truncate(0);
+  target.forward(ctx.data(), L, /*last_only=*/true);
+  const float* rows = target.forward(ctx.data() + L, r.k_max);
+  const std::vector<float> logits(rows, rows + r.k_max * vocab);
+  target.truncate(L);
+
+  std::vector<std::vector<double>> t_k(static_cast<size_t>(r.k_max)),
+      host_k(static_cast<size_t>(r.k_max)), draft_n(static_cast<size_t>(r.g_max + 1));
+  std::vector<double> two_behind, one_behind, first_call;
+  std::vector<float> p(static_cast<size_t>(r.k_max * vocab));
+  DraftProposal prop;
+  const RngKey key{0x5eed, 0, static_cast<uint64_t>(L), 0, 0};
+  const DraftStopRule no_stop;
+  auto propose_s = [&](const std::vector<int32_t>& c, int n) {
+    const auto t0 = Clock::now();
+    // As the decoder drafts: on the runner's device when it samples there.
+    drafter.propose_keeping_q_on_device(c, n, r.draft_sampling, no_stop, key, &prop);
+    return since(t0);
+  };
+  for (int rep = 0; rep <= r.reps; rep++) {  // rep 0 warms every call and is not kept
+    const bool keep = rep > 0;
+    for (int k = 1; k <= r.k_max; k++) {
+      const auto t0 = Clock::now();
+      target.forward(ctx.data() + L, k);
+      const double s = since(t0);
+      target.truncate(L);
+      if (keep) t_k[static_cast<size_t>(k - 1)].push_back(s);
+    }
+    for (int n = 1; n <= r.g_max; n++) {
+      propose_s(at_l1, 1);  // the drafter now holds the context but its last token
+      // In the decoder a round's drafting follows the previous round's target pass, which has
+      // pushed the draft's weights out of the caches: time it after one, as it runs there.
+      target.forward(ctx.data() + L, 1);
+      target.truncate(L);
+      const double s = propose_s(at_l, n);
+      if (keep) draft_n[static_cast<size_t>(n)].push_back(s);
+    }
+    propose_s(at_l2, 1);  // two tokens behind: the state after a fully accepted round
+    target.forward(ctx.data() + L, 1);
+    target.truncate(L);
+    const double two = propose_s(at_l, 1);
+    drafter.reset();
+    const double first = propose_s(prompt, 1);
+    propose_s(at_l1, 1);
+    target.forward(ctx.data() + L, 1);
+    target.truncate(L);
+    const double one = propose_s(at_l, 1);
+    if (keep) {
+      two_behind.push_back(two);
+      one_behind.push_back(one);
+      first_call.push_back(first);
+    }
+    for (int k = 1; k <= r.k_max; k++) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < k; i++)
+        sampling_standardize(p.data() + i * vocab, logits.data() + i * vocab, vocab,
+                             r.target_sampling);
+      if (k == 1) {
+        volatile int32_t x = sampling_draw(p.data(), vocab, 0.5);
+        (void)x;
+      } else {
+        // Drafts: the target's own likeliest tokens (so the round runs to its end), checked
+        // against q = p (a sampled drafter's q has p's shape; one-hot when deterministic).
+        std::vector<int32_t> drafts(static_cast<size_t>(k - 1));
+        for (int i = 0; i < k - 1; i++) drafts[i] = sampling_argmax(p.data() + i * vocab, vocab);
+        VerifyRound round;
+        round.n_draft = k - 1;
+        round.draft = drafts.data();
+        round.q = drafter.deterministic() ? nullptr : p.data();
+        round.p = p.data();
+        round.vocab = vocab;
+        VerifyConfig vc;
+        vc.greedy = r.target_sampling.temperature == 0.0f;
+        speculative_verify(round, vc, key);
+      }
+      if (keep) host_k[static_cast<size_t>(k - 1)].push_back(since(t0));
+    }
+  }
+  target.truncate(0);
+  drafter.reset();
+
+  CostProfile c;
+  c.source = "measured";
+  c.context_len = L;
+  for (const auto& v : t_k) c.target_s.push_back(fastest(v));
+  for (const auto& v : host_k) c.host_round_s.push_back(fastest(v));
+  c.draft_round_s.push_back(0.0);
+  for (int n = 1; n <= r.g_max; n++)
+    c.draft_round_s.push_back(fastest(draft_n[static_cast<size_t>(n)]));
+  c.draft_step_s = c.draft_round_s[1];
+  c.draft_catchup_s = std::max(0.0, fastest(two_behind) - fastest(one_behind));
+  c.draft_prefill_s = std::max(0.0, fastest(first_call) - fastest(one_behind));
+  return c;
+}
+
+}  // namespace speclab

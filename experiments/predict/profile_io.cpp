@@ -1,0 +1,307 @@
+#include "experiments/predict/profile_io.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_input.h"
+#include "core/output_file.h"
+
+namespace speclab {
+
+namespace {
+
+std::vector<double> number_list(const nlohmann::json& j, const char* key,
+                                const std::string& where) {
+  SPECLAB_INPUT_CHECK(j.contains(key) && j[key].is_array(), where, ": ", key,
+                      ": expected a list of numbers");
+  std::vector<double> v;
+  for (size_t i = 0; i < j[key].size(); i++) {
+    const auto& x = j[key][i];
+    SPECLAB_INPUT_CHECK(x.is_number(), where, ": ", key, "[", i, "]: expected a number");
+    v.push_back(x.get<double>());
+  }
+  return v;
+}
+
+double number(const nlohmann::json& j, const char* key, const std::string& where, double def,
+              bool required) {
+  if (!j.contains(key)) {
+    SPECLAB_INPUT_CHECK(!required, where, ": ", key, ": missing");
+    return def;
+  }
+  SPECLAB_INPUT_CHECK(j[key].is_number(), where, ": ", key, ": expected a number");
+  return j[key].get<double>();
+}
+
+std::string read_text(const std::string& path, size_t limit) {
+  return input_file_read(path, "profile", limit);  // regular files only, size bounded
+}
+
+constexpr size_t kMaxProfileBytes = 256u << 20;
+
+CostProfile from_llama_bench(const nlohmann::json& runs, const std::string& where) {
+  // Group runs by model file; the model with more parameters is the target.
+  struct Model {
+    double n_params = 0;
+    std::map<int64_t, double> pp_s;  // n_prompt -> seconds of the batch
+    double tg_step_s = 0;
+  };
+  std::map<std::string, Model> models;
+  for (size_t i = 0; i < runs.size(); i++) {
+    const auto& r = runs[i];
+    const std::string at = where + ": [" + std::to_string(i) + "]";
+    SPECLAB_INPUT_CHECK(r.is_object(), at, ": expected a llama-bench run object");
+    SPECLAB_INPUT_CHECK(r.contains("model_filename") && r["model_filename"].is_string(), at,
+                        ": model_filename: expected a string");
+    Model& m = models[r["model_filename"].get<std::string>()];
+    m.n_params = number(r, "model_n_params", at, 0, true);
+    const double n_prompt = number(r, "n_prompt", at, 0, true);
+    const double n_gen = number(r, "n_gen", at, 0, true);
+    const double ns = number(r, "avg_ns", at, 0, true);
+    SPECLAB_INPUT_CHECK(std::isfinite(ns) && ns > 0, at, ": avg_ns: expected > 0");
+    if (n_prompt > 0 && n_gen == 0) m.pp_s[static_cast<int64_t>(n_prompt)] = ns * 1e-9;
+    if (n_gen > 0 && n_prompt == 0) m.tg_step_s = ns * 1e-9 / n_gen;
+  }
+  SPECLAB_INPUT_CHECK(models.size() == 2, where,
+                      ": expected runs of exactly two models (a target "
+                      "and a draft), found ",
+                      models.size());
+  const Model* target = &models.begin()->second;
+  const Model* draft = &std::next(models.begin())->second;
+  if (draft->n_params > target->n_params) std::swap(target, draft);
+  SPECLAB_INPUT_CHECK(draft->tg_step_s > 0, where, ": the draft model has no tg run (n_gen > 0)");
+  CostProfile c;
+  c.source = "llama-bench";
+  if (!target->pp_s.count(1)) {
+    SPECLAB_INPUT_CHECK(target->tg_step_s > 0, where,
+                        ": the target has neither a pp 1 nor a tg run for T(1)");
+    c.target_s.push_back(target->tg_step_s);
+  }
+  for (int64_t k = c.target_s.empty() ? 1 : 2;; k++) {
+    auto it = target->pp_s.find(k);
+    if (it == target->pp_s.end()) break;
+    c.target_s.push_back(it->second);
+  }
+  c.host_round_s.assign(c.target_s.size(), 0.0);
+  for (size_t n = 0; n < c.target_s.size(); n++) c.draft_round_s.push_back(n * draft->tg_step_s);
+  c.draft_step_s = draft->tg_step_s;
+  return c;
+}
+
+CostProfile from_csv(const std::string& text, const std::string& where) {
+  std::istringstream in(text);
+  std::string line;
+  SPECLAB_INPUT_CHECK(std::getline(in, line), where, ": empty CSV");
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::vector<std::string> cols;
+  {
+    std::stringstream ss(line);
+    std::string c;
+    while (std::getline(ss, c, ',')) cols.push_back(c);
+  }
+  SPECLAB_INPUT_CHECK(cols.size() >= 2 && cols[0] == "k" && cols[1] == "target_s", where,
+                      ":1: expected the header k,target_s[,draft_round_s][,host_s]");
+  int draft_col = -1, host_col = -1;
+  for (size_t i = 2; i < cols.size(); i++) {
+    if (cols[i] == "draft_round_s")
+      draft_col = static_cast<int>(i);
+    else if (cols[i] == "host_s")
+      host_col = static_cast<int>(i);
+    else
+      fail_input(where, ":1: unknown column '", cols[i], "' (expected draft_round_s or host_s)");
+  }
+  CostProfile c;
+  c.source = "csv";
+  c.draft_round_s.push_back(0.0);
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    line_no++;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<double> v;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) {
+      char* end = nullptr;
+      const double x = std::strtod(cell.c_str(), &end);
+      SPECLAB_INPUT_CHECK(!cell.empty() && end && *end == '\0' && std::isfinite(x), where, ":",
+                          line_no, ": '", cell, "' is not a number");
+      v.push_back(x);
+    }
+    SPECLAB_INPUT_CHECK(v.size() == cols.size(), where, ":", line_no, ": expected ", cols.size(),
+                        " fields, got ", v.size());
+    SPECLAB_INPUT_CHECK(v[0] == static_cast<double>(c.target_s.size() + 1), where, ":", line_no,
+                        ": k = ", v[0], ", expected ", c.target_s.size() + 1,
+                        " (rows k = 1.. in order)");
+    c.target_s.push_back(v[1]);
+    c.draft_round_s.push_back(draft_col >= 0 ? v[static_cast<size_t>(draft_col)] : 0.0);
+    c.host_round_s.push_back(host_col >= 0 ? v[static_cast<size_t>(host_col)] : 0.0);
+  }
+  c.draft_step_s = c.draft_round_s.size() > 1 ? c.draft_round_s[1] : 0.0;
+  return c;
+}
+
+}  // namespace
+
+nlohmann::json cost_profile_to_json(const CostProfile& c) {
+  return {{"format", "speclab-cost-profile"},
+          {"version", 1},
+          {"source", c.source},
+          {"context_len", c.context_len},
+          {"target_s", c.target_s},
+          {"draft_round_s", c.draft_round_s},
+          {"draft_step_s", c.draft_step_s},
+          {"draft_catchup_s", c.draft_catchup_s},
+          {"draft_prefill_s", c.draft_prefill_s},
+          {"host_round_s", c.host_round_s},
+          {"c", c.c()}};
+}
+
+CostProfile cost_profile_from_json(const nlohmann::json& j, const std::string& where) {
+  SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-cost-profile", where,
+                      ": expected a speclab cost profile (\"format\": \"speclab-cost-profile\")");
+  SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
+  CostProfile c;
+  c.source =
+      j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "profile";
+  c.context_len = static_cast<int64_t>(number(j, "context_len", where, 0, false));
+  c.target_s = number_list(j, "target_s", where);
+  c.draft_round_s = number_list(j, "draft_round_s", where);
+  c.host_round_s = number_list(j, "host_round_s", where);
+  c.draft_step_s = number(j, "draft_step_s", where, 0, true);
+  c.draft_catchup_s = number(j, "draft_catchup_s", where, 0, false);
+  c.draft_prefill_s = number(j, "draft_prefill_s", where, 0, false);
+  cost_profile_validate(c, where);
+  c.origin = where;
+  return c;
+}
+
+nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
+  nlohmann::json prompts = nlohmann::json::array();
+  for (const auto& p : a.prompts) {
+    nlohmann::json acc = nlohmann::json::array(), top = nlohmann::json::array(),
+                   ent = nlohmann::json::array(), beta = nlohmann::json::array(),
+                   tv = nlohmann::json::array();
+    for (const auto& r : p.positions) {
+      acc.push_back(r.accept);
+      top.push_back(r.top_prob);
+      ent.push_back(r.entropy);
+      beta.push_back(r.beta);
+      tv.push_back(r.lenient_tv);
+    }
+    prompts.push_back({{"id", p.prompt_id},
+                       {"accept", acc},
+                       {"top_prob", top},
+                       {"entropy", ent},
+                       {"beta", beta}});
+  }
+  return {{"format", "speclab-acceptance-profile"},
+          {"version", 1},
+          {"max_depth", a.max_depth},
+          {"prompts", prompts}};
+}
+
+AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const std::string& where) {
+  SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-acceptance-profile", where,
+                      ": expected a speclab acceptance profile");
+  SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
+  AcceptanceProfile a;
+  a.max_depth = static_cast<int>(number(j, "max_depth", where, 0, true));
+  SPECLAB_INPUT_CHECK(a.max_depth >= 0 && a.max_depth <= 1024, where,
+                      ": max_depth: expected 0..1024");
+  SPECLAB_INPUT_CHECK(j.contains("prompts") && j["prompts"].is_array(), where,
+                      ": prompts: expected a list");
+  for (size_t i = 0; i < j["prompts"].size(); i++) {
+    const auto& pj = j["prompts"][i];
+    const std::string at = where + ": prompts[" + std::to_string(i) + "]";
+    SPECLAB_INPUT_CHECK(pj.is_object() && pj.contains("id") && pj["id"].is_string(), at,
+                        ": expected an object with a string id");
+    AcceptancePrompt p;
+    p.prompt_id = pj["id"].get<std::string>();
+    for (const char* key : {"accept", "top_prob", "entropy", "beta"})
+      SPECLAB_INPUT_CHECK(
+          pj.contains(key) && pj[key].is_array() && pj[key].size() == pj["accept"].size(), at, ": ",
+          key, ": expected a list of one entry per position");
+    for (size_t t = 0; t < pj["accept"].size(); t++) {
+      AcceptanceRollout r;
+      const std::string pos = at + ": position " + std::to_string(t);
+      auto floats = [&](const char* key, std::vector<float>* out) {
+        const auto& v = pj[key][t];
+        SPECLAB_INPUT_CHECK(v.is_array(), pos, ": ", key, ": expected a list");
+        for (const auto& x : v) {
+          SPECLAB_INPUT_CHECK(x.is_number() && x.get<double>() >= 0 && x.get<double>() <= 1, pos,
+                              ": ", key, ": expected numbers in [0, 1]");
+          out->push_back(x.get<float>());
+        }
+      };
+      floats("accept", &r.accept);
+      floats("top_prob", &r.top_prob);
+      floats("entropy", &r.entropy);
+      SPECLAB_INPUT_CHECK(
+          r.accept.size() == r.top_prob.size() && r.accept.size() == r.entropy.size() &&
+              static_cast<int>(r.accept.size()) <= a.max_depth,
+          pos, ": accept, top_prob and entropy must have one entry per depth (<= max_depth)");
+      SPECLAB_INPUT_CHECK(pj["beta"][t].is_number(), pos, ": beta: expected a number");
+      r.beta = pj["beta"][t].get<float>();
+      if (pj.contains("lenient_tv")) {
+        SPECLAB_INPUT_CHECK(pj["lenient_tv"].is_array() &&
+                                pj["lenient_tv"].size() == pj["accept"].size() &&
+                                pj["lenient_tv"][t].is_number(),
+                            pos, ": lenient_tv: expected one number per position");
+        r.lenient_tv = pj["lenient_tv"][t].get<float>();
+      }
+      SPECLAB_INPUT_CHECK(r.beta == -1.0f || (r.beta >= 0 && r.beta <= 1), pos,
+                          ": beta: expected a number in [0, 1] or -1");
+      p.positions.push_back(std::move(r));
+    }
+    a.prompts.push_back(std::move(p));
+  }
+  return a;
+}
+
+nlohmann::json profile_read_json(const std::string& path) {
+  const std::string text = read_text(path, kMaxProfileBytes);
+  try {
+    return json_input_parse(text, path);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail_input(path, ": not valid JSON at byte ", e.byte);
+  } catch (const nlohmann::json::exception&) {
+    fail_input(path, ": not valid JSON");
+  }
+}
+
+CostProfile cost_profile_import(const std::string& path) {
+  const std::string text = read_text(path, kMaxProfileBytes);
+  size_t first = text.find_first_not_of(" \t\r\n");
+  CostProfile c;
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) {
+    nlohmann::json j;
+    try {
+      j = json_input_parse(text, path);
+    } catch (const nlohmann::json::parse_error& e) {
+      fail_input(path, ": not valid JSON at byte ", e.byte);
+    } catch (const nlohmann::json::exception&) {
+      fail_input(path, ": not valid JSON");
+    }
+    c = j.is_array() ? from_llama_bench(j, path) : cost_profile_from_json(j, path);
+  } else {
+    c = from_csv(text, path);
+  }
+  cost_profile_validate(c, path);
+  c.origin = path;
+  return c;
+}
+
+void profile_write_json(const std::string& path, const nlohmann::json& j) {
+  output_file_write_atomic(path,
+                           j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+}  // namespace speclab

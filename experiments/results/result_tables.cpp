@@ -1,0 +1,410 @@
+#include "experiments/results/result_tables.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+#include "experiments/config/sweep_axes.h"
+#include "experiments/results/category_tables.h"
+
+namespace speclab {
+
+namespace {
+
+// An optional field as a number, NaN when absent.
+double row_value(const std::optional<double>& v) { return v.value_or(NAN); }
+
+// How cells are written: for reading (fixed digits, "-" for none, "+5.0%", "[lo, hi]") or
+// for machines (csv/json: every digit that matters, "" for none, fractions, lo and hi in
+// columns of their own).
+struct CellFormat {
+  bool machine = false;
+
+  std::string fmt(double v, int digits = 2) const { return table_number(v, digits, machine); }
+  std::string none() const { return machine ? "" : "-"; }
+  std::string maybe(double v, int digits = 2) const {
+    return std::isnan(v) ? none() : fmt(v, digits);
+  }
+  std::string pct(double v) const {
+    if (std::isnan(v)) return none();
+    if (machine) return fmt(v);
+    char b[64];
+    std::snprintf(b, sizeof b, "%+.1f%%", 100 * v);
+    return b;
+  }
+  // The speedup interval: one "[lo, hi]" column ("-" for rows without a speedup), or for
+  // machines two columns speedup_ci_lo, speedup_ci_hi.
+  void interval_header(std::vector<std::string>* h) const {
+    if (machine) {
+      h->push_back(row_field::speedup_ci_lo);
+      h->push_back(row_field::speedup_ci_hi);
+    } else {
+      h->push_back("interval");
+    }
+  }
+  void interval_cells(const ResultRow& r, std::vector<std::string>* row) const;
+};
+
+void CellFormat::interval_cells(const ResultRow& r, std::vector<std::string>* row) const {
+  const bool no_speedup = std::isnan(row_value(r.speedup));
+  if (machine) {
+    row->push_back(no_speedup ? "" : maybe(row_value(r.speedup_ci_lo)));
+    row->push_back(no_speedup ? "" : maybe(row_value(r.speedup_ci_hi)));
+  } else {
+    row->push_back(no_speedup ? "-"
+                              : "[" + maybe(row_value(r.speedup_ci_lo)) + ", " +
+                                    maybe(row_value(r.speedup_ci_hi)) + "]");
+  }
+}
+
+// The codes of a row's sanity flags ("speedup_above_bound few_prompts"), "" when none.
+std::string flag_codes(const ResultRow& r) {
+  std::string o;
+  for (const auto& f : r.flags.value_or(std::vector<std::string>{}))
+    o += (o.empty() ? "" : " ") + f.substr(0, f.find(':'));
+  return o;
+}
+
+// The columns every speedup table ends with: the speedup interval, the out-of-sample
+// prediction and its error, Theorem 3.8's speedup and error (tables that have it), the flags.
+void speedup_tail_header(const CellFormat& f, bool thm38, std::vector<std::string>* h) {
+  f.interval_header(h);
+  h->push_back("predicted");
+  h->push_back("err predicted");
+  if (thm38) {
+    h->push_back("thm 3.8");
+    h->push_back("err thm 3.8");
+  }
+  h->push_back("flags");
+}
+void speedup_tail_cells(const CellFormat& f, const ResultRow& r, bool thm38,
+                        std::vector<std::string>* row) {
+  f.interval_cells(r, row);
+  row->push_back(f.maybe(row_value(r.predicted_speedup)));
+  row->push_back(f.pct(row_value(r.prediction_error)));
+  if (thm38) {
+    row->push_back(f.maybe(row_value(r.thm38_speedup)));
+    row->push_back(f.pct(row_value(r.thm38_error)));
+  }
+  row->push_back(flag_codes(r).empty() ? f.none() : flag_codes(r));
+}
+
+}  // namespace
+
+namespace {
+
+// The settings of a cell other than gamma and the gamma policy, as each sweep axis writes
+// itself in tables (experiments/config/sweep_axes.h): cells with the same key differ only in gamma
+// (the speedup-vs-gamma tables). The first two are the drafter and the temperature.
+std::vector<std::string> gamma_group_key(const Cell& c) {
+  std::vector<std::string> key;
+  for (const auto& [label, text] : sweep_axes_table_key(c, {"gamma", "gamma_policy"}))
+    key.push_back(text);
+  return key;
+}
+
+// The tables of the rows of one config.
+std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
+                                    const CellFormat& f) {
+  std::vector<Table> out;
+  // Synthetic-acceptance cells get their own table: their alpha is configured, not the pair's.
+  // Tree cells too: their acceptance is per depth of a tree, not a chain's alpha.
+  std::vector<const ResultRow*> gen, cost, synthetic, tree;
+  for (const auto* r : rows)
+    (r->kind() == "cost_only"                ? cost
+     : !r->cell.synthetic_acceptance.empty() ? synthetic
+     : r->cell.tree.depth() > 0              ? tree
+                                             : gen)
+        .push_back(r);
+
+  if (!gen.empty()) {
+    // Table 3 analog: the pair's acceptance per target x drafter x temperature. alpha_profile
+    // (Corollary 3.6 along the target's own text, teacher-forced) does not depend on gamma;
+    // accepted/tested pooled over the cells is the runs' diagnostic, which does.
+    struct Acc {
+      double accepted = 0, tested = 0;
+      double profile = NAN, lo = NAN, hi = NAN;
+    };
+    std::map<std::tuple<std::string, std::string, double>, Acc> by;
+    for (const auto* r : gen) {
+      auto& a = by[{r->target_spec.value_or(""), r->cell.drafter, r->cell.temperature}];
+      a.accepted += static_cast<double>(r->accepted.value_or(0));
+      a.tested += static_cast<double>(r->tested.value_or(0));
+      if (!std::isnan(row_value(r->alpha_profile))) {
+        a.profile = row_value(r->alpha_profile);
+        a.lo = row_value(r->alpha_profile_ci_lo);
+        a.hi = row_value(r->alpha_profile_ci_hi);
+      }
+    }
+    Table t3{"acceptance",
+             "Acceptance (Table 3 analog): alpha_profile = Corollary 3.6 along the target's own "
+             "text with its 95% interval (prompts as clusters), the pair's alpha; "
+             "accepted/tested = pooled over the measured cells (it depends on where rounds "
+             "start, hence on gamma)",
+             {"target", "draft", "T", row_field::alpha_profile, row_field::alpha_profile_ci_lo,
+              row_field::alpha_profile_ci_hi, "accepted/tested", "tested"},
+             {},
+             {},
+             {}};
+    for (const auto& [k, a] : by) {
+      t3.rows.push_back({std::get<0>(k), std::get<1>(k), f.fmt(std::get<2>(k), 1),
+                         f.maybe(a.profile, 3), f.maybe(a.lo, 3), f.maybe(a.hi, 3),
+                         a.tested ? f.fmt(a.accepted / a.tested, 3) : f.maybe(NAN),
+                         f.fmt(a.tested, 0)});
+    }
+    out.push_back(t3);
+
+    // Table 4 analog.
+    Table t4{"speedup",
+             "Speedup (Table 4 analog): measured (95% bootstrap interval, prompts as clusters) "
+             "vs the out-of-sample prediction (cost and acceptance profiles, no speculative run) "
+             "and Theorem 3.8 (alpha_profile, c from the cost profile, the cell's gamma)",
+             {"draft", "T", "gamma", "policy", row_field::alpha_profile, "c", "tau",
+              "predicted tau", "speedup"},
+             {},
+             {},
+             {}};
+    speedup_tail_header(f, /*thm38=*/true, &t4.headers);
+    for (const auto* r : gen) {
+      std::vector<std::string> row{r->cell.drafter,
+                                   f.fmt(r->cell.temperature, 1),
+                                   std::to_string(r->cell.gamma),
+                                   r->cell.gamma_policy,
+                                   f.maybe(row_value(r->alpha_profile), 3),
+                                   f.maybe(row_value(r->c_profile), 3),
+                                   f.maybe(row_value(r->tau)),
+                                   f.maybe(row_value(r->predicted_tokens_per_round)),
+                                   f.maybe(row_value(r->speedup))};
+      speedup_tail_cells(f, *r, /*thm38=*/true, &row);
+      t4.rows.push_back(row);
+    }
+    out.push_back(t4);
+
+    // Speedup vs gamma, and the best gamma: measured vs predicted.
+    std::set<int> gammas;
+    struct Gammas {
+      std::map<int, double> measured, predicted;
+    };
+    std::map<std::vector<std::string>, Gammas> grid;
+    for (const auto* r : gen) {
+      if (r->cell.gamma_policy != "fixed" && !r->cell.gamma_policy.empty()) continue;
+      const int g = r->cell.gamma;
+      gammas.insert(g);
+      // Cells that differ only in gamma.
+      const std::vector<std::string> key = gamma_group_key(r->cell);
+      grid[key].measured[g] = row_value(r->speedup);
+      grid[key].predicted[g] = row_value(r->predicted_speedup);
+    }
+    Table tg{"gamma", "Measured speedup vs gamma (fixed gamma)", {"draft", "T"}, {}, {}, {}};
+    for (int g : gammas) tg.headers.push_back("g=" + std::to_string(g));
+    Table tp{"gamma_predicted",
+             "Predicted speedup vs gamma (fixed gamma, out of sample)",
+             {"draft", "T"},
+             {},
+             {},
+             {}};
+    for (int g : gammas) tp.headers.push_back("g=" + std::to_string(g));
+    Table tb{"best_gamma",
+             "Best gamma per group: measured best vs predicted best, and the measured speedup "
+             "at the predicted best ('ok' when within 3% of the measured best)",
+             {"draft", "T", "measured best", "speedup at measured best", "predicted best",
+              "speedup at predicted best", "within 3%"},
+             {},
+             {},
+             {}};
+    for (const auto& [k, m] : grid) {
+      std::vector<std::string> row{k[0], k[1]}, prow{k[0], k[1]};
+      int best_m = 0, best_p = 0;
+      for (int g : gammas) {
+        const bool has = m.measured.count(g) > 0;
+        row.push_back(has ? f.maybe(m.measured.at(g)) : f.maybe(NAN));
+        prow.push_back(has ? f.maybe(m.predicted.at(g)) : f.maybe(NAN));
+        if (has && !std::isnan(m.measured.at(g)) &&
+            (best_m == 0 || m.measured.at(g) > m.measured.at(best_m)))
+          best_m = g;
+        if (has && !std::isnan(m.predicted.at(g)) &&
+            (best_p == 0 || m.predicted.at(g) > m.predicted.at(best_p)))
+          best_p = g;
+      }
+      tg.rows.push_back(row);
+      tp.rows.push_back(prow);
+      if (best_m && best_p) {
+        const double at_p = m.measured.at(best_p), best = m.measured.at(best_m);
+        tb.rows.push_back({k[0], k[1], std::to_string(best_m), f.maybe(best),
+                           std::to_string(best_p), f.maybe(at_p),
+                           at_p >= 0.97 * best ? "ok" : "miss"});
+      }
+    }
+    out.push_back(tg);
+    bool any_prediction = false;
+    for (const auto* r : gen) any_prediction |= !std::isnan(row_value(r->predicted_speedup));
+    if (any_prediction) out.push_back(tp);
+    if (!tb.rows.empty()) out.push_back(tb);
+
+    // Spec-Bench's layout: acceptance, tau and speedup per prompt category.
+    for (Table& t : category_tables_build(gen, f.machine)) out.push_back(std::move(t));
+  }
+
+  if (!tree.empty()) {
+    Table tt{
+        "tree",
+        "Tree speculation: tokens per round (tau) and measured speedup per tree shape "
+        "(AxBxC: A children of the root, B of each, ...; topk = the draft's top tokens, sample "
+        "= independent draft samples) vs the out-of-sample prediction (chain profile with "
+        "siblings as independent tries per depth: an approximation); Theorem 3.8 has no tree "
+        "form",
+        {"draft", "T", "tree", "nodes/round", "tau", "predicted tau", "speedup"},
+        {},
+        {},
+        {}};
+    speedup_tail_header(f, /*thm38=*/false, &tt.headers);
+    for (const auto* r : tree) {
+      std::vector<std::string> row{r->cell.drafter,
+                                   f.fmt(r->cell.temperature, 1),
+                                   r->cell.tree.to_string(),
+                                   f.maybe(row_value(r->mean_tree_nodes_per_round), 1),
+                                   f.maybe(row_value(r->tau)),
+                                   f.maybe(row_value(r->predicted_tokens_per_round)),
+                                   f.maybe(row_value(r->speedup))};
+      speedup_tail_cells(f, *r, /*thm38=*/false, &row);
+      tt.rows.push_back(row);
+    }
+    out.push_back(tt);
+  }
+
+  if (!synthetic.empty()) {
+    Table ts{"synthetic",
+             "Synthetic acceptance (known alpha): measured speedup vs the prediction from the "
+             "cost profile at the configured acceptance, and Theorem 3.8; alpha set = "
+             "configured per position (last repeats), alpha = measured accepted/tested",
+             {"draft", "T", "gamma", "alpha set", "alpha", "c", "tau", "predicted tau", "speedup"},
+             {},
+             {},
+             {}};
+    speedup_tail_header(f, /*thm38=*/true, &ts.headers);
+    for (const auto* r : synthetic) {
+      std::string set;
+      for (double a : r->cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
+      std::vector<std::string> row{r->cell.drafter,
+                                   f.fmt(r->cell.temperature, 1),
+                                   std::to_string(r->cell.gamma),
+                                   set,
+                                   f.maybe(row_value(r->alpha_empirical)),
+                                   f.maybe(row_value(r->c_profile), 3),
+                                   f.maybe(row_value(r->tau)),
+                                   f.maybe(row_value(r->predicted_tokens_per_round)),
+                                   f.maybe(row_value(r->speedup))};
+      speedup_tail_cells(f, *r, /*thm38=*/true, &row);
+      ts.rows.push_back(row);
+    }
+    out.push_back(ts);
+  }
+
+  // How good the out-of-sample prediction was over every measured cell that has one.
+  {
+    std::vector<double> errs, thm_errs;
+    int flagged = 0;
+    for (const auto* r : rows) {
+      if (std::isnan(row_value(r->prediction_error))) continue;
+      errs.push_back(std::fabs(row_value(r->prediction_error)));
+      if (!std::isnan(row_value(r->thm38_error)))
+        thm_errs.push_back(std::fabs(row_value(r->thm38_error)));
+      if (!flag_codes(*r).empty()) flagged++;
+    }
+    if (!errs.empty()) {
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        const size_t n = v.size();
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+      };
+      Table tq{"prediction_quality",
+               "Prediction quality: |predicted / measured - 1| over the measured cells (the "
+               "out-of-sample prediction, then Theorem 3.8 for comparison)",
+               {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
+                "thm 3.8 max |err|"},
+               {},
+               {},
+               {}};
+      const double none = NAN;
+      tq.rows.push_back(
+          {std::to_string(errs.size()), std::to_string(flagged), f.pct(median(errs)),
+           f.pct(*std::max_element(errs.begin(), errs.end())),
+           f.pct(thm_errs.empty() ? none : median(thm_errs)),
+           f.pct(thm_errs.empty() ? none : *std::max_element(thm_errs.begin(), thm_errs.end()))});
+      out.push_back(tq);
+    }
+  }
+
+  if (!cost.empty()) {
+    Table tc{"cost",
+             "Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",
+             {"draft", "c", "bytes ratio", "T(1) ms"},
+             {},
+             {},
+             {}};
+    size_t kmax = 0;
+    for (const auto* r : cost)
+      kmax = std::max(kmax, r->target_tk_ratio.value_or(std::vector<double>{}).size());
+    for (size_t k = 2; k <= kmax; k++) tc.headers.push_back("T(" + std::to_string(k) + ")/T(1)");
+    for (const auto* r : cost) {
+      std::vector<std::string> row{r->cell.drafter, f.maybe(row_value(r->c_measured), 3),
+                                   f.maybe(row_value(r->weight_bytes_ratio), 3),
+                                   f.maybe(1e3 * row_value(r->target_t1_s), 1)};
+      const std::vector<double> ratios = r->target_tk_ratio.value_or(std::vector<double>{});
+      for (size_t k = 1; k < kmax; k++)
+        row.push_back(k < ratios.size() ? f.fmt(ratios[k]) : f.maybe(NAN));
+      tc.rows.push_back(row);
+    }
+    out.push_back(tc);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Table> result_tables_build(const std::vector<ResultRow>& rows, bool machine) {
+  const CellFormat f{machine};
+  // Rows of different configs (config_hash) measure different things under the same names
+  // (other prompts, lengths, models): never pooled, one set of tables per config, in the order
+  // the configs first appear.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const ResultRow*>> by_config;
+  for (const auto& r : rows) {
+    const std::string h = r.config_hash.value_or("");
+    if (!by_config.count(h)) order.push_back(h);
+    by_config[h].push_back(&r);
+  }
+  std::vector<Table> out;
+  for (const auto& h : order) {
+    for (Table t : tables_of_config(by_config[h], f)) {
+      t.config_hash = h;
+      t.experiment = by_config[h].front()->experiment.value_or("");
+      if (order.size() > 1)
+        t.title = "config " + (h.empty() ? std::string("(no config_hash)") : h) + " (" +
+                  t.experiment + "): " + t.title;
+      SPECLAB_ASSERT(table_headers_unique(t));
+      out.push_back(std::move(t));
+    }
+  }
+  return out;
+}
+
+std::string result_tables_render(const std::vector<ResultRow>& rows, TableFormat format) {
+  const bool machine = format == TableFormat::kCsv || format == TableFormat::kJson;
+  const std::vector<Table> tables = result_tables_build(rows, machine);
+  if (format == TableFormat::kJson) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& t : tables) all.push_back(table_json(t));
+    return nlohmann::json{{"tables", all}}.dump(1) + "\n";
+  }
+  std::string s;
+  for (const auto& t : tables) s += table_render(t, format);
+  return s;
+}
+
+}  // namespace speclab
