@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cuda/cuda_bf16_dot.cuh"
 #include "core/cuda/cuda_block_reduce.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_launch_config.h"
@@ -63,40 +64,11 @@ __global__ void matmul_bf16_vec_kernel(float* out, const float* __restrict__ x,
   const int64_t r =
       static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
   if (r >= n_out) return;  // whole warp leaves together
-  const int64_t n_vec = n_in / 8;
-  const uint4* row = w + r * n_vec;
   float acc[kMaxT];
-#pragma unroll
-  for (int t = 0; t < kMaxT; t++) acc[t] = 0.0f;
-  for (int64_t v = lane; v < n_vec; v += kCudaWarp) {
-    const uint4 p = __ldg(row + v);
-    // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
-    const float wf[8] = {__uint_as_float(p.x << 16), __uint_as_float(p.x & 0xffff0000u),
-                         __uint_as_float(p.y << 16), __uint_as_float(p.y & 0xffff0000u),
-                         __uint_as_float(p.z << 16), __uint_as_float(p.z & 0xffff0000u),
-                         __uint_as_float(p.w << 16), __uint_as_float(p.w & 0xffff0000u)};
-#pragma unroll
-    for (int t = 0; t < kMaxT; t++) {
-      if (t < n_tokens) {
-        const float4* xv = reinterpret_cast<const float4*>(x + t * n_in) + 2 * v;
-        const float4 a = __ldg(xv), b = __ldg(xv + 1);
-        float s = acc[t];
-        s = fmaf(wf[0], a.x, s);
-        s = fmaf(wf[1], a.y, s);
-        s = fmaf(wf[2], a.z, s);
-        s = fmaf(wf[3], a.w, s);
-        s = fmaf(wf[4], b.x, s);
-        s = fmaf(wf[5], b.y, s);
-        s = fmaf(wf[6], b.z, s);
-        s = fmaf(wf[7], b.w, s);
-        acc[t] = s;
-      }
-    }
-  }
+  cuda_bf16_row_dot<kMaxT>(w + r * (n_in / 8), x, n_in, n_tokens, lane, acc);
 #pragma unroll
   for (int t = 0; t < kMaxT; t++) {
-    const float s = cuda_warp_sum(acc[t]);
-    if (lane == 0 && t < n_tokens) out[t * n_out + r] = s;
+    if (lane == 0 && t < n_tokens) out[t * n_out + r] = acc[t];
   }
 }
 
@@ -108,12 +80,6 @@ constexpr int kBf16VecMaxTokens = 4;
 constexpr int kBf16VecWarpsPerBlock = 8;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// Whether matmul_bf16_vec_kernel serves this call (else cuBLAS GemmEx does).
-bool bf16_vec_applies(const float* x, const CudaWeightView& w, int64_t n_tokens) {
-  return w.dtype == DType::BF16 && n_tokens >= 1 && n_tokens <= kBf16VecMaxTokens &&
-         w.cols % 8 == 0 && aligned16(w.data) && aligned16(x);
-}
 
 void matmul_bf16_vec(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
                      cudaStream_t stream) {
@@ -152,6 +118,11 @@ int checked_int(int64_t v, const char* what) {
 
 }  // namespace
 
+bool cuda_matmul_bf16_vec_applies(const float* x, const CudaWeightView& w, int64_t n_tokens) {
+  return w.dtype == DType::BF16 && n_tokens >= 1 && n_tokens <= kBf16VecMaxTokens &&
+         w.cols % 8 == 0 && aligned16(w.data) && aligned16(x);
+}
+
 cublasHandle_t cuda_cublas_handle(cudaStream_t stream) {
   struct Holder {
     cublasHandle_t h = nullptr;
@@ -181,7 +152,7 @@ void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView
 void cuda_matmul_weights(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
                          cudaStream_t stream) {
   const CudaMatmulPath path = cuda_matmul_path(w.dtype);
-  if (bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..4 tokens: our memory-bound kernel
+  if (cuda_matmul_bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..4 tokens: our memory-bound kernel
     matmul_bf16_vec(out, x, w, n_tokens, stream);
     return;
   }
