@@ -23,7 +23,10 @@ void CudaGraphExec::reset() {
 }
 
 CudaGraphExec CudaGraphExec::capture(cudaStream_t stream, const std::function<void()>& enqueue) {
-  SPECLAB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+  // Relaxed, as llama.cpp's CUDA backend captures: cuBLAS may allocate its workspace with
+  // cudaMalloc inside the capture (not a stream operation, so not captured), which the
+  // stricter modes refuse and which would fail every capture of a cuBLAS product.
+  SPECLAB_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed),
                      "graph capture could not start (the stream is busy capturing?)");
   std::string error;
   try {
@@ -42,7 +45,7 @@ CudaGraphExec CudaGraphExec::capture(cudaStream_t stream, const std::function<vo
   if (graph) cudaGraphDestroy(graph);  // the instance keeps what it needs
   if (!error.empty()) {
     out.exec_ = nullptr;
-    cudaGetLastError();  // an invalidated capture leaves a sticky-free error: clear it
+    cudaGetLastError();  // a failed capture's error is not sticky: clear it for later calls
     throw CudaError("CUDA graph capture failed: " + error);
   }
   return out;

@@ -18,8 +18,9 @@ class CudaGraphExec {
   CudaGraphExec(CudaGraphExec&& o) noexcept;
   CudaGraphExec& operator=(CudaGraphExec&& o) noexcept;
 
-  // Captures the work `enqueue` queues on `stream` (thread-local capture mode: other threads'
-  // CUDA calls are not affected) and instantiates it; nothing runs yet. Stream-ordered
+  // Captures the work `enqueue` queues on `stream` (relaxed capture mode: non-stream calls
+  // such as a library's cudaMalloc are allowed and not captured) and instantiates it;
+  // nothing runs yet. Stream-ordered
   // allocations inside (cudaMallocAsync) become the graph's memory nodes. On any failure,
   // including a CudaError thrown by `enqueue`, the capture is ended, the stream is left
   // usable and CudaError is thrown; nothing was executed.

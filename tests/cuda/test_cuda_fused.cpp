@@ -1,11 +1,12 @@
 // The fused kernels of the decode step against the unfused launches they replace, on the
 // device (skip without one): cuda_matmul_swiglu against two cuda_matmul_weights and
-// cuda_swiglu, cuda_rope_kv_write against cuda_rope_apply on q and k followed by copies into
-// the cache, and cuda_attention_at (n_past in device memory, a caller's score buffer) against
-// cuda_attention. Each fused kernel performs the unfused float operations in the same order,
-// so the stated tolerance is 0 for every dtype: a mismatch means the fusion changed the
-// arithmetic (the first ones are printed). The forward passes that use them are checked
-// against the CPU runner per dtype in tests/cuda/test_cuda_forward.cpp.
+// cuda_swiglu, cuda_matmul_weights3 (Q, K, V in one launch) against three products,
+// cuda_matmul_weights_add against a product and cuda_add_inplace, cuda_rope_kv_write against
+// cuda_rope_apply on q and k followed by copies into the cache, and cuda_attention_at (n_past in
+// device memory, a caller's score buffer) against cuda_attention. Each fused kernel performs the
+// unfused float operations in the same order, so the stated tolerance is 0 for every dtype: a
+// mismatch means the fusion changed the arithmetic (the first ones are printed). The forward passes
+// that use them are checked against the CPU runner per dtype in tests/cuda/test_cuda_forward.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,6 +75,61 @@ TEST(CudaFused, MatmulSwigluEqualsTheUnfusedProducts) {
                            nullptr);
         expect_close(to_host(fused, n * sh.hidden), to_host(g, n * sh.hidden), 0, 0, what);
       }
+    }
+  }
+}
+
+// Segment boundaries inside a block of 8 warps (rows 100 + 20 + 20) and the Llama shapes'
+// ratio (q 4x the kv rows). BF16 with 1-4 tokens fuses; the rest is the fallback.
+TEST(CudaFused, QkvProductsEqualThreeProducts) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  struct Shape {
+    int64_t q_rows, kv_rows, dim;
+  };
+  for (DType dt : {DType::BF16, DType::F32, DType::Q8_0}) {
+    for (const Shape sh : {Shape{100, 20, 64}, Shape{256, 64, 256}}) {
+      const CudaWeight wq = device_weight(dt, sh.q_rows, sh.dim, 21);
+      const CudaWeight wk = device_weight(dt, sh.kv_rows, sh.dim, 22);
+      const CudaWeight wv = device_weight(dt, sh.kv_rows, sh.dim, 23);
+      const CudaWeightView w[3] = {wq.view(), wk.view(), wv.view()};
+      const int64_t rows[3] = {sh.q_rows, sh.kv_rows, sh.kv_rows};
+      for (int64_t n = 1; n <= 5; n++) {
+        const std::string what = std::string(dtype_name(dt)) + " q rows " +
+                                 std::to_string(sh.q_rows) + " n_tokens " + std::to_string(n);
+        CudaBuffer<float> x = to_device(random_floats(n * sh.dim, 30 + n, 2.0f));
+        EXPECT_EQ(cuda_matmul_weights3_fuses(x.data(), w, n), dt == DType::BF16 && n <= 4) << what;
+        CudaBuffer<float> ref[3], got[3];
+        for (int s = 0; s < 3; s++) {
+          ref[s].resize(n * rows[s]);
+          got[s].resize(n * rows[s]);
+          cuda_matmul_weights(ref[s].data(), x.data(), w[s], n, nullptr);
+        }
+        float* const out[3] = {got[0].data(), got[1].data(), got[2].data()};
+        cuda_matmul_weights3(out, x.data(), w, n, nullptr);
+        for (int s = 0; s < 3; s++) {
+          expect_close(to_host(got[s], n * rows[s]), to_host(ref[s], n * rows[s]), 0, 0,
+                       what + " segment " + std::to_string(s));
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaFused, MatmulAddEqualsMatmulThenAdd) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  for (DType dt : {DType::BF16, DType::F32, DType::Q8_0}) {
+    const int64_t n_out = 100, n_in = 128;
+    const CudaWeight w = device_weight(dt, n_out, n_in, 41);
+    for (int64_t n = 1; n <= 5; n++) {
+      const std::string what = std::string(dtype_name(dt)) + " n_tokens " + std::to_string(n);
+      const std::vector<float> x0 = random_floats(n * n_out, 42 + n, 3.0f);
+      CudaBuffer<float> in = to_device(random_floats(n * n_in, 50 + n, 2.0f));
+      CudaBuffer<float> ref = to_device(x0), got = to_device(x0), prod(n * n_out),
+                        scratch(n * n_out);
+      cuda_matmul_weights(prod.data(), in.data(), w.view(), n, nullptr);
+      cuda_add_inplace(ref.data(), prod.data(), n * n_out, nullptr);
+      cuda_matmul_weights_add(got.data(), in.data(), w.view(), n, scratch.data(), nullptr);
+      expect_close(to_host(got, n * n_out), to_host(ref, n * n_out), 0, 0, what);
     }
   }
 }

@@ -194,25 +194,26 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
 
     // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb). K and V go
     // to scratch rows; cuda_rope_kv_write rotates q and k and writes K/V to cache rows
-    // n_past + t, reading n_past from step_.
+    // n_past + t, reading n_past from step_. Launches per layer with BF16 weights and at most
+    // 4 tokens (the fused paths): norm, QKV, rope + KV write, attention, wo + add, norm,
+    // gate-up-SwiGLU, down + add = 8, down from 15; otherwise each fusion falls back to its
+    // unfused launches.
     cuda_rmsnorm(xb_.data(), x, lw.attn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
-    cuda_matmul_weights(q_.data(), xb_.data(), lw.wq.view(), n_tokens, s);
-    cuda_matmul_weights(k_cur_.data(), xb_.data(), lw.wk.view(), n_tokens, s);
-    cuda_matmul_weights(v_cur_.data(), xb_.data(), lw.wv.view(), n_tokens, s);
+    float* const qkv_out[3] = {q_.data(), k_cur_.data(), v_cur_.data()};
+    const CudaWeightView qkv_w[3] = {lw.wq.view(), lw.wk.view(), lw.wv.view()};
+    cuda_matmul_weights3(qkv_out, xb_.data(), qkv_w, n_tokens, s);  // one launch in BF16
     cuda_rope_kv_write(q_.data(), k_cur_.data(), v_cur_.data(), lw.key_cache.data(),
                        lw.value_cache.data(), d_n_past, inv_freq_.data(), rope, s);
     cuda_attention_at(att_.data(), q_.data(), lw.key_cache.data(), lw.value_cache.data(), n_tokens,
                       d_n_past, c.n_heads, c.n_kv_heads, c.head_dim, scores, score_stride, s);
-    cuda_matmul_weights(xb2_.data(), att_.data(), lw.wo.view(), n_tokens, s);
-    cuda_add_inplace(x, xb2_.data(), n_tokens * dim, s);
+    cuda_matmul_weights_add(x, att_.data(), lw.wo.view(), n_tokens, xb2_.data(), s);
 
     // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)), the first half one fused
     // launch where the BF16 kernel serves it (cuda_matmul_swiglu).
     cuda_rmsnorm(xb_.data(), x, lw.ffn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
     cuda_matmul_swiglu(hb_.data(), xb_.data(), lw.w_gate.view(), lw.w_up.view(), hb2_.data(),
                        n_tokens, s);
-    cuda_matmul_weights(xb2_.data(), hb_.data(), lw.w_down.view(), n_tokens, s);
-    cuda_add_inplace(x, xb2_.data(), n_tokens * dim, s);
+    cuda_matmul_weights_add(x, hb_.data(), lw.w_down.view(), n_tokens, xb2_.data(), s);
   }
   if (own_scores) {
     SPECLAB_CUDA_CHECK(cudaFreeAsync(scores, s), "attention scratch free failed");
