@@ -157,7 +157,8 @@ BENCHMARK(BM_CudaStandardize)
 
 // Whole forward pass of a synthetic model: n_tokens new tokens after 128 cached ones.
 // T(k)/T(1) is BM_CudaForward/model:M/n_tokens:k over n_tokens:1 of the same model. The
-// model and its runner are kept between cases (building the 3B weights takes seconds).
+// model and its runner are kept between cases (building the 3B weights takes seconds). CUDA
+// graphs as SPECLAB_CUDA_GRAPHS says (unset: off); BM_CudaStepGraphs compares both.
 void BM_CudaForward(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const char* specs[] = {"synthetic:llama-3.2-1b", "synthetic:llama-3.2-3b"};
