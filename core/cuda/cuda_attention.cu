@@ -11,12 +11,15 @@ namespace {
 // (lanes split head_dim). Phase 2: block softmax over the n_ctx scores. Phase 3: thread d
 // accumulates output dimension d over positions (coalesced reads of V rows).
 //   scores: [n_tokens * n_heads, n_ctx_max] scratch
+// n_past is *n_past_dev when that is set (cuda_attention_at: the value lives in device memory
+// so a captured CUDA graph replays at any position), else n_past_value.
 __global__ void attention_kernel(float* out, const float* q, const float* k_cache,
-                                 const float* v_cache, float* scores, int64_t n_past,
-                                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
-                                 int64_t n_ctx_max, float scale) {
+                                 const float* v_cache, float* scores, int64_t n_past_value,
+                                 const int32_t* n_past_dev, int64_t n_heads, int64_t n_kv_heads,
+                                 int64_t head_dim, int64_t n_ctx_max, float scale) {
   __shared__ float red_f[32];
   __shared__ double red_d[32];
+  const int64_t n_past = n_past_dev ? static_cast<int64_t>(*n_past_dev) : n_past_value;
   const int64_t w = blockIdx.x;  // t * n_heads + h
   const int64_t t = w / n_heads, h = w % n_heads;
   const int64_t kv_h = h / (n_heads / n_kv_heads);
@@ -71,10 +74,21 @@ void cuda_attention(float* out, const float* q, const float* k_cache, const floa
       "device out of memory (attention scores): lower max_ctx");
   const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
   attention_kernel<<<l.grid_x, l.block, 0, stream>>>(out, q, k_cache, v_cache, scores, n_past,
-                                                     n_heads, n_kv_heads, head_dim,
+                                                     nullptr, n_heads, n_kv_heads, head_dim,
                                                      n_past + n_tokens, scale);
   SPECLAB_CUDA_CHECK_LAUNCH("attention_kernel: bad launch configuration");
   SPECLAB_CUDA_CHECK(cudaFreeAsync(scores, stream), "attention scratch free failed");
+}
+
+void cuda_attention_at(float* out, const float* q, const float* k_cache, const float* v_cache,
+                       int64_t n_tokens, const int32_t* n_past, int64_t n_heads, int64_t n_kv_heads,
+                       int64_t head_dim, float* scores, int64_t n_ctx_max, cudaStream_t stream) {
+  SPECLAB_ASSERT(n_kv_heads > 0 && n_heads % n_kv_heads == 0 && n_past != nullptr);
+  const CudaLaunch l = cuda_launch_attention(n_tokens, n_heads);
+  const float scale = 1.0f / sqrtf(static_cast<float>(head_dim));
+  attention_kernel<<<l.grid_x, l.block, 0, stream>>>(
+      out, q, k_cache, v_cache, scores, 0, n_past, n_heads, n_kv_heads, head_dim, n_ctx_max, scale);
+  SPECLAB_CUDA_CHECK_LAUNCH("attention_kernel: bad launch configuration");
 }
 
 }  // namespace speclab

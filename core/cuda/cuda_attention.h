@@ -20,4 +20,13 @@ void cuda_attention(float* out, const float* q, const float* k_cache, const floa
                     int64_t n_tokens, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
                     int64_t head_dim, cudaStream_t stream);
 
+// The same attention (the same kernel, so the same floats) with n_past read from device
+// memory and the scores in a caller's buffer: nothing in the launch depends on the position,
+// so a CUDA graph that captured it replays at any n_past (CudaLlamaRunner's graphs).
+//   n_past: [1] device int32, with *n_past + n_tokens <= n_ctx_max
+//   scores: [n_tokens * n_heads, n_ctx_max] device scratch
+void cuda_attention_at(float* out, const float* q, const float* k_cache, const float* v_cache,
+                       int64_t n_tokens, const int32_t* n_past, int64_t n_heads, int64_t n_kv_heads,
+                       int64_t head_dim, float* scores, int64_t n_ctx_max, cudaStream_t stream);
+
 }  // namespace speclab

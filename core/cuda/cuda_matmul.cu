@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/cuda/cuda_bf16_dot.cuh"
 #include "core/cuda/cuda_block_reduce.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_launch_config.h"
 #include "core/cuda/cuda_matmul.h"
+#include "core/cuda/cuda_ops.h"
 #include "core/cuda/cuda_weight_load.cuh"
 #include "core/error.h"
 
@@ -53,50 +55,42 @@ __global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView
 // rounding to BF16). One warp per output row, one partial sum per token in a fixed order that
 // depends only on n_in, then a fixed warp reduction: an output does not depend on n_tokens
 // (batch invariance, as on the CPU).
-//   out: [n_tokens, n_out]   x: [n_tokens, n_in] 16-byte aligned   w: [n_out, n_in] BF16,
-//   n_in % 8 == 0, rows 16-byte aligned; n_tokens <= kMaxT <= kBf16VecMaxTokens
+//
+// One launch may serve up to three products of the same activations (the Q, K, V projections),
+// and may add its result into its output (the residual add after wo and w_down): a decode
+// step is launch-bound, and both fusions leave every output's arithmetic as it is (segment s
+// is the same warp-per-row product; out += s is add_kernel's x += y).
+//   segment s: w[s] [rows[s], n_in] BF16 rows 16-byte aligned, out[s] [n_tokens, rows[s]]
+//   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0; n_tokens <= kMaxT <= kBf16VecMaxTokens
+struct Bf16VecSegments {
+  const uint4* w[3] = {nullptr, nullptr, nullptr};
+  float* out[3] = {nullptr, nullptr, nullptr};
+  int64_t rows[3] = {0, 0, 0};
+  int n = 0;                // segments in use, 1..3
+  bool accumulate = false;  // out += x · Wᵀ instead of out = x · Wᵀ
+};
+
 template <int kMaxT>
-__global__ void matmul_bf16_vec_kernel(float* out, const float* __restrict__ x,
-                                       const uint4* __restrict__ w, int64_t n_out, int64_t n_in,
-                                       int n_tokens) {
+__global__ void matmul_bf16_vec_kernel(Bf16VecSegments seg, const float* __restrict__ x,
+                                       int64_t n_in, int n_tokens) {
   const int lane = threadIdx.x % kCudaWarp;
-  const int64_t r =
-      static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
-  if (r >= n_out) return;  // whole warp leaves together
-  const int64_t n_vec = n_in / 8;
-  const uint4* row = w + r * n_vec;
+  int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
+  int s = 0;
+  while (s < seg.n && r >= seg.rows[s]) r -= seg.rows[s++];
+  if (s == seg.n) return;  // whole warp leaves together
   float acc[kMaxT];
-#pragma unroll
-  for (int t = 0; t < kMaxT; t++) acc[t] = 0.0f;
-  for (int64_t v = lane; v < n_vec; v += kCudaWarp) {
-    const uint4 p = __ldg(row + v);
-    // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
-    const float wf[8] = {__uint_as_float(p.x << 16), __uint_as_float(p.x & 0xffff0000u),
-                         __uint_as_float(p.y << 16), __uint_as_float(p.y & 0xffff0000u),
-                         __uint_as_float(p.z << 16), __uint_as_float(p.z & 0xffff0000u),
-                         __uint_as_float(p.w << 16), __uint_as_float(p.w & 0xffff0000u)};
-#pragma unroll
-    for (int t = 0; t < kMaxT; t++) {
-      if (t < n_tokens) {
-        const float4* xv = reinterpret_cast<const float4*>(x + t * n_in) + 2 * v;
-        const float4 a = __ldg(xv), b = __ldg(xv + 1);
-        float s = acc[t];
-        s = fmaf(wf[0], a.x, s);
-        s = fmaf(wf[1], a.y, s);
-        s = fmaf(wf[2], a.z, s);
-        s = fmaf(wf[3], a.w, s);
-        s = fmaf(wf[4], b.x, s);
-        s = fmaf(wf[5], b.y, s);
-        s = fmaf(wf[6], b.z, s);
-        s = fmaf(wf[7], b.w, s);
-        acc[t] = s;
-      }
-    }
-  }
+  cuda_bf16_row_dot<kMaxT>(seg.w[s] + r * (n_in / 8), x, n_in, n_tokens, lane, acc);
+  float* out = seg.out[s];
+  const int64_t n_out = seg.rows[s];
 #pragma unroll
   for (int t = 0; t < kMaxT; t++) {
-    const float s = cuda_warp_sum(acc[t]);
-    if (lane == 0 && t < n_tokens) out[t * n_out + r] = s;
+    if (lane == 0 && t < n_tokens) {
+      if (seg.accumulate) {
+        out[t * n_out + r] += acc[t];
+      } else {
+        out[t * n_out + r] = acc[t];
+      }
+    }
   }
 }
 
@@ -109,27 +103,32 @@ constexpr int kBf16VecWarpsPerBlock = 8;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Whether matmul_bf16_vec_kernel serves this call (else cuBLAS GemmEx does).
-bool bf16_vec_applies(const float* x, const CudaWeightView& w, int64_t n_tokens) {
-  return w.dtype == DType::BF16 && n_tokens >= 1 && n_tokens <= kBf16VecMaxTokens &&
-         w.cols % 8 == 0 && aligned16(w.data) && aligned16(x);
-}
-
-void matmul_bf16_vec(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
+void matmul_bf16_vec(const Bf16VecSegments& seg, const float* x, int64_t n_in, int64_t n_tokens,
                      cudaStream_t stream) {
+  int64_t rows = 0;
+  for (int s = 0; s < seg.n; s++) rows += seg.rows[s];
   const int block = kBf16VecWarpsPerBlock * kCudaWarp;
-  const int64_t grid = (w.rows + kBf16VecWarpsPerBlock - 1) / kBf16VecWarpsPerBlock;
-  const uint4* wv = static_cast<const uint4*>(w.data);
+  const int64_t grid = cuda_ceil_div(rows, kBf16VecWarpsPerBlock);
   const int n = static_cast<int>(n_tokens);
   // The smallest register tile that holds the call's tokens.
   if (n <= 1) {
-    matmul_bf16_vec_kernel<1><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
+    matmul_bf16_vec_kernel<1><<<grid, block, 0, stream>>>(seg, x, n_in, n);
   } else if (n <= 2) {
-    matmul_bf16_vec_kernel<2><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
+    matmul_bf16_vec_kernel<2><<<grid, block, 0, stream>>>(seg, x, n_in, n);
   } else {
-    matmul_bf16_vec_kernel<4><<<grid, block, 0, stream>>>(out, x, wv, w.rows, w.cols, n);
+    matmul_bf16_vec_kernel<4><<<grid, block, 0, stream>>>(seg, x, n_in, n);
   }
   SPECLAB_CUDA_CHECK_LAUNCH("matmul_bf16_vec_kernel: bad launch configuration");
+}
+
+Bf16VecSegments one_segment(float* out, const CudaWeightView& w, bool accumulate) {
+  Bf16VecSegments seg;
+  seg.w[0] = static_cast<const uint4*>(w.data);
+  seg.out[0] = out;
+  seg.rows[0] = w.rows;
+  seg.n = 1;
+  seg.accumulate = accumulate;
+  return seg;
 }
 
 // xh[i] = x[i] rounded to the 16-bit type T (__half or __nv_bfloat16).   x, xh: [n]
@@ -151,6 +150,44 @@ int checked_int(int64_t v, const char* what) {
 }
 
 }  // namespace
+
+bool cuda_matmul_bf16_vec_applies(const float* x, const CudaWeightView& w, int64_t n_tokens) {
+  return w.dtype == DType::BF16 && n_tokens >= 1 && n_tokens <= kBf16VecMaxTokens &&
+         w.cols % 8 == 0 && aligned16(w.data) && aligned16(x);
+}
+
+void cuda_matmul_weights_add(float* x_io, const float* in, const CudaWeightView& w,
+                             int64_t n_tokens, float* scratch, cudaStream_t stream) {
+  if (cuda_matmul_bf16_vec_applies(in, w, n_tokens)) {
+    matmul_bf16_vec(one_segment(x_io, w, true), in, w.cols, n_tokens, stream);
+    return;
+  }
+  cuda_matmul_weights(scratch, in, w, n_tokens, stream);
+  cuda_add_inplace(x_io, scratch, n_tokens * w.rows, stream);
+}
+
+bool cuda_matmul_weights3_fuses(const float* x, const CudaWeightView (&w)[3], int64_t n_tokens) {
+  for (const CudaWeightView& wi : w) {
+    if (!cuda_matmul_bf16_vec_applies(x, wi, n_tokens) || wi.cols != w[0].cols) return false;
+  }
+  return true;
+}
+
+void cuda_matmul_weights3(float* const (&out)[3], const float* x, const CudaWeightView (&w)[3],
+                          int64_t n_tokens, cudaStream_t stream) {
+  if (!cuda_matmul_weights3_fuses(x, w, n_tokens)) {
+    for (int s = 0; s < 3; s++) cuda_matmul_weights(out[s], x, w[s], n_tokens, stream);
+    return;
+  }
+  Bf16VecSegments seg;
+  for (int s = 0; s < 3; s++) {
+    seg.w[s] = static_cast<const uint4*>(w[s].data);
+    seg.out[s] = out[s];
+    seg.rows[s] = w[s].rows;
+  }
+  seg.n = 3;
+  matmul_bf16_vec(seg, x, w[0].cols, n_tokens, stream);
+}
 
 cublasHandle_t cuda_cublas_handle(cudaStream_t stream) {
   struct Holder {
@@ -181,8 +218,8 @@ void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView
 void cuda_matmul_weights(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
                          cudaStream_t stream) {
   const CudaMatmulPath path = cuda_matmul_path(w.dtype);
-  if (bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..4 tokens: our memory-bound kernel
-    matmul_bf16_vec(out, x, w, n_tokens, stream);
+  if (cuda_matmul_bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..4 tokens: our memory-bound kernel
+    matmul_bf16_vec(one_segment(out, w, false), x, w.cols, n_tokens, stream);
     return;
   }
   if (path == CudaMatmulPath::kDequantKernel) {

@@ -35,6 +35,11 @@ bool skip_without_device(benchmark::State& state) {
   return true;
 }
 
+// BM_CudaCopy's rate in this run (bytes read + written per second), for the cases that
+// report their weight rate as a fraction of it (0 until BM_CudaCopy ran: it is registered
+// first, so a run of the whole BM_Cuda filter has it).
+double g_copy_bytes_per_s = 0;
+
 // The ceiling for memory-bound kernels: a 1 GiB device-to-device copy, counting the bytes
 // read and the bytes written (METHOD.md's convention).
 void BM_CudaCopy(benchmark::State& state) {
@@ -43,12 +48,18 @@ void BM_CudaCopy(benchmark::State& state) {
   CudaBuffer<uint8_t> src(bytes), dst(bytes);
   SPECLAB_CUDA_CHECK(cudaMemset(src.data(), 1, bytes), "memset");
   CudaEventTimer timer;
+  double total_s = 0;
+  int64_t n = 0;
   for (auto _ : state) {
     timer.start();
     SPECLAB_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice),
                        "copy");
-    state.SetIterationTime(timer.stop_ms() / 1e3);
+    const double s = timer.stop_ms() / 1e3;
+    state.SetIterationTime(s);
+    total_s += s;
+    n++;
   }
+  if (total_s > 0) g_copy_bytes_per_s = 2.0 * bytes * n / total_s;
   state.counters["copy_GB/s"] = benchmark::Counter(
       2.0 * bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
@@ -146,7 +157,8 @@ BENCHMARK(BM_CudaStandardize)
 
 // Whole forward pass of a synthetic model: n_tokens new tokens after 128 cached ones.
 // T(k)/T(1) is BM_CudaForward/model:M/n_tokens:k over n_tokens:1 of the same model. The
-// model and its runner are kept between cases (building the 3B weights takes seconds).
+// model and its runner are kept between cases (building the 3B weights takes seconds). CUDA
+// graphs as SPECLAB_CUDA_GRAPHS says (unset: off); BM_CudaStepGraphs compares both.
 void BM_CudaForward(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const char* specs[] = {"synthetic:llama-3.2-1b", "synthetic:llama-3.2-3b"};
@@ -180,12 +192,90 @@ BENCHMARK(BM_CudaForward)
     ->ArgsProduct({{0, 1}, benchmark::CreateDenseRange(1, 17, 1)})
     ->UseManualTime();
 
+// One decode or verification step (n_tokens after 128 cached, last row's logits) of the 1B
+// and 3B shapes in BF16 with CUDA graphs off (graphs:0, every kernel launched from the host)
+// and on (graphs:1, one graph launch per step, captured before the timing), k = 1..8.
+// Manual time = CUDA event time of the step on the runner's stream, which includes the gaps
+// in which the device waits for the host's launches (what the graph removes); wall_s = host
+// wall time of the call (the launches' host cost; with graphs on the host returns before the
+// device is done, so wall_s < time there). weight_GB/s = the weights a token reads over the
+// step's time (one read per step whatever k); of_copy = that over BM_CudaCopy's rate of the
+// same run (the >= 80% aim of docs/device.md, at n_tokens 1); T_over_T1 = this step over the
+// n_tokens:1 step of the same model and graphs setting (the <= 1.1 aim up to k = 8).
+void BM_CudaStepGraphs(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const char* specs[] = {"llama-3.2-1b:BF16", "llama-3.2-3b:BF16"};
+  const int64_t which = state.range(0);
+  const bool graphs = state.range(1) == 1;
+  const int64_t n_tokens = state.range(2);
+  static int64_t held = -1;
+  static std::unique_ptr<LlamaModel> model;
+  static std::unique_ptr<CudaLlamaRunner> runner;
+  static double t1_s[2][2] = {{0, 0}, {0, 0}};  // [model][graphs] the n_tokens:1 step
+  if (held != which) {
+    runner.reset();
+    model.reset();
+    model = llama_make_synthetic(specs[which]);
+    runner = std::make_unique<CudaLlamaRunner>(*model, 512);
+    held = which;
+  }
+  runner->set_cuda_graphs(graphs);
+  std::vector<int32_t> ctx(128, 1), batch(static_cast<size_t>(n_tokens), 2);
+  runner->truncate(0);
+  runner->forward_device(ctx.data(), ctx.size(), true);
+  for (int warm = 0; warm < 3; warm++) {  // plain, capture, replay: the timing sees replays
+    runner->truncate(128);
+    runner->forward_device(batch.data(), n_tokens, true);
+  }
+  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(runner->stream()), "warm-up failed");
+  CudaEventTimer timer;
+  double total_s = 0, wall_total = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    runner->truncate(128);
+    timer.start(runner->stream());
+    const auto t0 = std::chrono::steady_clock::now();
+    runner->forward_device(batch.data(), n_tokens, true);
+    wall_total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = timer.stop_ms(runner->stream()) / 1e3;
+    state.SetIterationTime(s);
+    total_s += s;
+    n++;
+  }
+  const double step_s = n ? total_s / n : 0.0;
+  if (n_tokens == 1) t1_s[which][graphs] = step_s;
+  const double rate =
+      step_s > 0 ? static_cast<double>(model->weight_bytes_per_token()) / step_s : 0;
+  state.counters["step_s"] = step_s;
+  state.counters["wall_s"] = n ? wall_total / n : 0.0;
+  state.counters["weight_GB/s"] = rate / 1e9;
+  state.counters["copy_GB/s"] = g_copy_bytes_per_s / 1e9;
+  state.counters["of_copy"] = g_copy_bytes_per_s > 0 ? rate / g_copy_bytes_per_s : 0.0;
+  state.counters["T_over_T1"] = t1_s[which][graphs] > 0 ? step_s / t1_s[which][graphs] : 0.0;
+  const CudaGraphStats& g = runner->cuda_graph_stats();
+  state.counters["graph_failures"] = static_cast<double>(g.failures);
+  state.SetLabel(std::string(specs[which]) + (graphs ? " graphs on" : " graphs off"));
+}
+// Model outermost (one model build each), n_tokens innermost (T(1) before T(k)).
+void step_graphs_args(benchmark::internal::Benchmark* b) {
+  for (int64_t model = 0; model < 2; model++)
+    for (int64_t graphs = 0; graphs < 2; graphs++)
+      for (int64_t n = 1; n <= 8; n++) b->Args({model, graphs, n});
+}
+BENCHMARK(BM_CudaStepGraphs)
+    ->ArgNames({"model", "graphs", "n_tokens"})
+    ->Apply(step_graphs_args)
+    ->UseManualTime();
+
 // A CudaLlamaRunner with its device hooks (verify_on_device, draft_on_device) switched on
 // or off: off, the decoder runs its host path over the same device forward passes.
 class PathRunner : public CudaLlamaRunner {
  public:
-  PathRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip, bool device_hooks)
-      : CudaLlamaRunner(model, max_ctx, std::move(skip)), device_hooks_(device_hooks) {}
+  PathRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip, bool device_hooks,
+             bool graphs = false)
+      : CudaLlamaRunner(model, max_ctx, std::move(skip)), device_hooks_(device_hooks) {
+    set_cuda_graphs(graphs);
+  }
   bool verify_on_device(const int32_t* batch, int n_draft, const DraftRows& q,
                         const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
                         VerifyOutcome* out) override {
@@ -217,7 +307,8 @@ RoundModels& round_models() {
 }
 
 // Device time of one forward pass of n_tokens after n_ctx cached tokens (CUDA events,
-// median of 5), leaving the runner's cache at n_ctx.
+// median of 5), leaving the runner's cache at n_ctx. With the runner's graphs on, rep 0 runs
+// plain and rep 1 captures: the median is a replay's.
 double forward_device_s(CudaLlamaRunner& runner, int64_t n_ctx, int64_t n_tokens) {
   std::vector<int32_t> ctx(static_cast<size_t>(n_ctx), 1), batch(static_cast<size_t>(n_tokens), 2);
   runner.truncate(0);
@@ -291,18 +382,21 @@ BENCHMARK(BM_CudaDraftStep)
 // verification kernels (an upper bound on host time); overhead_over_T1 = overhead_s / T(1)
 // of the 3B shape, the figure the 5% aim concerns. sample_s: the decoder's host sampling
 // and verification time per round (RoundRecord::sample_s; 0 when the target verifies on
-// the device).
+// the device). graphs:1 (path 2 only): both runners replay CUDA graphs of their steps, and
+// device_s comes from probe runners with graphs on too.
 void BM_CudaSpeculativeRound(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int path = static_cast<int>(state.range(0));
   const int gamma = static_cast<int>(state.range(1));
   const float temperature = state.range(2) / 100.0f;
+  const bool graphs = state.range(3) == 1;
   RoundModels& m = round_models();
   const int64_t n_prompt = 64, ctx = 512;
-  PathRunner target(*m.target, ctx, {}, path >= 1);
-  const TokenRunnerFactory factory = [path](const LlamaModel& model, int64_t max_ctx,
-                                            std::vector<bool> skip) {
-    return std::unique_ptr<TokenRunner>(new PathRunner(model, max_ctx, std::move(skip), path == 2));
+  PathRunner target(*m.target, ctx, {}, path >= 1, graphs);
+  const TokenRunnerFactory factory = [path, graphs](const LlamaModel& model, int64_t max_ctx,
+                                                    std::vector<bool> skip) {
+    return std::unique_ptr<TokenRunner>(
+        new PathRunner(model, max_ctx, std::move(skip), path == 2, graphs));
   };
   ModelDrafter drafter(*m.draft, "llama-3.2-1b", ctx, {}, factory);
   // Device times of the passes a round makes, measured on runners of the same shapes.
@@ -310,11 +404,13 @@ void BM_CudaSpeculativeRound(benchmark::State& state) {
   double draft_fwd_s = 0;
   {
     CudaLlamaRunner probe_target(*m.target, ctx);
+    probe_target.set_cuda_graphs(graphs);
     for (int k = 1; k <= gamma + 1; k++)
       target_s[static_cast<size_t>(k)] = forward_device_s(probe_target, n_prompt, k);
   }
   {
     CudaLlamaRunner probe_draft(*m.draft, ctx);
+    probe_draft.set_cuda_graphs(graphs);
     draft_fwd_s = forward_device_s(probe_draft, n_prompt, 1);
   }
   GenerationRequest req;
@@ -351,11 +447,13 @@ void BM_CudaSpeculativeRound(benchmark::State& state) {
   state.counters["overhead_over_T1"] = target_s[1] > 0 ? (round_s - device_s) / target_s[1] : 0.0;
   const char* names[] = {"host draft, host verify", "host draft, device verify",
                          "device draft, device verify"};
-  state.SetLabel(names[path]);
+  state.counters["graph_failures"] = static_cast<double>(target.cuda_graph_stats().failures);
+  state.SetLabel(std::string(names[path]) + (graphs ? ", graphs on" : ""));
 }
 BENCHMARK(BM_CudaSpeculativeRound)
-    ->ArgNames({"path", "gamma", "T_pct"})
-    ->ArgsProduct({{0, 1, 2}, {1, 4}, {0, 100}})
+    ->ArgNames({"path", "gamma", "T_pct", "graphs"})
+    ->ArgsProduct({{0, 1, 2}, {1, 4}, {0, 100}, {0}})
+    ->ArgsProduct({{2}, {1, 4}, {0, 100}, {1}})
     ->Iterations(3)
     ->UseManualTime();
 

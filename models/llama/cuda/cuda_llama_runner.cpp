@@ -5,9 +5,11 @@
 #include "core/cuda/cuda_attention.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_draft_sample.h"
+#include "core/cuda/cuda_launch_config.h"
 #include "core/cuda/cuda_matmul.h"
+#include "core/cuda/cuda_matmul_swiglu.h"
 #include "core/cuda/cuda_ops.h"
-#include "core/cuda/cuda_rope.h"
+#include "core/cuda/cuda_rope_kv.h"
 #include "core/cuda/cuda_sampling.h"
 #include "core/cuda/cuda_verify.h"
 #include "core/cuda/cuda_verify_result.h"
@@ -39,7 +41,9 @@ CudaBuffer<float> upload_norm(const TensorView& w, int64_t dim, const char* what
 
 CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
                                  std::vector<bool> skip_layers)
-    : config_(model.config), skip_layers_(std::move(skip_layers)) {
+    : config_(model.config),
+      skip_layers_(std::move(skip_layers)),
+      graph_book_(CudaGraphPolicy{cuda_graphs_from_env()}) {
   const LlamaConfig& c = config_;
   const LlamaWeights& w = model.weights;
   const int64_t ctx = token_runner_check_setup(model, max_ctx, &skip_layers_);
@@ -78,7 +82,20 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
 }
 
 CudaLlamaRunner::~CudaLlamaRunner() {
-  if (stream_) cudaStreamDestroy(stream_);
+  if (stream_) {
+    cudaStreamSynchronize(stream_);  // no graph or kernel may still read the buffers
+    graphs_.clear();
+    cudaStreamDestroy(stream_);
+  }
+}
+
+void CudaLlamaRunner::set_cuda_graphs(bool on) {
+  if (!on && !graphs_.empty()) {
+    SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_), "a previous forward failed");
+    graphs_.clear();
+    graph_book_.invalidate();
+  }
+  graph_book_.set_enabled(on);
 }
 
 void CudaLlamaRunner::ensure_batch_capacity(int64_t n) {
@@ -86,12 +103,18 @@ void CudaLlamaRunner::ensure_batch_capacity(int64_t n) {
   const LlamaConfig& c = config_;
   const int64_t q_dim = c.n_heads * c.head_dim;
   SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream_), "a previous forward failed");
-  tokens_.resize(n);
+  // The graphs captured the old buffers' addresses.
+  graphs_.clear();
+  graph_book_.invalidate();
+  step_.resize(1 + n);
   x_.resize(n * c.dim);
   xb_.resize(n * c.dim);
   xb2_.resize(n * c.dim);
   q_.resize(n * q_dim);
+  k_cur_.resize(n * kv_.kv_dim());
+  v_cur_.resize(n * kv_.kv_dim());
   att_.resize(n * q_dim);
+  scores_.resize(std::min(n, graph_book_.policy().max_tokens) * c.n_heads * kv_.max_ctx);
   hb_.resize(n * c.hidden_dim);
   hb2_.resize(n * c.hidden_dim);
   logits_.resize(n * c.vocab_size);
@@ -100,47 +123,100 @@ void CudaLlamaRunner::ensure_batch_capacity(int64_t n) {
 
 const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_tokens,
                                              bool last_only) {
-  const LlamaConfig& c = config_;
-  kv_.check_append(tokens, n_tokens, c.vocab_size);
+  kv_.check_append(tokens, n_tokens, config_.vocab_size);
   ensure_batch_capacity(n_tokens);
+  // What changes between steps of one shape, in one copy: [n_past, ids...]. Stream-ordered
+  // after the previous step, so a graph still reading step_ is not overwritten early.
+  step_host_.resize(static_cast<size_t>(1 + n_tokens));
+  step_host_[0] = static_cast<int32_t>(kv_.n_past);
+  std::copy(tokens, tokens + n_tokens, step_host_.begin() + 1);
+  step_.upload(step_host_.data(), step_host_.size(), stream_);
+
+  const CudaGraphKey key{n_tokens, last_only};
+  switch (graph_book_.next(key)) {
+    case CudaGraphAction::kPlain:
+      enqueue_forward(n_tokens, last_only);
+      break;
+    case CudaGraphAction::kCapture:
+      try {
+        CudaGraphExec g = CudaGraphExec::capture(
+            stream_, [this, n_tokens, last_only] { enqueue_forward(n_tokens, last_only); });
+        g.launch(stream_);
+        graphs_[key] = std::move(g);
+        graph_book_.captured(key);
+      } catch (const CudaError& e) {
+        // Nothing of the capture ran: this step runs plain, the shape stays plain.
+        graph_failure_ = e.what();
+        graph_book_.capture_failed(key);
+        enqueue_forward(n_tokens, last_only);
+      }
+      break;
+    case CudaGraphAction::kReplay:
+      graphs_.at(key).launch(stream_);
+      break;
+  }
+  kv_.commit_linear(n_tokens);
+  return logits_.data();
+}
+
+void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
+  const LlamaConfig& c = config_;
   cudaStream_t s = stream_;
   const int64_t dim = c.dim;
-  const int64_t n_past = kv_.n_past;
   float* x = x_.data();
-  tokens_.upload(tokens, n_tokens, s);
+  const int32_t* d_n_past = step_.data();      // [1]
+  const int32_t* d_tokens = step_.data() + 1;  // [n_tokens]
+  CudaRopeKvShape rope;
+  rope.n_tokens = n_tokens;
+  rope.n_heads = c.n_heads;
+  rope.n_kv_heads = c.n_kv_heads;
+  rope.head_dim = c.head_dim;
+  rope.interleaved = rope_interleaved_;
+  // Attention scores: the runner's buffer (stride max_ctx) for the shapes a graph may
+  // capture; a long prefill (never captured) takes a stream-ordered one of stride
+  // n_past + n_tokens, as large as it needs and no larger.
+  float* scores = scores_.data();
+  int64_t score_stride = kv_.max_ctx;
+  const bool own_scores = n_tokens > graph_book_.policy().max_tokens;
+  if (own_scores) {
+    score_stride = kv_.n_past + n_tokens;
+    SPECLAB_CUDA_CHECK(
+        cudaMallocAsync(reinterpret_cast<void**>(&scores),
+                        cuda_attention_scratch_bytes(n_tokens, c.n_heads, kv_.n_past), s),
+        "device out of memory (attention scores): lower max_ctx");
+  }
 
-  cuda_embedding_lookup(x, tokens_.data(), tok_embeddings_.view(), n_tokens, s);
+  cuda_embedding_lookup(x, d_tokens, tok_embeddings_.view(), n_tokens, s);
 
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
     Layer& lw = layers_[l];
-    float* key_cache = lw.key_cache.data();
-    float* value_cache = lw.value_cache.data();
-    // The new tokens' K/V rows go straight into the cache: [n_tokens, n_kv_heads, head_dim].
-    float* k_new = key_cache + kv_.row_offset(n_past);
-    float* v_new = value_cache + kv_.row_offset(n_past);
 
-    // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb).
+    // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb). K and V go
+    // to scratch rows; cuda_rope_kv_write rotates q and k and writes K/V to cache rows
+    // n_past + t, reading n_past from step_. Launches per layer with BF16 weights and at most
+    // 4 tokens (the fused paths): norm, QKV, rope + KV write, attention, wo + add, norm,
+    // gate-up-SwiGLU, down + add = 8, down from 15; otherwise each fusion falls back to its
+    // unfused launches.
     cuda_rmsnorm(xb_.data(), x, lw.attn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
-    cuda_matmul_weights(q_.data(), xb_.data(), lw.wq.view(), n_tokens, s);
-    cuda_matmul_weights(k_new, xb_.data(), lw.wk.view(), n_tokens, s);
-    cuda_matmul_weights(v_new, xb_.data(), lw.wv.view(), n_tokens, s);
-    cuda_rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past, inv_freq_.data(),
-                    rope_interleaved_, s);
-    cuda_rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past, inv_freq_.data(),
-                    rope_interleaved_, s);
-    cuda_attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past, c.n_heads,
-                   c.n_kv_heads, c.head_dim, s);
-    cuda_matmul_weights(xb2_.data(), att_.data(), lw.wo.view(), n_tokens, s);
-    cuda_add_inplace(x, xb2_.data(), n_tokens * dim, s);
+    float* const qkv_out[3] = {q_.data(), k_cur_.data(), v_cur_.data()};
+    const CudaWeightView qkv_w[3] = {lw.wq.view(), lw.wk.view(), lw.wv.view()};
+    cuda_matmul_weights3(qkv_out, xb_.data(), qkv_w, n_tokens, s);  // one launch in BF16
+    cuda_rope_kv_write(q_.data(), k_cur_.data(), v_cur_.data(), lw.key_cache.data(),
+                       lw.value_cache.data(), d_n_past, inv_freq_.data(), rope, s);
+    cuda_attention_at(att_.data(), q_.data(), lw.key_cache.data(), lw.value_cache.data(), n_tokens,
+                      d_n_past, c.n_heads, c.n_kv_heads, c.head_dim, scores, score_stride, s);
+    cuda_matmul_weights_add(x, att_.data(), lw.wo.view(), n_tokens, xb2_.data(), s);
 
-    // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)).
+    // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)), the first half one fused
+    // launch where the BF16 kernel serves it (cuda_matmul_swiglu).
     cuda_rmsnorm(xb_.data(), x, lw.ffn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
-    cuda_matmul_weights(hb_.data(), xb_.data(), lw.w_gate.view(), n_tokens, s);
-    cuda_matmul_weights(hb2_.data(), xb_.data(), lw.w_up.view(), n_tokens, s);
-    cuda_swiglu(hb_.data(), hb_.data(), hb2_.data(), n_tokens * c.hidden_dim, s);
-    cuda_matmul_weights(xb2_.data(), hb_.data(), lw.w_down.view(), n_tokens, s);
-    cuda_add_inplace(x, xb2_.data(), n_tokens * dim, s);
+    cuda_matmul_swiglu(hb_.data(), xb_.data(), lw.w_gate.view(), lw.w_up.view(), hb2_.data(),
+                       n_tokens, s);
+    cuda_matmul_weights_add(x, hb_.data(), lw.w_down.view(), n_tokens, xb2_.data(), s);
+  }
+  if (own_scores) {
+    SPECLAB_CUDA_CHECK(cudaFreeAsync(scores, s), "attention scratch free failed");
   }
 
   // Final norm and the output head, over all tokens or only the last one.
@@ -149,9 +225,6 @@ const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_to
   cuda_rmsnorm(xb_.data(), head_in, final_norm_.data(), n_rows, dim, c.rms_norm_eps, s);
   const CudaWeightView head = output_is_embeddings_ ? tok_embeddings_.view() : output_.view();
   cuda_matmul_weights(logits_.data(), xb_.data(), head, n_rows, s);
-
-  kv_.commit_linear(n_tokens);
-  return logits_.data();
 }
 
 const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {
@@ -181,7 +254,7 @@ bool CudaLlamaRunner::verify_on_device(const int32_t* batch, int n_draft, const 
   cuda_sampling_standardize(probs_.data(), d_logits, n_rows, vocab, sampling, stream_);
   CudaVerifyRound round;
   round.n_draft = n_draft;
-  round.draft = tokens_.data() + 1;  // forward_device uploaded batch: [last, d_1..d_n]
+  round.draft = step_.data() + 2;  // step_ = [n_past, last, d_1..d_n]
   round.p = probs_.data();
   round.vocab = vocab;
   round.draft_host = batch + 1;

@@ -6,9 +6,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "core/cuda/cuda_buffer.h"
+#include "core/cuda/cuda_graph.h"
+#include "core/cuda/cuda_graph_book.h"
 #include "core/cuda/cuda_weights.h"
 #include "core/kv_cache_book.h"
 #include "models/llama/llama_model.h"
@@ -22,6 +26,7 @@ class CudaLlamaRunner : public TokenRunner {
   // skipped entirely (neither uploaded nor cached). Uploads every used matrix as stored
   // (any DType) and the norms as F32; throws InputError for bad shapes, CudaError when the
   // device is missing or out of memory. The model may be freed after construction.
+  // CUDA graphs start as SPECLAB_CUDA_GRAPHS says (unset: off; see set_cuda_graphs).
   CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx = 0, std::vector<bool> skip_layers = {});
   ~CudaLlamaRunner();
   CudaLlamaRunner(const CudaLlamaRunner&) = delete;
@@ -51,6 +56,18 @@ class CudaLlamaRunner : public TokenRunner {
                        const SamplingParams& sampling, double u, DraftStep* out) override;
   void download_draft_rows(int n_rows, float* host) override;
 
+  // CUDA graphs of the forward pass (core/cuda/cuda_graph_book.h): on, a step shape
+  // (n_tokens, last_only) of at most 32 tokens runs plain once, is then captured once and
+  // replayed; the token ids and n_past reach the kernels through device memory, so a replay
+  // computes exactly what the plain launches compute. Off: every kernel is launched from the
+  // host (the path measured on 2026-11-24, apart from the fused kernels). Switching off drops
+  // the captured graphs.
+  void set_cuda_graphs(bool on);
+  bool cuda_graphs() const { return graph_book_.policy().enabled; }
+  const CudaGraphStats& cuda_graph_stats() const { return graph_book_.stats(); }
+  // The last capture failure's message ("" if none); the failed shape runs plain.
+  const std::string& cuda_graph_failure() const { return graph_failure_; }
+
   // O(1): forgets cache positions >= n (n <= n_past).
   void truncate(int64_t n) override { kv_.truncate(n); }
 
@@ -66,6 +83,10 @@ class CudaLlamaRunner : public TokenRunner {
     CudaBuffer<float> key_cache, value_cache;  // [max_ctx, n_kv_heads, head_dim] each
   };
   void ensure_batch_capacity(int64_t n_tokens);
+  // Queues the pass's kernels on stream_ for a step of n_tokens whose ids and n_past are in
+  // step_ (what a graph captures). Every pointer and size it passes depends only on
+  // (n_tokens, last_only) and the buffers, never on n_past or the ids.
+  void enqueue_forward(int64_t n_tokens, bool last_only);
   void ensure_draft_rows(int n_rows);
 
   LlamaConfig config_;
@@ -83,12 +104,16 @@ class CudaLlamaRunner : public TokenRunner {
 
   // Activations for up to batch_capacity_ tokens (device).
   int64_t batch_capacity_ = 0;
-  CudaBuffer<int32_t> tokens_;      // [n_tokens]
+  CudaBuffer<int32_t> step_;        // [1 + n_tokens]: n_past, then the token ids
+  std::vector<int32_t> step_host_;  // [1 + n_tokens], the host side of step_'s one copy
   CudaBuffer<float> x_;             // [n_tokens, dim]
   CudaBuffer<float> xb_;            // [n_tokens, dim]
   CudaBuffer<float> xb2_;           // [n_tokens, dim]
   CudaBuffer<float> q_;             // [n_tokens, n_heads * head_dim]
+  CudaBuffer<float> k_cur_;         // [n_tokens, n_kv_heads * head_dim] before RoPE
+  CudaBuffer<float> v_cur_;         // [n_tokens, n_kv_heads * head_dim]
   CudaBuffer<float> att_;           // [n_tokens, n_heads * head_dim]
+  CudaBuffer<float> scores_;        // [min(n_tokens, graph max) * n_heads, max_ctx]
   CudaBuffer<float> hb_;            // [n_tokens, hidden_dim]
   CudaBuffer<float> hb2_;           // [n_tokens, hidden_dim]
   CudaBuffer<float> logits_;        // [n_tokens or 1, vocab]
@@ -97,6 +122,10 @@ class CudaLlamaRunner : public TokenRunner {
   CudaBuffer<float> draft_rows_;    // [>= rows drafted this round, vocab] q of draft_on_device
   int n_draft_rows_ = 0;            // rows [0, n) hold the last draft_on_device's round
   std::vector<float> logits_host_;  // [n_tokens or 1, vocab]
+
+  CudaGraphBook graph_book_;
+  std::map<CudaGraphKey, CudaGraphExec> graphs_;  // one per captured step shape
+  std::string graph_failure_;
 };
 
 }  // namespace speclab

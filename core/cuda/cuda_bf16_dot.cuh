@@ -1,0 +1,55 @@
+// One warp's dot products of a BF16 weight row with the FP32 activations of a few tokens:
+// the inner loop of matmul_bf16_vec_kernel (core/cuda/cuda_matmul.cu), shared with the fused
+// SwiGLU product (core/cuda/cuda_matmul_swiglu.cu) so that both sum in exactly the same order
+// and the fused kernel's gate and up values equal the unfused products bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cuda/cuda_block_reduce.cuh"
+#include "core/cuda/cuda_launch_config.h"
+
+namespace speclab {
+
+// acc[t] = sum_i row[i] * x[t, i] for t < n_tokens, reduced over the warp (every lane gets
+// the sums). Lane l reads 16-byte vectors l, l + 32, ... of the row: 8 BF16 weights each,
+// against two float4 of each token's activations; one fmaf chain per token in a fixed order
+// that depends only on n_in (batch invariance: an output does not depend on n_tokens).
+//   row: [n_in / 8] uint4 (n_in BF16)   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0
+template <int kMaxT>
+__device__ inline void cuda_bf16_row_dot(const uint4* __restrict__ row, const float* __restrict__ x,
+                                         int64_t n_in, int n_tokens, int lane,
+                                         float (&acc)[kMaxT]) {
+#pragma unroll
+  for (int t = 0; t < kMaxT; t++) acc[t] = 0.0f;
+  const int64_t n_vec = n_in / 8;
+  for (int64_t v = lane; v < n_vec; v += kCudaWarp) {
+    const uint4 p = __ldg(row + v);
+    // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
+    const float wf[8] = {__uint_as_float(p.x << 16), __uint_as_float(p.x & 0xffff0000u),
+                         __uint_as_float(p.y << 16), __uint_as_float(p.y & 0xffff0000u),
+                         __uint_as_float(p.z << 16), __uint_as_float(p.z & 0xffff0000u),
+                         __uint_as_float(p.w << 16), __uint_as_float(p.w & 0xffff0000u)};
+#pragma unroll
+    for (int t = 0; t < kMaxT; t++) {
+      if (t < n_tokens) {
+        const float4* xv = reinterpret_cast<const float4*>(x + t * n_in) + 2 * v;
+        const float4 a = __ldg(xv), b = __ldg(xv + 1);
+        float s = acc[t];
+        s = fmaf(wf[0], a.x, s);
+        s = fmaf(wf[1], a.y, s);
+        s = fmaf(wf[2], a.z, s);
+        s = fmaf(wf[3], a.w, s);
+        s = fmaf(wf[4], b.x, s);
+        s = fmaf(wf[5], b.y, s);
+        s = fmaf(wf[6], b.z, s);
+        s = fmaf(wf[7], b.w, s);
+        acc[t] = s;
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kMaxT; t++) acc[t] = cuda_warp_sum(acc[t]);
+}
+
+}  // namespace speclab

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""CUDA graphs on against off, from a speclab_bench JSON file (--benchmark_out): one row per
+model and k of BM_CudaStepGraphs (step time off and on, their ratio, the weight rate as a
+fraction of BM_CudaCopy's rate in the same run, T(k)/T(1) off and on), then the
+BM_CudaSpeculativeRound rows of path 2 (device draft, device verify) with graphs off and on.
+
+    python3 tests/bench/step_graphs_table.py build-device/bench_cuda.json
+
+The device kit's bench stage prints it (and writes $OUT/graphs.txt). Reads only the JSON;
+prints "no BM_CudaStepGraphs rows" when there are none (a run without a device reports its
+cases as errors, which are skipped here).
+"""
+import json
+import re
+import sys
+
+
+def args_of(name):
+    """{'model': 0, 'graphs': 1, ...} from 'BM_X/model:0/graphs:1/.../manual_time'."""
+    return {k: int(v) for k, v in re.findall(r"(\w+):(-?\d+)", name)}
+
+
+def main(path):
+    with open(path) as f:
+        rows = [b for b in json.load(f).get("benchmarks", []) if not b.get("error_occurred")]
+    copy = [b["copy_GB/s"] for b in rows if b["name"].startswith("BM_CudaCopy")]
+    if copy:
+        print(f"BM_CudaCopy: {copy[0]:.0f} GB/s (read + written), the ceiling of this run")
+    steps = {}
+    for b in rows:
+        if b["name"].startswith("BM_CudaStepGraphs/"):
+            a = args_of(b["name"])
+            steps[(a["model"], a["n_tokens"], a["graphs"])] = b
+    if not steps:
+        print("no BM_CudaStepGraphs rows")
+    else:
+        names = {0: "1B BF16", 1: "3B BF16"}
+        print(f"{'model':8} {'k':>2} {'off ms':>8} {'on ms':>8} {'on/off':>7} "
+              f"{'off %copy':>9} {'on %copy':>9} {'T/T1 off':>9} {'T/T1 on':>8} {'wall on ms':>10}")
+        for model in (0, 1):
+            for k in range(1, 9):
+                off, on = steps.get((model, k, 0)), steps.get((model, k, 1))
+                if not off or not on:
+                    continue
+                print(f"{names[model]:8} {k:>2} {off['step_s'] * 1e3:8.3f} {on['step_s'] * 1e3:8.3f} "
+                      f"{on['step_s'] / off['step_s']:7.3f} {100 * off['of_copy']:8.1f}% "
+                      f"{100 * on['of_copy']:8.1f}% {off['T_over_T1']:9.3f} {on['T_over_T1']:8.3f} "
+                      f"{on['wall_s'] * 1e3:10.3f}")
+        failures = sum(b.get("graph_failures", 0) for b in steps.values())
+        print(f"graph capture failures: {failures:.0f}")
+    rounds = [b for b in rows if b["name"].startswith("BM_CudaSpeculativeRound/path:2/")]
+    if rounds:
+        print(f"{'round (path 2)':32} {'round ms':>9} {'overhead/T1':>11}")
+        for b in rounds:
+            a = args_of(b["name"])
+            label = f"gamma {a['gamma']} T {a['T_pct'] / 100:g} graphs {a.get('graphs', 0)}"
+            print(f"{label:32} {b['round_s'] * 1e3:9.3f} {b['overhead_over_T1']:11.3f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "build-device/bench_cuda.json")
