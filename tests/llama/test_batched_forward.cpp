@@ -113,7 +113,9 @@ int32_t token_at(int64_t step, int64_t s, int64_t i, int64_t vocab) {
   return static_cast<int32_t>((step * 131 + s * 37 + i * 17 + 5) % vocab);
 }
 
-// Six steps of ragged batches: a first step of prompts (7, 3, 5, 2 tokens), then 1..5 new rows
+// Six steps of ragged batches: a first step of prompts (20, 6, 13, 1 tokens: 40 rows, past the
+// 16-token chunks of matmul_weights' packed activations; LlamaRunner runs 20 tokens through its
+// per-call kernels and 13 as a step team), then 1..5 new rows
 // per slot (slot 0 always the longest, so the cross-slot plant reads written positions), some
 // slots sitting a step out, slot order varied, last_only on odd steps, and after each step a
 // per-slot rollback of 0..2 positions (slot 2 rolls back on every step but the last).
@@ -122,7 +124,7 @@ std::vector<std::set<int64_t>> run_steps(Harness& h, int64_t vocab) {
   std::vector<std::set<int64_t>> differ;
   const std::vector<std::vector<int64_t>> orders = {{0, 1, 2, 3}, {3, 1, 0, 2}, {0, 2, 1},
                                                     {2, 0, 1, 3}, {1, 0, 3, 2}, {0, 1, 2, 3}};
-  const int64_t prompt[kSlots] = {7, 3, 5, 2};
+  const int64_t prompt[kSlots] = {20, 6, 13, 1};
   for (int64_t step = 0; step < 6; step++) {
     std::vector<std::vector<int32_t>> toks(kSlots);
     for (int64_t s : orders[step]) {
@@ -156,16 +158,22 @@ std::string isa_name(MatmulIsa isa) {
   return "?";
 }
 
-// Every matmul path (skipped where the CPU lacks it) x the dtypes real models use.
-class BatchedForward : public ::testing::TestWithParam<std::tuple<MatmulIsa, DType>> {
+// Every matmul path (skipped where the CPU lacks it) x the dtypes real models use x 1 and 2
+// threads (the references run on the same count).
+class BatchedForward : public ::testing::TestWithParam<std::tuple<MatmulIsa, DType, int>> {
  protected:
   void SetUp() override {
+    saved_threads_ = threads_get();
     if (!matmul_force_isa(std::get<0>(GetParam())))
       GTEST_SKIP() << "this CPU lacks the instructions";
-    threads_set(2);
+    threads_set(std::get<2>(GetParam()));
     model_ = llama_make_random(batch_config(), std::get<1>(GetParam()), 11);
   }
-  void TearDown() override { matmul_force_isa(MatmulIsa::kBest); }
+  void TearDown() override {
+    matmul_force_isa(MatmulIsa::kBest);
+    threads_set(saved_threads_);
+  }
+  int saved_threads_ = 1;
   std::unique_ptr<LlamaModel> model_;
 };
 
@@ -199,9 +207,11 @@ INSTANTIATE_TEST_SUITE_P(
     IsaDtype, BatchedForward,
     ::testing::Combine(::testing::Values(MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512,
                                          MatmulIsa::kAvx512Bf16, MatmulIsa::kAvx512Vnni),
-                       ::testing::Values(DType::F32, DType::BF16, DType::Q8_0)),
-    [](const ::testing::TestParamInfo<std::tuple<MatmulIsa, DType>>& info) {
-      return isa_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));
+                       ::testing::Values(DType::F32, DType::BF16, DType::Q8_0),
+                       ::testing::Values(1, 2)),
+    [](const ::testing::TestParamInfo<std::tuple<MatmulIsa, DType, int>>& info) {
+      return isa_name(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param)) +
+             "_threads" + std::to_string(std::get<2>(info.param));
     });
 
 // Bad input: each error throws InputError and changes no slot.
