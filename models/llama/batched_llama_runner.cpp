@@ -1,0 +1,230 @@
+#include "models/llama/batched_llama_runner.h"
+
+#include <algorithm>
+
+#include "core/cpu_attention.h"
+#include "core/cpu_matmul.h"
+#include "core/cpu_ops.h"
+#include "core/cpu_rope.h"
+#include "core/error.h"
+#include "models/llama/llama_rope.h"
+#include "models/llama/token_runner.h"
+
+namespace speclab {
+namespace {
+
+void check_matrix(const TensorView& w, int64_t rows, int64_t cols, const char* what) {
+  SPECLAB_INPUT_CHECK(
+      w.data != nullptr && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols,
+      "tensor '", w.name, "' (", what, "): expected shape [", rows, ", ", cols, "]");
+}
+
+std::vector<float> norm_to_f32(const TensorView& w, int64_t dim, const char* what) {
+  SPECLAB_INPUT_CHECK(w.data != nullptr && w.numel() == dim, "tensor '", w.name, "' (", what,
+                      "): expected ", dim, " values");
+  std::vector<float> out(dim);
+  dtype_to_f32(w.dtype, w.data, out.data(), dim);
+  return out;
+}
+
+}  // namespace
+
+BatchedLlamaRunner::BatchedLlamaRunner(const LlamaModel& model, int64_t n_slots, int64_t max_ctx)
+    : model_(model) {
+  const LlamaConfig& c = model.config;
+  const LlamaWeights& w = model.weights;
+  SPECLAB_INPUT_CHECK(n_slots >= 1, "batched runner: n_slots ", n_slots, " must be >= 1");
+  std::vector<bool> no_skip;
+  max_ctx_ = token_runner_check_setup(model, max_ctx, &no_skip);
+  books_.assign(static_cast<size_t>(n_slots),
+                kv_cache_book_make(max_ctx_, c.n_kv_heads, c.head_dim));
+  kv_dim_ = c.n_kv_heads * c.head_dim;
+
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  check_matrix(w.tok_embeddings, c.vocab_size, c.dim, "token embeddings");
+  check_matrix(w.output, c.vocab_size, c.dim, "output");
+  final_norm_ = norm_to_f32(w.final_norm, c.dim, "final norm");
+  attn_norm_.resize(c.n_layers);
+  ffn_norm_.resize(c.n_layers);
+  key_cache_.resize(c.n_layers);
+  value_cache_.resize(c.n_layers);
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const LlamaLayerWeights& lw = w.layers[l];
+    check_matrix(lw.wq, q_dim, c.dim, "wq");
+    check_matrix(lw.wk, kv_dim_, c.dim, "wk");
+    check_matrix(lw.wv, kv_dim_, c.dim, "wv");
+    check_matrix(lw.wo, c.dim, q_dim, "wo");
+    check_matrix(lw.w_gate, c.hidden_dim, c.dim, "w_gate");
+    check_matrix(lw.w_up, c.hidden_dim, c.dim, "w_up");
+    check_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
+    attn_norm_[l] = norm_to_f32(lw.attn_norm, c.dim, "attention norm");
+    ffn_norm_[l] = norm_to_f32(lw.ffn_norm, c.dim, "ffn norm");
+    // [n_slots, max_ctx, kv_dim]; new float[] without () leaves the pages untouched until
+    // written, so unused slots and positions cost address space only.
+    key_cache_[l].reset(new float[n_slots * max_ctx_ * kv_dim_]);
+    value_cache_[l].reset(new float[n_slots * max_ctx_ * kv_dim_]);
+  }
+  inv_freq_ = llama_rope_inv_freq(c);
+  rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
+}
+
+int64_t BatchedLlamaRunner::n_past(int64_t slot) const {
+  SPECLAB_INPUT_CHECK(slot >= 0 && slot < n_slots(), "slot ", slot, " is not in [0, ", n_slots(),
+                      ")");
+  return books_[slot].n_past;
+}
+
+size_t BatchedLlamaRunner::kv_cache_bytes() const {
+  return 2 * sizeof(float) *
+         static_cast<size_t>(model_.config.n_layers * n_slots() * max_ctx_ * kv_dim_);
+}
+
+void BatchedLlamaRunner::truncate(int64_t slot, int64_t n) {
+  SPECLAB_INPUT_CHECK(slot >= 0 && slot < n_slots(), "truncate: slot ", slot, " is not in [0, ",
+                      n_slots(), ")");
+  KvCacheBook& book = books_[slot];
+  SPECLAB_INPUT_CHECK(n >= 0 && n <= book.n_past, "truncate: slot ", slot, " has ", book.n_past,
+                      " positions, cannot keep ", n);
+  if (plant_ == Plant::kRollbackOffByOne && slot == 2 && n < book.n_past) n++;
+  book.truncate(n);
+}
+
+void BatchedLlamaRunner::ensure_batch_capacity(int64_t n_rows) {
+  if (n_rows <= batch_capacity_) return;
+  const LlamaConfig& c = model_.config;
+  const int64_t q_dim = c.n_heads * c.head_dim;
+  x_.resize(n_rows * c.dim);
+  xb_.resize(n_rows * c.dim);
+  xb2_.resize(n_rows * c.dim);
+  q_.resize(n_rows * q_dim);
+  k_.resize(n_rows * kv_dim_);
+  v_.resize(n_rows * kv_dim_);
+  att_.resize(n_rows * q_dim);
+  hb_.resize(n_rows * c.hidden_dim);
+  hb2_.resize(n_rows * c.hidden_dim);
+  batch_capacity_ = n_rows;
+}
+
+const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_rows,
+                                               bool last_only) {
+  const LlamaConfig& c = model_.config;
+  const LlamaWeights& w = model_.weights;
+
+  // Check everything before changing anything: slots, grouping, tokens, each slot's room.
+  SPECLAB_INPUT_CHECK(n_rows >= 1, "forward_batch needs at least one row, got ", n_rows);
+  std::vector<int64_t> count(books_.size(), 0);  // [n_slots] rows per slot in this batch
+  group_end_.clear();
+  for (int64_t r = 0; r < n_rows; r++) {
+    const int64_t s = rows[r].slot;
+    SPECLAB_INPUT_CHECK(s >= 0 && s < n_slots(), "row ", r, ": slot ", s, " is not in [0, ",
+                        n_slots(), ")");
+    SPECLAB_INPUT_CHECK(rows[r].token >= 0 && rows[r].token < c.vocab_size, "row ", r,
+                        ": token id ", rows[r].token, " is outside the vocabulary [0, ",
+                        c.vocab_size, ")");
+    const bool new_group = r == 0 || rows[r - 1].slot != s;
+    SPECLAB_INPUT_CHECK(!new_group || count[s] == 0, "row ", r, ": slot ", s,
+                        "'s rows are not consecutive (each slot's rows must form one group)");
+    if (new_group && r > 0) group_end_.push_back(r);
+    count[s]++;
+    SPECLAB_INPUT_CHECK(books_[s].n_past + count[s] <= max_ctx_, "row ", r, ": slot ", s,
+                        "'s context of ", books_[s].n_past + count[s], " tokens exceeds the limit ",
+                        max_ctx_);
+  }
+  group_end_.push_back(n_rows);
+
+  ensure_batch_capacity(n_rows);
+  tokens_.resize(n_rows);
+  row_slot_.resize(n_rows);
+  positions_.resize(n_rows);
+  for (int64_t r = 0; r < n_rows; r++) {
+    const int64_t s = rows[r].slot;
+    tokens_[r] = rows[r].token;
+    row_slot_[r] = s;
+    positions_[r] = (r > 0 && rows[r - 1].slot == s) ? positions_[r - 1] + 1 : books_[s].n_past;
+  }
+
+  const int64_t dim = c.dim, head_dim = c.head_dim, n_heads = c.n_heads;
+  const int64_t n_kv_heads = c.n_kv_heads, q_dim = n_heads * head_dim;
+  float* x = x_.data();
+  int64_t longest = 0;  // the longest context of any row
+  for (int64_t r = 0; r < n_rows; r++) longest = std::max(longest, positions_[r] + 1);
+
+  // Token embeddings: one row of tok_embeddings per row, converted to FP32.
+  for (int64_t r = 0; r < n_rows; r++)
+    weights_row_to_f32(x + r * dim, w.tok_embeddings, tokens_[r]);
+
+  for (int64_t l = 0; l < c.n_layers; l++) {
+    const LlamaLayerWeights& lw = w.layers[l];
+    float* key_cache = key_cache_[l].get();
+    float* value_cache = value_cache_[l].get();
+
+    // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb), the three
+    // projections once over all rows of all slots.
+    rmsnorm(xb_.data(), x, attn_norm_[l].data(), n_rows, dim, c.rms_norm_eps);
+    matmul_weights(q_.data(), xb_.data(), lw.wq, n_rows);
+    matmul_weights(k_.data(), xb_.data(), lw.wk, n_rows);
+    matmul_weights(v_.data(), xb_.data(), lw.wv, n_rows);
+    // RoPE at each row's own position (bit-identical to rope_apply at equal positions).
+    rope_apply_positions(q_.data(), n_rows, n_heads, head_dim, positions_.data(), inv_freq_.data(),
+                         rope_interleaved_);
+    rope_apply_positions(k_.data(), n_rows, n_kv_heads, head_dim, positions_.data(),
+                         inv_freq_.data(), rope_interleaved_);
+    // Scatter the new K/V rows into their slots' caches: [n_rows, kv_dim] -> (slot, position).
+    for (int64_t r = 0; r < n_rows; r++) {
+      const int64_t off = cache_offset(row_slot_[r], positions_[r]);
+      std::copy_n(k_.data() + r * kv_dim_, kv_dim_, key_cache + off);
+      std::copy_n(v_.data() + r * kv_dim_, kv_dim_, value_cache + off);
+    }
+    // Attention of each (row, head) over its slot's cache, positions [0, position]: causal
+    // within the slot's new rows, blind to every other slot. attention_one with t = 0 and
+    // n_past = position reads exactly that context, as LlamaRunner's query at that position.
+    const int64_t n_work = n_rows * n_heads;
+    const bool parallel = n_work * longest * head_dim >= (int64_t{1} << 16);
+#pragma omp parallel if (parallel)
+    {
+      std::vector<float> scores(longest);  // [context of the longest row]
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n_work; i++) {
+        const int64_t r = i / n_heads, h = i % n_heads;
+        int64_t s = row_slot_[r];
+        if (plant_ == Plant::kCrossSlotAttention && s == 1) s = 0;
+        attention_one(att_.data() + r * q_dim, q_.data() + r * q_dim,
+                      key_cache + cache_offset(s, 0), value_cache + cache_offset(s, 0), /*t=*/0, h,
+                      positions_[r], n_heads, n_kv_heads, head_dim, scores.data());
+      }
+    }
+    matmul_weights(xb2_.data(), att_.data(), lw.wo, n_rows);
+    add_inplace(x, xb2_.data(), n_rows * dim);
+
+    // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)).
+    rmsnorm(xb_.data(), x, ffn_norm_[l].data(), n_rows, dim, c.rms_norm_eps);
+    matmul_weights(hb_.data(), xb_.data(), lw.w_gate, n_rows);
+    matmul_weights(hb2_.data(), xb_.data(), lw.w_up, n_rows);
+    swiglu(hb_.data(), hb_.data(), hb2_.data(), n_rows * c.hidden_dim);
+    matmul_weights(xb2_.data(), hb_.data(), lw.w_down, n_rows);
+    add_inplace(x, xb2_.data(), n_rows * dim);
+  }
+
+  // Final norm and the output head, over all rows or each group's last row.
+  const int64_t n_groups = static_cast<int64_t>(group_end_.size());
+  const int64_t n_out = last_only ? n_groups : n_rows;
+  if (last_only) {
+    for (int64_t g = 0; g < n_groups; g++)
+      rmsnorm(xb_.data() + g * dim, x + (group_end_[g] - 1) * dim, final_norm_.data(), 1, dim,
+              c.rms_norm_eps);
+  } else {
+    rmsnorm(xb_.data(), x, final_norm_.data(), n_rows, dim, c.rms_norm_eps);
+  }
+  if (static_cast<int64_t>(logits_.size()) < n_out * c.vocab_size) {
+    logits_.resize(n_out * c.vocab_size);
+  }
+  matmul_weights(logits_.data(), xb_.data(), w.output, n_out);
+
+  // Commit: each slot's rows now occupy positions [n_past, n_past + count).
+  for (size_t s = 0; s < books_.size(); s++) {
+    if (count[s] > 0) books_[s].commit_linear(count[s]);
+  }
+  return logits_.data();
+}
+
+}  // namespace speclab
