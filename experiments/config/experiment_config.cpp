@@ -369,6 +369,28 @@ const DrafterEntry* ExperimentConfig::find_drafter(const std::string& name) cons
   return nullptr;
 }
 
+nlohmann::json ExperimentConfig::prompts_json() const {
+  if (!prompts) return nullptr;
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : prompts->files) files.push_back(f.spec);
+  nlohmann::json j = {
+      {"file", files}, {"limit", prompts->limit}, {"chat_template", prompts->chat_template}};
+  // Only when set, so configs without it keep their hash and cell ids.
+  if (!prompts->tokenizer.spec.empty()) j["tokenizer"] = prompts->tokenizer.spec;
+  return j;
+}
+
+nlohmann::json ExperimentConfig::generation_json() const {
+  return {{"max_new_tokens", generation.max_new_tokens},
+          {"seed", generation.seed},
+          {"repeats", generation.repeats},
+          {"warmup", generation.warmup},
+          {"threads", generation.threads},
+          {"ctx", generation.ctx},
+          {"ignore_eos", generation.ignore_eos},
+          {"backend", generation.backend}};
+}
+
 nlohmann::json ExperimentConfig::to_json() const {
   nlohmann::json j;
   j["name"] = name;
@@ -377,22 +399,8 @@ nlohmann::json ExperimentConfig::to_json() const {
   nlohmann::json ds = nlohmann::json::object();
   for (const auto& d : drafters) ds[d.name] = d.ref.spec;
   j["drafters"] = ds;
-  if (prompts) {
-    nlohmann::json files = nlohmann::json::array();
-    for (const auto& f : prompts->files) files.push_back(f.spec);
-    j["prompts"] = {
-        {"file", files}, {"limit", prompts->limit}, {"chat_template", prompts->chat_template}};
-    // Only when set, so configs without it keep their hash and cell ids.
-    if (!prompts->tokenizer.spec.empty()) j["prompts"]["tokenizer"] = prompts->tokenizer.spec;
-  }
-  j["generation"] = {{"max_new_tokens", generation.max_new_tokens},
-                     {"seed", generation.seed},
-                     {"repeats", generation.repeats},
-                     {"warmup", generation.warmup},
-                     {"threads", generation.threads},
-                     {"ctx", generation.ctx},
-                     {"ignore_eos", generation.ignore_eos},
-                     {"backend", generation.backend}};
+  if (prompts) j["prompts"] = prompts_json();
+  j["generation"] = generation_json();
   j["measure"] = {{"baseline", measure.baseline},
                   {"cost_curve_max_k", measure.cost_curve_max_k},
                   {"bootstrap_resamples", measure.bootstrap_resamples},

@@ -187,6 +187,10 @@ struct ExperimentConfig {
   // The resolved config as JSON with specs as written (no machine-specific paths); its
   // canonical dump is what config_hash() hashes.
   nlohmann::json to_json() const;
+  // Its `prompts` part (null without prompts) and `generation` part, as to_json writes them:
+  // what a cell's id and a profile group's key take from the config.
+  nlohmann::json prompts_json() const;
+  nlohmann::json generation_json() const;
   // 16 hex digits identifying to_json().
   std::string config_hash() const;
 };

@@ -57,12 +57,10 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
   SPECLAB_INPUT_CHECK(config.sweep.has_value(), config.file,
                       ": no `sweep` section (a simulator-only config has no cells to run)");
   const SweepConfig& s = *config.sweep;
-  const nlohmann::json experiment_identity = config.to_json();
   nlohmann::json identity;
   identity["target"] = config.target ? nlohmann::json(config.target->spec) : nlohmann::json();
-  identity["prompts"] =
-      experiment_identity.contains("prompts") ? experiment_identity["prompts"] : nlohmann::json();
-  identity["generation"] = experiment_identity["generation"];
+  identity["prompts"] = config.prompts_json();
+  identity["generation"] = config.generation_json();
 
   // Nested loops over the axes as an odometer: position[k] indexes axis k's values, the last
   // axis turning fastest.

@@ -17,10 +17,9 @@ namespace {
 
 // The settings that make up a profile group (see the header).
 nlohmann::json group_settings(const ExperimentConfig& config, const Cell& c) {
-  const nlohmann::json exp = config.to_json();
   return {{"target", config.target ? nlohmann::json(config.target->spec) : nlohmann::json()},
-          {"prompts", exp.contains("prompts") ? exp["prompts"] : nlohmann::json()},
-          {"generation", exp["generation"]},
+          {"prompts", config.prompts_json()},
+          {"generation", config.generation_json()},
           {"drafter", c.drafter},
           {"drafter_spec", c.drafter_ref.spec},
           {"temperature", c.temperature},
