@@ -28,7 +28,6 @@
 
 namespace speclab {
 
-
 struct TreeVerifyOutcome {
   std::vector<int32_t> path;  // accepted nodes, root excluded, in depth order
   int32_t next_token = -1;    // correction or bonus token

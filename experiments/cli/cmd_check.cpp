@@ -5,8 +5,8 @@
 //
 // The acceptance-rate regression gate: re-runs the config's cells (acceptance only: no
 // baseline timing) and compares alpha (accepted/tested) and tau (tokens per round) of each
-// cell with the baseline row of the same cell_id (experiments/results/acceptance_gate.h has the rule;
-// docs/gate.md the user's guide). Runs are seeded and our kernels reduce in a fixed order, so
+// cell with the baseline row of the same cell_id (experiments/results/acceptance_gate.h has the
+// rule; docs/gate.md the user's guide). Runs are seeded and our kernels reduce in a fixed order, so
 // the same machine reproduces a baseline exactly; the tolerance covers other machines and
 // thread counts. Exit 1 when the gate fails, 2 on bad input.
 //
@@ -22,9 +22,9 @@
 
 #include "core/error.h"
 #include "core/output_file.h"
-#include "experiments/results/acceptance_gate.h"
 #include "experiments/cli/commands.h"
 #include "experiments/measure/experiment_session.h"
+#include "experiments/results/acceptance_gate.h"
 #include "experiments/results/results_store.h"
 
 namespace speclab {

@@ -16,12 +16,12 @@
 
 #include "core/error.h"
 #include "core/output_file.h"
-#include "experiments/predict/cell_prediction.h"
 #include "experiments/cli/commands.h"
 #include "experiments/config/experiment_config.h"
-#include "experiments/measure/experiment_session.h"
-#include "experiments/predict/profile_io.h"
 #include "experiments/config/sweep.h"
+#include "experiments/measure/experiment_session.h"
+#include "experiments/predict/cell_prediction.h"
+#include "experiments/predict/profile_io.h"
 #include "models/decode/decode_counters.h"
 
 namespace speclab {

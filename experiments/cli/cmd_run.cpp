@@ -23,12 +23,12 @@
 #include "core/output_file.h"
 #include "experiments/cli/commands.h"
 #include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep.h"
 #include "experiments/measure/experiment_session.h"
 #include "experiments/measure/progress_bar.h"
+#include "experiments/measure/round_trace.h"
 #include "experiments/results/result_tables.h"
 #include "experiments/results/results_store.h"
-#include "experiments/measure/round_trace.h"
-#include "experiments/config/sweep.h"
 
 namespace speclab {
 

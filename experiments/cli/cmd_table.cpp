@@ -2,8 +2,8 @@
 // tables from a results file (results.jsonl) or a results directory.
 //
 // Rows of different configs (config_hash) are never pooled: each config gets its own tables
-// (experiments/results/result_tables.h). CSV is one tidy table per file: with --out DIR every table is
-// written to DIR/<name>.csv (DIR/<name>-<config_hash>.csv when the rows hold several configs);
+// (experiments/results/result_tables.h). CSV is one tidy table per file: with --out DIR every table
+// is written to DIR/<name>.csv (DIR/<name>-<config_hash>.csv when the rows hold several configs);
 // to stdout, CSV needs exactly one table, chosen with --table NAME when there are more.
 #include <cstdio>
 #include <filesystem>

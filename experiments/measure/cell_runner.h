@@ -22,17 +22,17 @@
 #include <string>
 #include <vector>
 
-#include "experiments/predict/cell_prediction.h"
-#include "experiments/measure/cost_measurement.h"
 #include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep.h"
+#include "experiments/measure/cost_measurement.h"
 #include "experiments/measure/machine_info.h"
 #include "experiments/measure/model_identity.h"
-#include "experiments/results/result_row.h"
 #include "experiments/measure/run_conditions.h"
-#include "experiments/config/sweep.h"
+#include "experiments/predict/cell_prediction.h"
+#include "experiments/results/result_row.h"
 #include "models/drafters/drafter.h"
-#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner.h"
 
 namespace speclab {
 

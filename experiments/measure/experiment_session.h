@@ -8,9 +8,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "experiments/measure/cell_runner.h"
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
+#include "experiments/measure/cell_runner.h"
 
 namespace speclab {
 

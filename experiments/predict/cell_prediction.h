@@ -1,8 +1,8 @@
 // Predictions for the cells of a sweep from profiles only (core/speedup_prediction.h): the
 // cost profile and the acceptance profile of each (drafter, sampling setting) group are
-// measured once (experiments/predict/cost_profile.h, experiments/predict/acceptance_profile.h) - or read from
-// a profiles directory - and every cell of the group is predicted from them. No speculative
-// round runs here: `speclab predict` is this alone, `speclab run` adds the measurement.
+// measured once (experiments/predict/cost_profile.h, experiments/predict/acceptance_profile.h) - or
+// read from a profiles directory - and every cell of the group is predicted from them. No
+// speculative round runs here: `speclab predict` is this alone, `speclab run` adds the measurement.
 //
 // Group: the cells that differ only in gamma, gamma policy, p_min, synthetic acceptance and
 // tree shape share their profiles (those settings change how rounds are cut, not the pair's
@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "core/speedup_prediction.h"
-#include "experiments/predict/acceptance_profile.h"
 #include "experiments/config/experiment_config.h"
-#include "experiments/results/result_row.h"
 #include "experiments/config/sweep.h"
+#include "experiments/predict/acceptance_profile.h"
+#include "experiments/results/result_row.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "models/drafters/drafter.h"
-#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab {

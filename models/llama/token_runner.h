@@ -100,8 +100,8 @@ class TokenRunner {
 };
 
 // Makes a runner for a model on some backend: (model, max_ctx, skip_layers). Drafters that run
-// a model take one, so a draft model runs where the target runs (experiments/measure/backend.h makes
-// it from generation.backend / --backend). An empty factory means the CPU runner.
+// a model take one, so a draft model runs where the target runs (experiments/measure/backend.h
+// makes it from generation.backend / --backend). An empty factory means the CPU runner.
 using TokenRunnerFactory = std::function<std::unique_ptr<TokenRunner>(
     const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip_layers)>;
 

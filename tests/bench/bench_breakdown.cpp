@@ -22,8 +22,8 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/threads.h"
-#include "models/llama/llama_runner.h"
 #include "models/llama/llama_rope.h"
+#include "models/llama/llama_runner.h"
 #include "tests/bench/bench_common.h"
 
 namespace speclab {

@@ -28,8 +28,8 @@
 #include "core/stats.h"
 #include "core/token_tree.h"
 #include "core/tree_verify.h"
-#include "tests/exactness/verify_exactness.h"
 #include "tests/exactness/exactness_position_check.h"
+#include "tests/exactness/verify_exactness.h"
 
 namespace speclab {
 namespace {

@@ -18,9 +18,9 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/sampling.h"
-#include "tests/exactness/verify_exactness.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
+#include "tests/exactness/verify_exactness.h"
 
 namespace speclab {
 namespace decode_test {

@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "core/stats.h"
-#include "tests/exactness/verify_exactness.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
 #include "tests/decode/markov_test_models.h"
 #include "tests/exactness/exactness_position_check.h"
+#include "tests/exactness/verify_exactness.h"
 
 namespace speclab {
 namespace {

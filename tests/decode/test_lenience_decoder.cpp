@@ -14,11 +14,11 @@
 
 #include "core/speculative_verify.h"
 #include "core/stats.h"
-#include "tests/exactness/verify_exactness.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
 #include "tests/decode/markov_test_models.h"
+#include "tests/exactness/verify_exactness.h"
 
 namespace speclab {
 namespace {

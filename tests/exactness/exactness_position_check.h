@@ -1,8 +1,8 @@
 // The per-position exactness check shared by the verifier-level (tests/core) and the
 // decoder-level (tests/decode) position tests: Pearson chi-square of every emitted position's
 // triples (t_{j-2}, t_{j-1}, t_j) against the exact law of a second-order Markov target
-// (tests/exactness/verify_exactness.h), at kAlpha per position, with the power against any law at total
-// variation kTv printed and asserted.
+// (tests/exactness/verify_exactness.h), at kAlpha per position, with the power against any law at
+// total variation kTv printed and asserted.
 #pragma once
 
 #include <gtest/gtest.h>

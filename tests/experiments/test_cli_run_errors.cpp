@@ -1,5 +1,5 @@
-// `speclab run` bad input through the real binary (the bad-input catalogue, docs/bad-input.md): each is exit code 2
-// with one line on stderr naming the file, key or argument, and no work done.
+// `speclab run` bad input through the real binary (the bad-input catalogue, docs/bad-input.md):
+// each is exit code 2 with one line on stderr naming the file, key or argument, and no work done.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

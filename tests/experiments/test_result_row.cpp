@@ -1,5 +1,5 @@
-// The result row declared once (experiments/results/result_row.h): rows written before the declaration
-// read back and write out unchanged; a field of the wrong type is one clear error; the
+// The result row declared once (experiments/results/result_row.h): rows written before the
+// declaration read back and write out unchanged; a field of the wrong type is one clear error; the
 // generated field docs and the analysis scripts' field list are current; and no C++ file
 // outside the declaration reads or writes a row field by its name.
 #include <gtest/gtest.h>

@@ -11,8 +11,8 @@
 
 #include "core/cpu_matmul.h"
 #include "core/dtype.h"
-#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "models/llama/weights_finite.h"
 #include "tests/formats/expect_input_error.h"

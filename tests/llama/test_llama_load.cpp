@@ -11,8 +11,8 @@
 #include <limits>
 #include <random>
 
-#include "models/llama/llama_runner.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner.h"
 #include "models/llama/weights_finite.h"
 #include "models/tokenizer/tokenizer_factory.h"
 #include "tests/external_test_data.h"
