@@ -23,18 +23,12 @@
 #include <vector>
 
 #include "core/kv_cache_book.h"
+#include "models/llama/batch_token_runner.h"
 #include "models/llama/llama_model.h"
 
 namespace speclab {
 
-// One row of a batch: token `token` appended to sequence slot `slot` (llama_batch's
-// (token, seq_id) pair; the position is implied by the slot's n_past).
-struct BatchRow {
-  int32_t slot = 0;
-  int32_t token = 0;
-};
-
-class BatchedLlamaRunner {
+class BatchedLlamaRunner : public BatchTokenRunner {
  public:
   // n_slots >= 1 sequences of up to max_ctx positions each (max_ctx = 0 ->
   // min(config.max_seq_len, 4096)). The whole cache is allocated up front:
@@ -51,19 +45,17 @@ class BatchedLlamaRunner {
   // order); valid until the next call. An unknown slot, a slot's rows split in two groups, a
   // token outside the vocabulary, n_rows < 1, or a slot's n_past + count > max_ctx throws
   // InputError and leaves every slot unchanged.
-  const float* forward_batch(const BatchRow* rows, int64_t n_rows, bool last_only = false);
-  const float* forward_batch(const std::vector<BatchRow>& rows, bool last_only = false) {
-    return forward_batch(rows.data(), static_cast<int64_t>(rows.size()), last_only);
-  }
+  const float* forward_batch(const BatchRow* rows, int64_t n_rows, bool last_only = false) override;
+  using BatchTokenRunner::forward_batch;
 
   // O(1) rollback of one slot: forgets its positions >= n (0 <= n <= n_past(slot)); its next
   // rows start at position n. Other slots are untouched. Bad slot or n: InputError, no change.
-  void truncate(int64_t slot, int64_t n);
+  void truncate(int64_t slot, int64_t n) override;
 
-  int64_t n_slots() const { return static_cast<int64_t>(books_.size()); }
-  int64_t n_past(int64_t slot) const;
-  int64_t max_ctx() const { return max_ctx_; }
-  int64_t vocab() const { return model_.config.vocab_size; }
+  int64_t n_slots() const override { return static_cast<int64_t>(books_.size()); }
+  int64_t n_past(int64_t slot) const override;
+  int64_t max_ctx() const override { return max_ctx_; }
+  int64_t vocab() const override { return model_.config.vocab_size; }
   size_t kv_cache_bytes() const;
   const LlamaModel& model() const { return model_; }
 

@@ -19,6 +19,7 @@
 #include "core/rng.h"
 #include "core/sampling.h"
 #include "models/drafters/drafter.h"
+#include "models/llama/batch_token_runner.h"
 #include "models/llama/token_runner.h"
 #include "tests/exactness/verify_exactness.h"
 
@@ -81,6 +82,49 @@ class MarkovRunner : public TokenRunner {
   std::vector<int32_t> token_, parent_;  // [max_ctx] per cache slot
   std::vector<float> logits_;            // [n, vocab]
   int64_t n_past_ = 0, max_ctx_;
+};
+
+// MarkovRunner per sequence slot behind the batched interface (BatchTokenRunner), for the
+// batched decoder's exactness tests. A planted rollback bug (test only): truncate(slot, n) of
+// `off_by_one_slot` keeps n + 1 positions when 0 < n < n_past (a rollback after a rejection;
+// the reset of a new request, n = 0, stays right).
+class MarkovBatchRunner : public BatchTokenRunner {
+ public:
+  MarkovBatchRunner(const MarkovPair& m, int64_t n_slots, int64_t max_ctx,
+                    int64_t off_by_one_slot = -1)
+      : vocab_(m.vocab), max_ctx_(max_ctx), off_by_one_slot_(off_by_one_slot) {
+    for (int64_t s = 0; s < n_slots; s++) slots_.emplace_back(m, max_ctx);
+  }
+  const float* forward_batch(const BatchRow* rows, int64_t n_rows, bool last_only) override {
+    SPECLAB_ASSERT(n_rows >= 1);
+    logits_.clear();
+    for (int64_t r = 0; r < n_rows;) {
+      const int32_t slot = rows[r].slot;
+      SPECLAB_ASSERT(slot >= 0 && slot < n_slots());
+      std::vector<int32_t> tokens;
+      for (; r < n_rows && rows[r].slot == slot; r++) tokens.push_back(rows[r].token);
+      const int64_t n = static_cast<int64_t>(tokens.size());
+      const float* out = slots_[slot].forward(tokens.data(), n, last_only);
+      logits_.insert(logits_.end(), out, out + (last_only ? 1 : n) * vocab_);
+    }
+    return logits_.data();
+  }
+  void truncate(int64_t slot, int64_t n) override {
+    MarkovRunner& r = slots_.at(static_cast<size_t>(slot));
+    if (slot == off_by_one_slot_ && n > 0 && n < r.n_past()) n++;
+    r.truncate(n);
+  }
+  int64_t n_slots() const override { return static_cast<int64_t>(slots_.size()); }
+  int64_t n_past(int64_t slot) const override {
+    return slots_.at(static_cast<size_t>(slot)).n_past();
+  }
+  int64_t max_ctx() const override { return max_ctx_; }
+  int64_t vocab() const override { return vocab_; }
+
+ private:
+  std::vector<MarkovRunner> slots_;
+  std::vector<float> logits_;  // [n_rows or n_groups, vocab]
+  int64_t vocab_, max_ctx_, off_by_one_slot_;
 };
 
 // Where a MarkovDrafter misreports q (a planted wrong law; test only).
