@@ -24,6 +24,7 @@
 
 #include "core/kv_cache_book.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner_params.h"
 
 namespace speclab {
 
@@ -87,14 +88,8 @@ class BatchedLlamaRunner {
   int64_t max_ctx_ = 0;
   int64_t kv_dim_ = 0;              // n_kv_heads * head_dim
   std::vector<KvCacheBook> books_;  // [n_slots]  n_past and rollback per slot
-  std::vector<float> inv_freq_;     // [head_dim/2]
-  bool rope_interleaved_ = false;
+  LlamaRunnerParams params_;        // FP32 norms, inv_freq, RoPE pairing
   Plant plant_ = Plant::kNone;
-
-  // Norm weights converted once to FP32.
-  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
-  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
-  std::vector<float> final_norm_;              // [dim]
 
   // KV cache, F32, per layer [n_slots, max_ctx, n_kv_heads, head_dim]: slot s owns positions
   // [s * max_ctx, (s + 1) * max_ctx). Uninitialized: positions >= a slot's n_past are never
