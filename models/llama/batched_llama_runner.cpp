@@ -49,8 +49,9 @@ void BatchedLlamaRunner::truncate(int64_t slot, int64_t n) {
   KvCacheBook& book = books_[slot];
   SPECLAB_INPUT_CHECK(n >= 0 && n <= book.n_past, "truncate: slot ", slot, " has ", book.n_past,
                       " positions, cannot keep ", n);
-  if (plant_ == Plant::kRollbackOffByOne && slot == 2 && n < book.n_past) n++;
-  book.truncate(n);
+  const int64_t keep = rollback_keep(slot, n);
+  SPECLAB_ASSERT(keep >= 0 && keep <= book.n_past);
+  book.truncate(keep);
 }
 
 void BatchedLlamaRunner::ensure_batch_capacity(int64_t n_rows) {
@@ -99,11 +100,13 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
   ensure_batch_capacity(n_rows);
   tokens_.resize(n_rows);
   row_slot_.resize(n_rows);
+  attn_slot_.resize(n_rows);
   positions_.resize(n_rows);
   for (int64_t r = 0; r < n_rows; r++) {
     const int64_t s = rows[r].slot;
     tokens_[r] = rows[r].token;
     row_slot_[r] = s;
+    attn_slot_[r] = attention_cache_slot(s);
     positions_[r] = (r > 0 && rows[r - 1].slot == s) ? positions_[r - 1] + 1 : books_[s].n_past;
   }
 
@@ -150,8 +153,7 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n_work; i++) {
         const int64_t r = i / n_heads, h = i % n_heads;
-        int64_t s = row_slot_[r];
-        if (plant_ == Plant::kCrossSlotAttention && s == 1) s = 0;
+        const int64_t s = attn_slot_[r];
         attention_one(att_.data() + r * q_dim, q_.data() + r * q_dim,
                       key_cache + cache_offset(s, 0), value_cache + cache_offset(s, 0), /*t=*/0, h,
                       positions_[r], n_heads, n_kv_heads, head_dim, scores.data());
