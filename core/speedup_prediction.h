@@ -39,7 +39,7 @@ namespace speclab {
 
 // Seconds, measured at one context length (or imported).
 struct CostProfile {
-  std::string source;                 // "measured", "csv", "llama-bench", "profile"
+  std::string source;                 // "measured", "reused" (from a file), "csv", "llama-bench"
   std::string origin;                 // the file it came from ("" when measured in this run)
   int64_t context_len = 0;            // cache length the calls started from
   std::vector<double> target_s;       // [K] T(k): one target call over k tokens, k = 1..K

@@ -56,13 +56,13 @@ void predict_experiment(const PredictArgs& a) {
   if (!a.profiles.empty()) {
     // Offline: profiles from an earlier predict or run; no model is loaded.
     std::vector<PromptTokens> none;
-    CellPredictor predictor(cfg, cells, nullptr, none, {}, a.profiles + "/profiles", true,
-                            cost_override.get(), nullptr);
+    CellPredictor predictor(cfg, cells, nullptr, none, {}, a.profiles + "/profiles",
+                            ProfileMode::kReuse, cost_override.get(), nullptr);
     for (const Cell& c : cells) predictions.push_back(predictor.predict(c, nullptr));
   } else {
     ExperimentSession session(cfg, nullptr, /*measure_bandwidth=*/false,
                               /*measure_cost_curve=*/false);
-    session.enable_prediction(cells, dir + "/profiles", false, cost_override.get());
+    session.enable_prediction(cells, dir + "/profiles", ProfileMode::kMeasure, cost_override.get());
     for (const Cell& c : cells) predictions.push_back(session.predict_cell(c));
   }
 

@@ -91,8 +91,12 @@ void run_experiment(const RunArgs& a) {
   }
   ExperimentSession& session = *session_ptr;
   // Every cell is predicted from profiles before it is measured (cost-only runs measure
-  // costs alone). The profiles land in DIR/profiles for `speclab predict --profiles DIR`.
-  if (!cfg.measure.cost_only) session.enable_prediction(all, dir + "/profiles", false, nullptr);
+  // costs alone). The profiles land in DIR/profiles for `speclab predict --profiles DIR`;
+  // --resume reads the ones already there (the earlier rows came from them) and never
+  // overwrites them.
+  if (!cfg.measure.cost_only)
+    session.enable_prediction(all, dir + "/profiles",
+                              a.resume ? ProfileMode::kResume : ProfileMode::kMeasure, nullptr);
   std::unique_ptr<RoundTraceWriter> trace;  // --trace: every speculative round of the run
   if (!a.trace.empty()) {
     try {

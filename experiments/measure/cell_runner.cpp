@@ -27,20 +27,10 @@ namespace speclab {
 
 namespace {
 
-// Per prompt (and repeat) raw figures.
-struct Sample {
-  std::string prompt_id;
-  std::string category;  // the prompt's category (per-category tables)
-  int repeat = 0;
-  double baseline_s = 0, spec_s = 0;  // decode-phase wall seconds
-  int64_t baseline_tokens = 0, spec_tokens = 0;
-  int64_t rounds = 0, drafted = 0, tested = 0, accepted = 0, emitted = 0;
-  bool outputs_match = false;
-};
-
 // Everything a cell's timed runs produced, before it is put into the row.
 struct CellMeasurement {
-  std::vector<Sample> samples;
+  ResultSamples samples;      // [prompts x repeats] every field set
+  bool outputs_match = true;  // every speculative output equals its baseline's
   AcceptanceStats acc;
   double draft_s = 0, verify_s = 0, sample_s = 0;  // time breakdown of the speculative runs
   int64_t rounds_on_device = 0;                    // rounds the target verified on its device
@@ -53,7 +43,7 @@ struct CellMeasurement {
 
 // Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
 // prompt's repeats share its text, so they are not independent draws).
-Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double confidence,
+Interval bootstrap_speedup(const ResultSamples& s, int resamples, double confidence,
                            uint64_t seed) {
   struct Cluster {
     double bs = 0, bt = 0, ss = 0, st = 0;
@@ -61,13 +51,13 @@ Interval bootstrap_speedup(const std::vector<Sample>& s, int resamples, double c
   std::vector<Cluster> clusters;
   std::map<std::string, size_t> index;
   for (const auto& x : s) {
-    auto [it, fresh] = index.try_emplace(x.prompt_id, clusters.size());
+    auto [it, fresh] = index.try_emplace(*x.prompt_id, clusters.size());
     if (fresh) clusters.emplace_back();
     Cluster& c = clusters[it->second];
-    c.bs += x.baseline_s;
-    c.bt += static_cast<double>(x.baseline_tokens);
-    c.ss += x.spec_s;
-    c.st += static_cast<double>(x.spec_tokens);
+    c.bs += *x.baseline_s;
+    c.bt += static_cast<double>(*x.baseline_tokens);
+    c.ss += *x.spec_s;
+    c.st += static_cast<double>(*x.spec_tokens);
   }
   if (clusters.empty() || resamples < 2) return {0, 0};
   const Interval ci = stats_cluster_bootstrap_interval(
@@ -236,7 +226,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       req.request_id = pi;  // same seed and request id for both: same random streams
       auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
       spec.policy = policy.get();
-      Sample s;
+      ResultSample s;
       s.prompt_id = ctx.prompts[pi].id;
       s.category = ctx.prompts[pi].category;
       s.repeat = rep;
@@ -244,25 +234,29 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       const bool baseline_first = (pi + static_cast<size_t>(rep)) % 2 == 0;
       if (baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       out = run_speculative(req);
-      if (ctx.trace) ctx.trace->write_cell(cell, s.prompt_id, rep, req, out, target.max_ctx());
+      if (ctx.trace)
+        ctx.trace->write_cell(cell, ctx.prompts[pi].id, rep, req, out, target.max_ctx());
       if (!baseline_first && cfg.measure.baseline) base = generate_autoregressive(target, req);
       s.baseline_s = base.decode_s;
       s.baseline_tokens = static_cast<int64_t>(base.tokens.size());
       s.spec_s = out.decode_s;
       s.spec_tokens = static_cast<int64_t>(out.tokens.size());
       s.rounds = static_cast<int64_t>(out.rounds.size());
-      s.outputs_match = base.tokens == out.tokens;
+      m.outputs_match = m.outputs_match && base.tokens == out.tokens;
       m.repeat_share.push_back(
           repeated_4gram_share(cfg.measure.baseline ? base.tokens : out.tokens));
+      int64_t drafted = 0, accepted = 0;
       for (const auto& r : out.rounds) {
-        s.drafted += r.n_draft;
-        s.accepted += r.n_accepted;
+        drafted += r.n_draft;
+        accepted += r.n_accepted;
         m.draft_s += r.draft_s;
         m.verify_s += r.verify_s;
         m.sample_s += r.sample_s;
         m.rounds_on_device += r.verified_on_device;
         m.tokens_per_round.push_back(r.n_emitted);
       }
+      s.drafted = drafted;
+      s.accepted = accepted;
       m.acc.add(out.rounds);
       AcceptanceStats prompt_acc;  // this request's share, for the per-category tables
       prompt_acc.add(out.rounds);
@@ -271,7 +265,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       m.draft_calls += out.n_draft_calls;
       m.target_calls_spec += out.n_target_calls;
       m.target_calls_base += base.n_target_calls;
-      m.samples.push_back(s);
+      m.samples.push_back(std::move(s));
     }
   }
   m.load_after = run_conditions_sample();
@@ -301,30 +295,13 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   row.run_mem_free_gb = m.load_before.mem_free_gb;
   double base_s = 0, spec_s = 0;
   int64_t base_tok = 0, spec_tok = 0;
-  bool all_match = true;
-  ResultSamples raw;
-  for (const auto& s : m.samples) {
-    base_s += s.baseline_s;
-    spec_s += s.spec_s;
-    base_tok += s.baseline_tokens;
-    spec_tok += s.spec_tokens;
-    all_match = all_match && s.outputs_match;
-    ResultSample x;
-    x.prompt_id = s.prompt_id;
-    x.category = s.category;
-    x.repeat = s.repeat;
-    x.baseline_s = s.baseline_s;
-    x.baseline_tokens = s.baseline_tokens;
-    x.spec_s = s.spec_s;
-    x.spec_tokens = s.spec_tokens;
-    x.rounds = s.rounds;
-    x.drafted = s.drafted;
-    x.tested = s.tested;
-    x.accepted = s.accepted;
-    x.emitted = s.emitted;
-    raw.push_back(x);
+  for (const ResultSample& s : m.samples) {
+    base_s += *s.baseline_s;
+    spec_s += *s.spec_s;
+    base_tok += *s.baseline_tokens;
+    spec_tok += *s.spec_tokens;
   }
-  row.samples = raw;
+  row.samples = m.samples;
   row.tokens_baseline = base_tok;
   row.tokens_spec = spec_tok;
   row.wall_baseline_s = base_s;
@@ -343,7 +320,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
   // synthetic acceptance changes the text by design, so it has no such check.
   const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
-  if (greedy_checked) row.greedy_outputs_match = all_match;
+  if (greedy_checked) row.greedy_outputs_match = m.outputs_match;
 
   // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
   // get tested depends on where rounds start, hence on gamma). The pair's acceptance is
@@ -413,7 +390,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   f.baseline_s_per_token = base_tok > 0 ? base_s / base_tok : 0;
   f.baseline_reference_s = ctx.baseline_reference_s;
   f.greedy_checked = greedy_checked;
-  f.greedy_match = all_match;
+  f.greedy_match = m.outputs_match;
   f.predicted = prediction.has_value();
   f.rounds = m.acc.n_rounds;
   f.rounds_on_device = m.rounds_on_device;

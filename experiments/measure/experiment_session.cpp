@@ -138,13 +138,28 @@ PreparedDrafter& ExperimentSession::drafter_for(const Cell& cell) {
 }
 
 void ExperimentSession::enable_prediction(const std::vector<Cell>& all_cells,
-                                          const std::string& profiles_dir, bool reuse,
+                                          const std::string& profiles_dir, ProfileMode mode,
                                           const CostProfile* cost_override) {
   const std::vector<int64_t> stops =
       config_.generation.ignore_eos ? std::vector<int64_t>{} : ctx_.stop_ids;
   predictor_ =
       std::make_unique<CellPredictor>(config_, all_cells, target_.get(), ctx_.prompts, stops,
-                                      profiles_dir, reuse, cost_override, ctx_.interrupted);
+                                      profiles_dir, mode, cost_override, ctx_.interrupted);
+  ProfileConditions pc;
+  CostProfileTaken& f = pc.fixed;
+  f.git_commit = ctx_.git_commit;
+  f.git_describe = ctx_.run_static.git_describe;
+  f.cpu_model = ctx_.machine.cpu_model;
+  f.hostname = ctx_.machine.hostname;
+  f.gpu = ctx_.machine.gpu;
+  f.matmul_isa = ctx_.run_static.matmul_isa;
+  f.cores = ctx_.machine.cores;
+  f.threads = ctx_.machine.threads;
+  f.target_sha256 = ctx_.target_identity.sha256.value_or("");
+  pc.utc_now = run_conditions_utc_now;
+  pc.load1 = [] { return run_conditions_sample().load1; };
+  pc.draft_sha256 = [this](const Cell& c) { return drafter_for(c).identity.sha256.value_or(""); };
+  predictor_->set_conditions(std::move(pc));
   ctx_.predictor = predictor_.get();
 }
 

@@ -23,10 +23,11 @@ class ExperimentSession {
   ExperimentSession(const ExperimentConfig& config, std::atomic<bool>* interrupted,
                     bool measure_bandwidth = true, bool measure_cost_curve = true);
   // Predictions from profiles (experiments/predict/cell_prediction.h) for every cell this session
-  // runs or predicts; all_cells is the whole sweep. Profiles go to (or, reuse = true, come
-  // from) profiles_dir.
+  // runs or predicts; all_cells is the whole sweep. Profiles go to or come from profiles_dir
+  // (mode); the cost profiles measured record this session's commit, machine, weights, time
+  // and load.
   void enable_prediction(const std::vector<Cell>& all_cells, const std::string& profiles_dir,
-                         bool reuse, const CostProfile* cost_override);
+                         ProfileMode mode, const CostProfile* cost_override);
   // Runs one cell (throws CellInterrupted when interrupted).
   ResultRow run_cell(const Cell& cell);
   // Predicts one cell from profiles only (enable_prediction first).

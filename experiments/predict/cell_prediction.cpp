@@ -89,6 +89,8 @@ void CellPrediction::put_into(ResultRow* row) const {
     r.thm38_speedup = thm38_speedup;
   }
   r.cost_profile_source = cost.source;
+  r.cost_profile_file = cost_file;
+  if (!cost_taken_utc.empty()) r.cost_profile_taken_utc = cost_taken_utc;
   r.cost_profile_context_len = cost.context_len;
   r.cost_profile_target_s = cost.target_s;
   r.cost_profile_draft_round_s = cost.draft_round_s;
@@ -116,14 +118,15 @@ std::string CellPredictor::group_of(const ExperimentConfig& config, const Cell& 
 
 CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<Cell>& all_cells,
                              TokenRunner* target, std::vector<PromptTokens> prompts,
-                             std::vector<int64_t> stop_ids, std::string profiles_dir, bool reuse,
-                             const CostProfile* cost_override, const std::atomic<bool>* interrupted)
+                             std::vector<int64_t> stop_ids, std::string profiles_dir,
+                             ProfileMode mode, const CostProfile* cost_override,
+                             const std::atomic<bool>* interrupted)
     : config_(config),
       target_(target),
       prompts_(std::move(prompts)),
       stop_ids_(std::move(stop_ids)),
       dir_(std::move(profiles_dir)),
-      reuse_(reuse),
+      mode_(mode),
       cost_override_(cost_override),
       interrupted_(interrupted) {
   for (const Cell& c : all_cells) {
@@ -135,23 +138,28 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     settings_[g] = group_settings(config, c);
     needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
   }
-  if (!reuse_) {
+  if (mode_ != ProfileMode::kReuse) {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     SPECLAB_INPUT_CHECK(!ec, dir_, ": cannot create the profiles directory: ", ec.message());
   }
+  // Resuming: the groups of earlier runs into this directory stay in the index.
+  const std::string index_file = dir_ + "/index.json";
+  if (mode_ == ProfileMode::kResume && std::filesystem::exists(index_file)) {
+    index_ = profile_read_json(index_file);
+    SPECLAB_INPUT_CHECK(index_.is_object(), index_file, ": expected an object (group -> settings)");
+  }
 }
 
 void CellPredictor::write_index() {
-  nlohmann::json index = nlohmann::json::object();
   for (const auto& [g, prof] : cache_) {
     nlohmann::json e = settings_[g];
     e["cost_profile"] = "cost-" + g + ".json";
     e["acceptance_profile"] = "acceptance-" + g + ".json";
     e["depth"] = depth_[g];
-    index[g] = e;
+    index_[g] = e;
   }
-  profile_write_json(dir_ + "/index.json", index);
+  profile_write_json(dir_ + "/index.json", index_);
 }
 
 CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* drafter) {
@@ -162,31 +170,49 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
   const std::string cost_file = dir_ + "/cost-" + g + ".json";
   const std::string acc_file = dir_ + "/acceptance-" + g + ".json";
   const int depth = depth_.at(g);
-  if (reuse_) {
-    prof.cost = cost_override_ ? *cost_override_
-                               : cost_profile_from_json(profile_read_json(cost_file), cost_file);
+  // What this group reads from the directory rather than measures (see ProfileMode).
+  const bool reuse = mode_ == ProfileMode::kReuse;
+  const bool resume = mode_ == ProfileMode::kResume;
+  const bool read_cost = reuse || (resume && std::filesystem::exists(cost_file));
+  const bool read_acc = reuse || (resume && std::filesystem::exists(acc_file));
+  SPECLAB_ASSERT(reuse || (drafter != nullptr && target_ != nullptr));
+  const SamplingParams ts = cell.target_sampling(), ds = cell.draft_sampling();
+
+  prof.cost_file = cost_file;
+  if (cost_override_) {
+    prof.cost = *cost_override_;
+    prof.cost_file = cost_override_->origin;
+  } else if (read_cost) {
+    CostProfileRecord rec = cost_profile_record_from_json(profile_read_json(cost_file), cost_file);
+    prof.cost = std::move(rec.cost);
+    prof.cost_spread = std::move(rec.spread);
+    prof.cost_taken = std::move(rec.taken);
+  } else {
+    CostProfileRequest cr;
+    int64_t mean_prompt = 0;
+    for (const auto& p : prompts_) mean_prompt += static_cast<int64_t>(p.ids.size());
+    mean_prompt = prompts_.empty() ? 32 : mean_prompt / static_cast<int64_t>(prompts_.size());
+    cr.context = prompts_.empty() ? std::vector<int32_t>{1, 2, 3, 4} : prompts_[0].ids;
+    cr.context_len = mean_prompt + config_.generation.max_new_tokens / 2;
+    cr.prompt_len = mean_prompt;
+    cr.k_max = k_max_.at(g);
+    cr.g_max = std::max(depth, k_max_.at(g) - 1);
+    cr.target_sampling = ts;
+    cr.draft_sampling = ds;
+    CostProfileTaken& taken = prof.cost_taken;
+    taken = conditions_.fixed;
+    if (conditions_.draft_sha256) taken.draft_sha256 = conditions_.draft_sha256(cell);
+    if (conditions_.load1) taken.load_before = conditions_.load1();
+    taken.utc = conditions_.utc_now ? conditions_.utc_now() : "";
+    prof.cost = cost_profile_measure(*target_, *drafter, cr, &prof.cost_spread);
+    if (conditions_.load1) taken.load_after = conditions_.load1();
+  }
+
+  if (read_acc) {
     prof.acceptance = acceptance_profile_from_json(profile_read_json(acc_file), acc_file);
     SPECLAB_INPUT_CHECK(prof.acceptance.max_depth >= depth, acc_file, ": rollouts of depth ",
                         prof.acceptance.max_depth, ", the sweep's cells need ", depth);
   } else {
-    SPECLAB_ASSERT(drafter != nullptr && target_ != nullptr);
-    const SamplingParams ts = cell.target_sampling(), ds = cell.draft_sampling();
-    if (cost_override_) {
-      prof.cost = *cost_override_;
-    } else {
-      CostProfileRequest cr;
-      int64_t mean_prompt = 0;
-      for (const auto& p : prompts_) mean_prompt += static_cast<int64_t>(p.ids.size());
-      mean_prompt = prompts_.empty() ? 32 : mean_prompt / static_cast<int64_t>(prompts_.size());
-      cr.context = prompts_.empty() ? std::vector<int32_t>{1, 2, 3, 4} : prompts_[0].ids;
-      cr.context_len = mean_prompt + config_.generation.max_new_tokens / 2;
-      cr.prompt_len = mean_prompt;
-      cr.k_max = k_max_.at(g);
-      cr.g_max = std::max(depth, k_max_.at(g) - 1);
-      cr.target_sampling = ts;
-      cr.draft_sampling = ds;
-      prof.cost = cost_profile_measure(*target_, *drafter, cr);
-    }
     AcceptanceProfileRequest ar;
     ar.target_sampling = ts;
     ar.draft_sampling = ds;
@@ -200,15 +226,23 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     prof.acceptance.max_depth = depth;
     if (needs_acceptance_.at(g))
       prof.acceptance = acceptance_profile_measure(*target_, *drafter, prompts_, ar, interrupted_);
-    profile_write_json(cost_file, cost_profile_to_json(prof.cost));
-    profile_write_json(acc_file, acceptance_profile_to_json(prof.acceptance));
   }
+  // Only what was not read is written: a file in the directory is never replaced here. A
+  // measurement cut short by a signal is partial (the rollouts stop early): nothing is written,
+  // so that a resumed run measures the group again instead of reading it, and the cell in
+  // flight is dropped by the caller.
+  const bool cut_short = interrupted_ != nullptr && interrupted_->load();
+  if (!read_cost && !cut_short)
+    profile_write_json(cost_file,
+                       cost_profile_to_json({prof.cost, prof.cost_spread, prof.cost_taken}));
+  if (!read_acc && !cut_short)
+    profile_write_json(acc_file, acceptance_profile_to_json(prof.acceptance));
   prof.summary = acceptance_summarize(prof.acceptance);
   prof.alpha_ci = acceptance_alpha_interval(prof.acceptance, config_.measure.bootstrap_resamples,
                                             config_.measure.confidence,
                                             static_cast<uint64_t>(config_.generation.seed));
   auto& stored = cache_.emplace(g, std::move(prof)).first->second;
-  if (!reuse_) write_index();
+  if (mode_ != ProfileMode::kReuse && !cut_short) write_index();
   return stored;
 }
 
@@ -217,6 +251,8 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   CellPrediction out;
   out.group = group_of(config_, cell);
   out.cost = prof.cost;
+  out.cost_file = prof.cost_file;
+  out.cost_taken_utc = prof.cost_taken.utc;
   out.c = prof.cost.c();
   out.acceptance = prof.summary;
   out.alpha_ci = prof.alpha_ci;

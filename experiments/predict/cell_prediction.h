@@ -10,10 +10,12 @@
 // cell of the group needs (the whole sweep, not the shard, so shards agree).
 //
 // Files in the profiles directory (DIR/profiles/): cost-<group>.json, acceptance-<group>.json
-// (experiments/predict/profile_io.h) and index.json (group -> its settings).
+// (experiments/predict/profile_io.h) and index.json (group -> its settings). A profile that
+// result rows came from is never overwritten by `speclab run --resume` (ProfileMode::kResume).
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +25,7 @@
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
 #include "experiments/predict/acceptance_profile.h"
+#include "experiments/predict/cost_profile.h"
 #include "experiments/results/result_row.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
@@ -35,11 +38,13 @@ struct CellPrediction {
   Prediction prediction;
   AcceptanceSummary acceptance;  // of the group's profile (configured for synthetic cells)
   AlphaInterval alpha_ci;
-  double c = 0;              // the paper's c from the cost profile
-  double thm38_alpha = 0;    // alpha_profile; under a configured per-position list, the
-                             // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
-  double thm38_speedup = 0;  // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
-  CostProfile cost;          // a copy: predictions outlive their predictor
+  double c = 0;                // the paper's c from the cost profile
+  double thm38_alpha = 0;      // alpha_profile; under a configured per-position list, the
+                               // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
+  double thm38_speedup = 0;    // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
+  CostProfile cost;            // a copy: predictions outlive their predictor
+  std::string cost_file;       // the cost profile's file (written, read or imported)
+  std::string cost_taken_utc;  // when the cost profile was taken ("" when unknown)
   // Its fields of a result / prediction row.
   void put_into(ResultRow* row) const;
 };
@@ -57,15 +62,37 @@ struct PredictionGroupRow {
   nlohmann::json to_json(const Cell& best) const;
 };
 
+// Where a predictor's profiles come from.
+enum class ProfileMode {
+  kMeasure,  // measure every group's profiles and write them to the profiles directory
+  kReuse,    // read every group's profiles from it; nothing is measured (a missing file is an
+             // InputError) and nothing is written
+  kResume,   // `speclab run --resume`: read each profile file the directory already holds
+             // (earlier rows may have come from it: it is never overwritten), measure and
+             // write only the missing ones
+};
+
+// The circumstances of the profiles a predictor measures, supplied by the measuring side
+// (experiments/measure/experiment_session.cpp): the predict room reads no clock, /proc or
+// model file itself. Unset functions leave their fields unknown.
+struct ProfileConditions {
+  CostProfileTaken fixed;                // the run's commit, machine and target sha256
+  std::function<std::string()> utc_now;  // YYYY-MM-DDTHH:MM:SSZ
+  std::function<double()> load1;         // 1-minute load average
+  std::function<std::string(const Cell&)> draft_sha256;  // of the cell's drafter's weights
+};
+
 class CellPredictor {
  public:
   // all_cells: the whole sweep (profile depths come from it). profiles_dir: where profiles
-  // are written (measured) or read (reuse = true: nothing is measured; a missing profile is an
-  // InputError). cost_override: a cost profile for every group (--cost-profile), or null.
+  // are written or read (mode). cost_override: a cost profile for every group
+  // (--cost-profile), or null.
   CellPredictor(const ExperimentConfig& config, const std::vector<Cell>& all_cells,
                 TokenRunner* target, std::vector<PromptTokens> prompts,
-                std::vector<int64_t> stop_ids, std::string profiles_dir, bool reuse,
+                std::vector<int64_t> stop_ids, std::string profiles_dir, ProfileMode mode,
                 const CostProfile* cost_override, const std::atomic<bool>* interrupted);
+  // Recorded in the cost profiles measured from now on (their "taken").
+  void set_conditions(ProfileConditions conditions) { conditions_ = std::move(conditions); }
 
   // Measures (or loads) the group's profiles on first use; `drafter` is the cell's drafter
   // (null when reusing profiles).
@@ -80,6 +107,9 @@ class CellPredictor {
  private:
   struct Profiles {
     CostProfile cost;
+    CostProfileSpread cost_spread;
+    CostProfileTaken cost_taken;
+    std::string cost_file;
     AcceptanceProfile acceptance;
     AcceptanceSummary summary;
     AlphaInterval alpha_ci;
@@ -92,13 +122,15 @@ class CellPredictor {
   std::vector<PromptTokens> prompts_;
   std::vector<int64_t> stop_ids_;
   std::string dir_;
-  bool reuse_;
+  ProfileMode mode_;
   const CostProfile* cost_override_;
   const std::atomic<bool>* interrupted_;
-  std::map<std::string, int> depth_;                // group -> rollout depth
-  std::map<std::string, bool> needs_acceptance_;    // group -> has a cell not synthetic
-  std::map<std::string, int> k_max_;                // group -> T(k) up to
-  std::map<std::string, nlohmann::json> settings_;  // group -> its settings (index.json)
+  ProfileConditions conditions_;
+  nlohmann::json index_ = nlohmann::json::object();  // index.json: group -> its entry
+  std::map<std::string, int> depth_;                 // group -> rollout depth
+  std::map<std::string, bool> needs_acceptance_;     // group -> has a cell not synthetic
+  std::map<std::string, int> k_max_;                 // group -> T(k) up to
+  std::map<std::string, nlohmann::json> settings_;   // group -> its settings (index.json)
   std::map<std::string, Profiles> cache_;
 };
 

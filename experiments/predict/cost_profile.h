@@ -10,10 +10,13 @@
 //                   baseline's standardize + draw), on real logits of this target;
 // and repetitions alternate, so load on a shared machine touches every figure alike; each
 // figure is the minimum over repetitions. c (the paper's Definition 3.7) = round(1) / T(1):
-// one draft step over one target step at the same context length.
+// one draft step over one target step at the same context length. The spread of every timed
+// figure (min, median, max over the repetitions) and the circumstances of the measurement are
+// kept beside the figures, in the profile's file (experiments/predict/profile_io.h).
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/sampling.h"
@@ -33,7 +36,47 @@ struct CostProfileRequest {
   SamplingParams target_sampling, draft_sampling;
 };
 
+// One timed figure's spread over the repetitions, entry by entry: min <= median <= max. The
+// figure the predictor uses is the min (interference on a shared machine only adds time); the
+// median and max show how far the repetitions strayed from it.
+struct TimingSpread {
+  std::vector<double> min, median, max;  // [n] seconds
+};
+
+// The spread of everything cost_profile_measure times. Catch-up and prefill are differences
+// of minima, so the spreads of their parts are kept: the steady one-token proposal (one token
+// behind), the proposal two tokens behind, the first proposal after a reset.
+struct CostProfileSpread {
+  int reps = 0;                     // repetitions behind each figure; 0: no spread recorded
+  TimingSpread target_s;            // [K] T(k)
+  TimingSpread draft_round_s;       // [G + 1] round(n), [0] = 0
+  TimingSpread host_round_s;        // [K] host(k)
+  TimingSpread draft_one_behind_s;  // [1]
+  TimingSpread draft_two_behind_s;  // [1]
+  TimingSpread draft_first_call_s;  // [1]
+};
+
+// When, where and on what a cost profile was taken. Unknown: "" or -1 (files written before
+// these were recorded, figures imported from another engine).
+struct CostProfileTaken {
+  std::string utc;                           // when its repetitions started, YYYY-MM-DDTHH:MM:SSZ
+  double load_before = -1, load_after = -1;  // 1-minute load average before and after them
+  std::string git_commit, git_describe;      // the source tree of the binary that timed it
+  std::string cpu_model, hostname, gpu, matmul_isa;  // the machine and the kernel path it ran
+  int64_t cores = 0, threads = 0;                    // logical CPUs online; threads used
+  std::string target_sha256, draft_sha256;  // of the weights timed ("" for a drafter without)
+};
+
+// A cost profile as its file holds it.
+struct CostProfileRecord {
+  CostProfile cost;
+  CostProfileSpread spread;
+  CostProfileTaken taken;
+};
+
+// spread (may be null) receives the spread of every timed figure.
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
-                                 const CostProfileRequest& request);
+                                 const CostProfileRequest& request,
+                                 CostProfileSpread* spread = nullptr);
 
 }  // namespace speclab

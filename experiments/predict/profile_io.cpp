@@ -148,29 +148,91 @@ CostProfile from_csv(const std::string& text, const std::string& where) {
   return c;
 }
 
-}  // namespace
-
-nlohmann::json cost_profile_to_json(const CostProfile& c) {
-  return {{"format", "speclab-cost-profile"},
-          {"version", 1},
-          {"source", c.source},
-          {"context_len", c.context_len},
-          {"target_s", c.target_s},
-          {"draft_round_s", c.draft_round_s},
-          {"draft_step_s", c.draft_step_s},
-          {"draft_catchup_s", c.draft_catchup_s},
-          {"draft_prefill_s", c.draft_prefill_s},
-          {"host_round_s", c.host_round_s},
-          {"c", c.c()}};
+nlohmann::json spread_to_json(const TimingSpread& s) {
+  return {{"min", s.min}, {"median", s.median}, {"max", s.max}};
 }
 
-CostProfile cost_profile_from_json(const nlohmann::json& j, const std::string& where) {
+// spread.<key>: {"min": [n], "median": [n], "max": [n]}, finite seconds >= 0 and
+// min <= median <= max entry by entry.
+TimingSpread spread_from_json(const nlohmann::json& spread, const char* key, size_t n,
+                              const std::string& where) {
+  const std::string at = where + ": spread." + key;
+  SPECLAB_INPUT_CHECK(spread.contains(key) && spread[key].is_object(), at,
+                      ": expected an object {\"min\", \"median\", \"max\"}");
+  const nlohmann::json& j = spread[key];
+  TimingSpread s;
+  s.min = number_list(j, "min", at);
+  s.median = number_list(j, "median", at);
+  s.max = number_list(j, "max", at);
+  SPECLAB_INPUT_CHECK(s.min.size() == n && s.median.size() == n && s.max.size() == n, at,
+                      ": expected ", n, " entries in min, median and max, got ", s.min.size(), ", ",
+                      s.median.size(), ", ", s.max.size());
+  for (size_t i = 0; i < n; i++)
+    SPECLAB_INPUT_CHECK(std::isfinite(s.max[i]) && 0 <= s.min[i] && s.min[i] <= s.median[i] &&
+                            s.median[i] <= s.max[i],
+                        at, "[", i, "]: expected finite seconds 0 <= min <= median <= max, got ",
+                        s.min[i], ", ", s.median[i], ", ", s.max[i]);
+  return s;
+}
+
+std::string text(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  SPECLAB_INPUT_CHECK(j[key].is_string(), where, ": ", key, ": expected a string");
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
+  const CostProfile& c = r.cost;
+  nlohmann::json j = {{"format", "speclab-cost-profile"},
+                      {"version", 1},
+                      {"source", c.source},
+                      {"context_len", c.context_len},
+                      {"target_s", c.target_s},
+                      {"draft_round_s", c.draft_round_s},
+                      {"draft_step_s", c.draft_step_s},
+                      {"draft_catchup_s", c.draft_catchup_s},
+                      {"draft_prefill_s", c.draft_prefill_s},
+                      {"host_round_s", c.host_round_s},
+                      {"c", c.c()}};
+  const CostProfileSpread& s = r.spread;
+  if (s.reps > 0)
+    j["spread"] = {{"reps", s.reps},
+                   {"target_s", spread_to_json(s.target_s)},
+                   {"draft_round_s", spread_to_json(s.draft_round_s)},
+                   {"host_round_s", spread_to_json(s.host_round_s)},
+                   {"draft_one_behind_s", spread_to_json(s.draft_one_behind_s)},
+                   {"draft_two_behind_s", spread_to_json(s.draft_two_behind_s)},
+                   {"draft_first_call_s", spread_to_json(s.draft_first_call_s)}};
+  const CostProfileTaken& t = r.taken;
+  if (!t.utc.empty())
+    j["taken"] = {{"utc", t.utc},
+                  {"load_before", t.load_before},
+                  {"load_after", t.load_after},
+                  {"git_commit", t.git_commit},
+                  {"git_describe", t.git_describe},
+                  {"machine",
+                   {{"cpu_model", t.cpu_model},
+                    {"cores", t.cores},
+                    {"threads", t.threads},
+                    {"hostname", t.hostname},
+                    {"gpu", t.gpu},
+                    {"matmul_isa", t.matmul_isa}}},
+                  {"target_sha256", t.target_sha256},
+                  {"draft_sha256", t.draft_sha256}};
+  return j;
+}
+
+CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const std::string& where) {
   SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-cost-profile", where,
                       ": expected a speclab cost profile (\"format\": \"speclab-cost-profile\")");
   SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
-  CostProfile c;
-  c.source =
-      j.contains("source") && j["source"].is_string() ? j["source"].get<std::string>() : "profile";
+  CostProfileRecord r;
+  CostProfile& c = r.cost;
+  // Figures read back from a file are reused, whatever the file says produced them (its
+  // "source" and "taken" say that).
+  c.source = "reused";
   c.context_len = static_cast<int64_t>(number(j, "context_len", where, 0, false));
   c.target_s = number_list(j, "target_s", where);
   c.draft_round_s = number_list(j, "draft_round_s", where);
@@ -180,7 +242,52 @@ CostProfile cost_profile_from_json(const nlohmann::json& j, const std::string& w
   c.draft_prefill_s = number(j, "draft_prefill_s", where, 0, false);
   cost_profile_validate(c, where);
   c.origin = where;
-  return c;
+  // Files written before the spread and the circumstances were recorded have neither.
+  if (j.contains("spread")) {
+    const nlohmann::json& sj = j["spread"];
+    const std::string at = where + ": spread";
+    SPECLAB_INPUT_CHECK(sj.is_object(), at, ": expected an object");
+    CostProfileSpread& s = r.spread;
+    const double reps = number(sj, "reps", at, 0, true);
+    SPECLAB_INPUT_CHECK(reps >= 1 && reps <= 1e6 && reps == std::floor(reps), at,
+                        ": reps: expected a whole number >= 1");
+    s.reps = static_cast<int>(reps);
+    s.target_s = spread_from_json(sj, "target_s", c.target_s.size(), where);
+    s.draft_round_s = spread_from_json(sj, "draft_round_s", c.draft_round_s.size(), where);
+    s.host_round_s = spread_from_json(sj, "host_round_s", c.host_round_s.size(), where);
+    s.draft_one_behind_s = spread_from_json(sj, "draft_one_behind_s", 1, where);
+    s.draft_two_behind_s = spread_from_json(sj, "draft_two_behind_s", 1, where);
+    s.draft_first_call_s = spread_from_json(sj, "draft_first_call_s", 1, where);
+  }
+  if (j.contains("taken")) {
+    const nlohmann::json& tj = j["taken"];
+    const std::string at = where + ": taken";
+    SPECLAB_INPUT_CHECK(tj.is_object(), at, ": expected an object");
+    CostProfileTaken& t = r.taken;
+    t.utc = text(tj, "utc", at);
+    t.load_before = number(tj, "load_before", at, -1, false);
+    t.load_after = number(tj, "load_after", at, -1, false);
+    t.git_commit = text(tj, "git_commit", at);
+    t.git_describe = text(tj, "git_describe", at);
+    t.target_sha256 = text(tj, "target_sha256", at);
+    t.draft_sha256 = text(tj, "draft_sha256", at);
+    if (tj.contains("machine")) {
+      const nlohmann::json& mj = tj["machine"];
+      const std::string mat = at + ".machine";
+      SPECLAB_INPUT_CHECK(mj.is_object(), mat, ": expected an object");
+      t.cpu_model = text(mj, "cpu_model", mat);
+      t.hostname = text(mj, "hostname", mat);
+      t.gpu = text(mj, "gpu", mat);
+      t.matmul_isa = text(mj, "matmul_isa", mat);
+      t.cores = static_cast<int64_t>(number(mj, "cores", mat, 0, false));
+      t.threads = static_cast<int64_t>(number(mj, "threads", mat, 0, false));
+    }
+  }
+  return r;
+}
+
+CostProfile cost_profile_from_json(const nlohmann::json& j, const std::string& where) {
+  return cost_profile_record_from_json(j, where).cost;
 }
 
 nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {

@@ -3,10 +3,17 @@
 // (`speclab predict --cost-profile FILE`). Formats: docs/prediction.md.
 //
 //   cost profile JSON      {"format": "speclab-cost-profile", "version": 1, "source",
-//   "context_len",
-//                           "target_s": [T(1)..T(K)], "draft_round_s": [0, r(1)..r(G)],
-//                           "draft_step_s", "draft_catchup_s", "draft_prefill_s",
-//                           "host_round_s": [h(1)..h(K)]}
+//                           "context_len", "target_s": [T(1)..T(K)],
+//                           "draft_round_s": [0, r(1)..r(G)], "draft_step_s",
+//                           "draft_catchup_s", "draft_prefill_s", "host_round_s": [h(1)..h(K)],
+//                           "c",
+//                           "spread": {"reps", "<figure>": {"min", "median", "max"}, ...},
+//                           "taken": {"utc", "load_before", "load_after", "git_commit",
+//                                     "git_describe", "machine": {...}, "target_sha256",
+//                                     "draft_sha256"}}
+//                          spread and taken (CostProfileSpread, CostProfileTaken) are written
+//                          for measured profiles and optional on reading: files written before
+//                          them still read
 //   cost profile CSV       header k,target_s[,draft_round_s][,host_s]; row k gives T(k), the
 //                          draft seconds of a round proposing k tokens, the host seconds of a
 //                          round verifying k tokens (missing columns: 0); rows k = 1..K in order
@@ -24,12 +31,15 @@
 #include <string>
 
 #include "core/speedup_prediction.h"
+#include "experiments/predict/cost_profile.h"
 
 namespace speclab {
 
-nlohmann::json cost_profile_to_json(const CostProfile& c);
+nlohmann::json cost_profile_to_json(const CostProfileRecord& r);
 nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a);
-// Throw InputError naming `where` and the field.
+// Throw InputError naming `where` and the field. A profile read from a file has source
+// "reused" and origin `where`.
+CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const std::string& where);
 CostProfile cost_profile_from_json(const nlohmann::json& j, const std::string& where);
 AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const std::string& where);
 

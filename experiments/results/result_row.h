@@ -195,7 +195,12 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "lenient cells: mean total variation to the target's law")                                     \
   X(prediction, double, thm38_alpha, "", "the alpha Theorem 3.8 was given")                        \
   X(prediction, double, thm38_speedup, "x", "Theorem 3.8 at (thm38_alpha, c_profile, gamma)")      \
-  X(prediction, std::string, cost_profile_source, "", "measured or reused, and from where")        \
+  X(prediction, std::string, cost_profile_source, "",                                              \
+    "measured (in this run), reused (read from a profile file), csv or llama-bench (imported)")    \
+  X(prediction, std::string, cost_profile_file, "",                                                \
+    "the cost profile's file: written when measured, read when reused or imported")                \
+  X(prediction, std::string, cost_profile_taken_utc, "",                                           \
+    "when the cost profile was measured (UTC); absent when its file does not say")                 \
   X(prediction, int64_t, cost_profile_context_len, "tokens", "context length of the cost profile") \
   X(prediction, std::vector<double>, cost_profile_target_s, "s", "profile: T(k)")                  \
   X(prediction, std::vector<double>, cost_profile_draft_round_s, "s",                              \

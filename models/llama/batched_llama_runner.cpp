@@ -7,32 +7,13 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/error.h"
-#include "models/llama/llama_rope.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab {
-namespace {
-
-void check_matrix(const TensorView& w, int64_t rows, int64_t cols, const char* what) {
-  SPECLAB_INPUT_CHECK(
-      w.data != nullptr && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols,
-      "tensor '", w.name, "' (", what, "): expected shape [", rows, ", ", cols, "]");
-}
-
-std::vector<float> norm_to_f32(const TensorView& w, int64_t dim, const char* what) {
-  SPECLAB_INPUT_CHECK(w.data != nullptr && w.numel() == dim, "tensor '", w.name, "' (", what,
-                      "): expected ", dim, " values");
-  std::vector<float> out(dim);
-  dtype_to_f32(w.dtype, w.data, out.data(), dim);
-  return out;
-}
-
-}  // namespace
 
 BatchedLlamaRunner::BatchedLlamaRunner(const LlamaModel& model, int64_t n_slots, int64_t max_ctx)
     : model_(model) {
   const LlamaConfig& c = model.config;
-  const LlamaWeights& w = model.weights;
   SPECLAB_INPUT_CHECK(n_slots >= 1, "batched runner: n_slots ", n_slots, " must be >= 1");
   std::vector<bool> no_skip;
   max_ctx_ = token_runner_check_setup(model, max_ctx, &no_skip);
@@ -40,32 +21,15 @@ BatchedLlamaRunner::BatchedLlamaRunner(const LlamaModel& model, int64_t n_slots,
                 kv_cache_book_make(max_ctx_, c.n_kv_heads, c.head_dim));
   kv_dim_ = c.n_kv_heads * c.head_dim;
 
-  const int64_t q_dim = c.n_heads * c.head_dim;
-  check_matrix(w.tok_embeddings, c.vocab_size, c.dim, "token embeddings");
-  check_matrix(w.output, c.vocab_size, c.dim, "output");
-  final_norm_ = norm_to_f32(w.final_norm, c.dim, "final norm");
-  attn_norm_.resize(c.n_layers);
-  ffn_norm_.resize(c.n_layers);
+  params_ = llama_runner_params_make(model, no_skip);
   key_cache_.resize(c.n_layers);
   value_cache_.resize(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
-    const LlamaLayerWeights& lw = w.layers[l];
-    check_matrix(lw.wq, q_dim, c.dim, "wq");
-    check_matrix(lw.wk, kv_dim_, c.dim, "wk");
-    check_matrix(lw.wv, kv_dim_, c.dim, "wv");
-    check_matrix(lw.wo, c.dim, q_dim, "wo");
-    check_matrix(lw.w_gate, c.hidden_dim, c.dim, "w_gate");
-    check_matrix(lw.w_up, c.hidden_dim, c.dim, "w_up");
-    check_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
-    attn_norm_[l] = norm_to_f32(lw.attn_norm, c.dim, "attention norm");
-    ffn_norm_[l] = norm_to_f32(lw.ffn_norm, c.dim, "ffn norm");
     // [n_slots, max_ctx, kv_dim]; new float[] without () leaves the pages untouched until
     // written, so unused slots and positions cost address space only.
     key_cache_[l].reset(new float[n_slots * max_ctx_ * kv_dim_]);
     value_cache_[l].reset(new float[n_slots * max_ctx_ * kv_dim_]);
   }
-  inv_freq_ = llama_rope_inv_freq(c);
-  rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
 }
 
 int64_t BatchedLlamaRunner::n_past(int64_t slot) const {
@@ -85,8 +49,9 @@ void BatchedLlamaRunner::truncate(int64_t slot, int64_t n) {
   KvCacheBook& book = books_[slot];
   SPECLAB_INPUT_CHECK(n >= 0 && n <= book.n_past, "truncate: slot ", slot, " has ", book.n_past,
                       " positions, cannot keep ", n);
-  if (plant_ == Plant::kRollbackOffByOne && slot == 2 && n < book.n_past) n++;
-  book.truncate(n);
+  const int64_t keep = rollback_keep(slot, n);
+  SPECLAB_ASSERT(keep >= 0 && keep <= book.n_past);
+  book.truncate(keep);
 }
 
 void BatchedLlamaRunner::ensure_batch_capacity(int64_t n_rows) {
@@ -135,11 +100,13 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
   ensure_batch_capacity(n_rows);
   tokens_.resize(n_rows);
   row_slot_.resize(n_rows);
+  attn_slot_.resize(n_rows);
   positions_.resize(n_rows);
   for (int64_t r = 0; r < n_rows; r++) {
     const int64_t s = rows[r].slot;
     tokens_[r] = rows[r].token;
     row_slot_[r] = s;
+    attn_slot_[r] = attention_cache_slot(s);
     positions_[r] = (r > 0 && rows[r - 1].slot == s) ? positions_[r - 1] + 1 : books_[s].n_past;
   }
 
@@ -160,15 +127,15 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
 
     // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb), the three
     // projections once over all rows of all slots.
-    rmsnorm(xb_.data(), x, attn_norm_[l].data(), n_rows, dim, c.rms_norm_eps);
+    rmsnorm(xb_.data(), x, params_.attn_norm[l].data(), n_rows, dim, c.rms_norm_eps);
     matmul_weights(q_.data(), xb_.data(), lw.wq, n_rows);
     matmul_weights(k_.data(), xb_.data(), lw.wk, n_rows);
     matmul_weights(v_.data(), xb_.data(), lw.wv, n_rows);
     // RoPE at each row's own position (bit-identical to rope_apply at equal positions).
-    rope_apply_positions(q_.data(), n_rows, n_heads, head_dim, positions_.data(), inv_freq_.data(),
-                         rope_interleaved_);
+    rope_apply_positions(q_.data(), n_rows, n_heads, head_dim, positions_.data(),
+                         params_.inv_freq.data(), params_.rope_interleaved);
     rope_apply_positions(k_.data(), n_rows, n_kv_heads, head_dim, positions_.data(),
-                         inv_freq_.data(), rope_interleaved_);
+                         params_.inv_freq.data(), params_.rope_interleaved);
     // Scatter the new K/V rows into their slots' caches: [n_rows, kv_dim] -> (slot, position).
     for (int64_t r = 0; r < n_rows; r++) {
       const int64_t off = cache_offset(row_slot_[r], positions_[r]);
@@ -186,8 +153,7 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n_work; i++) {
         const int64_t r = i / n_heads, h = i % n_heads;
-        int64_t s = row_slot_[r];
-        if (plant_ == Plant::kCrossSlotAttention && s == 1) s = 0;
+        const int64_t s = attn_slot_[r];
         attention_one(att_.data() + r * q_dim, q_.data() + r * q_dim,
                       key_cache + cache_offset(s, 0), value_cache + cache_offset(s, 0), /*t=*/0, h,
                       positions_[r], n_heads, n_kv_heads, head_dim, scores.data());
@@ -197,7 +163,7 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
     add_inplace(x, xb2_.data(), n_rows * dim);
 
     // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)).
-    rmsnorm(xb_.data(), x, ffn_norm_[l].data(), n_rows, dim, c.rms_norm_eps);
+    rmsnorm(xb_.data(), x, params_.ffn_norm[l].data(), n_rows, dim, c.rms_norm_eps);
     matmul_weights(hb_.data(), xb_.data(), lw.w_gate, n_rows);
     matmul_weights(hb2_.data(), xb_.data(), lw.w_up, n_rows);
     swiglu(hb_.data(), hb_.data(), hb2_.data(), n_rows * c.hidden_dim);
@@ -210,10 +176,10 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
   const int64_t n_out = last_only ? n_groups : n_rows;
   if (last_only) {
     for (int64_t g = 0; g < n_groups; g++)
-      rmsnorm(xb_.data() + g * dim, x + (group_end_[g] - 1) * dim, final_norm_.data(), 1, dim,
-              c.rms_norm_eps);
+      rmsnorm(xb_.data() + g * dim, x + (group_end_[g] - 1) * dim, params_.final_norm.data(), 1,
+              dim, c.rms_norm_eps);
   } else {
-    rmsnorm(xb_.data(), x, final_norm_.data(), n_rows, dim, c.rms_norm_eps);
+    rmsnorm(xb_.data(), x, params_.final_norm.data(), n_rows, dim, c.rms_norm_eps);
   }
   if (static_cast<int64_t>(logits_.size()) < n_out * c.vocab_size) {
     logits_.resize(n_out * c.vocab_size);

@@ -25,6 +25,7 @@
 #include "core/kv_cache_book.h"
 #include "models/llama/batch_token_runner.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner_params.h"
 
 namespace speclab {
 
@@ -59,14 +60,16 @@ class BatchedLlamaRunner : public BatchTokenRunner {
   size_t kv_cache_bytes() const;
   const LlamaModel& model() const { return model_; }
 
-  // Planted bugs for tests/llama/test_batched_forward.cpp, which must detect each one (the
-  // proof that its comparison can fail). Never set outside that test.
-  enum class Plant {
-    kNone,
-    kCrossSlotAttention,  // slot 1's rows attend over slot 0's cache instead of their own
-    kRollbackOffByOne,    // truncate(2, n) keeps n + 1 positions when n < n_past(2)
-  };
-  void set_plant_for_test(Plant p) { plant_ = p; }
+  virtual ~BatchedLlamaRunner() = default;
+
+ protected:
+  // Seams for the planted bugs of tests/llama/test_batched_forward.cpp (a test-only subclass
+  // overrides them to prove the comparison there can fail; the product never does). Each is
+  // called once per row or per truncate, never inside the attention loop.
+  //   attention_cache_slot: the slot whose cache a row of slot row_slot attends over.
+  //   rollback_keep: the positions truncate(slot, n) keeps, in [0, n_past(slot)].
+  virtual int64_t attention_cache_slot(int64_t row_slot) const { return row_slot; }
+  virtual int64_t rollback_keep(int64_t slot, int64_t n) const { return n; }
 
  private:
   void ensure_batch_capacity(int64_t n_rows);
@@ -79,14 +82,7 @@ class BatchedLlamaRunner : public BatchTokenRunner {
   int64_t max_ctx_ = 0;
   int64_t kv_dim_ = 0;              // n_kv_heads * head_dim
   std::vector<KvCacheBook> books_;  // [n_slots]  n_past and rollback per slot
-  std::vector<float> inv_freq_;     // [head_dim/2]
-  bool rope_interleaved_ = false;
-  Plant plant_ = Plant::kNone;
-
-  // Norm weights converted once to FP32.
-  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
-  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
-  std::vector<float> final_norm_;              // [dim]
+  LlamaRunnerParams params_;        // FP32 norms, inv_freq, RoPE pairing
 
   // KV cache, F32, per layer [n_slots, max_ctx, n_kv_heads, head_dim]: slot s owns positions
   // [s * max_ctx, (s + 1) * max_ctx). Uninitialized: positions >= a slot's n_past are never
@@ -97,6 +93,7 @@ class BatchedLlamaRunner : public BatchTokenRunner {
   // Per-row bookkeeping of the current batch.
   std::vector<int32_t> tokens_;     // [n_rows]
   std::vector<int64_t> row_slot_;   // [n_rows]
+  std::vector<int64_t> attn_slot_;  // [n_rows]   the slot whose cache the row attends over
   std::vector<int64_t> positions_;  // [n_rows]   n_past(slot) + index within the slot's group
   std::vector<int64_t> group_end_;  // [n_groups] one past each slot group's last row
 

@@ -10,63 +10,25 @@
 #include "core/cpu_rope.h"
 #include "core/error.h"
 #include "core/threads.h"
-#include "models/llama/llama_rope.h"
 
 namespace speclab {
-namespace {
-
-void check_matrix(const TensorView& w, int64_t rows, int64_t cols, const char* what) {
-  SPECLAB_INPUT_CHECK(
-      w.data != nullptr && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols,
-      "tensor '", w.name, "' (", what, "): expected shape [", rows, ", ", cols, "]");
-}
-
-std::vector<float> norm_to_f32(const TensorView& w, int64_t dim, const char* what) {
-  SPECLAB_INPUT_CHECK(w.data != nullptr && w.numel() == dim, "tensor '", w.name, "' (", what,
-                      "): expected ", dim, " values");
-  std::vector<float> out(dim);
-  dtype_to_f32(w.dtype, w.data, out.data(), dim);
-  return out;
-}
-
-}  // namespace
 
 LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip_layers)
     : model_(model), skip_layers_(std::move(skip_layers)) {
   const LlamaConfig& c = model.config;
-  const LlamaWeights& w = model.weights;
   kv_ = kv_cache_book_make(token_runner_check_setup(model, max_ctx, &skip_layers_), c.n_kv_heads,
                            c.head_dim);
-
-  const int64_t q_dim = c.n_heads * c.head_dim;
-  const int64_t kv_dim = c.n_kv_heads * c.head_dim;
-  check_matrix(w.tok_embeddings, c.vocab_size, c.dim, "token embeddings");
-  check_matrix(w.output, c.vocab_size, c.dim, "output");
-  final_norm_ = norm_to_f32(w.final_norm, c.dim, "final norm");
-  attn_norm_.resize(c.n_layers);
-  ffn_norm_.resize(c.n_layers);
+  params_ = llama_runner_params_make(model, skip_layers_);
   key_cache_.resize(c.n_layers);
   value_cache_.resize(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
-    const LlamaLayerWeights& lw = w.layers[l];
-    check_matrix(lw.wq, q_dim, c.dim, "wq");
-    check_matrix(lw.wk, kv_dim, c.dim, "wk");
-    check_matrix(lw.wv, kv_dim, c.dim, "wv");
-    check_matrix(lw.wo, c.dim, q_dim, "wo");
-    check_matrix(lw.w_gate, c.hidden_dim, c.dim, "w_gate");
-    check_matrix(lw.w_up, c.hidden_dim, c.dim, "w_up");
-    check_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
-    attn_norm_[l] = norm_to_f32(lw.attn_norm, c.dim, "attention norm");
-    ffn_norm_[l] = norm_to_f32(lw.ffn_norm, c.dim, "ffn norm");
     // new float[] without () leaves the pages untouched until written.
     key_cache_[l].reset(new float[kv_.layer_floats()]);
     value_cache_[l].reset(new float[kv_.layer_floats()]);
   }
-  inv_freq_ = llama_rope_inv_freq(c);
   slot_position_.assign(static_cast<size_t>(kv_.max_ctx), 0);
   slot_parent_.assign(static_cast<size_t>(kv_.max_ctx), -1);
-  rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
 }
 
 void LlamaRunner::ensure_batch_capacity(int64_t n_tokens) {
@@ -176,22 +138,22 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
     float* v_new = value_cache + kv_.row_offset(n_past);
 
     // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb).
-    rmsnorm(xb_.data(), x, attn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+    rmsnorm(xb_.data(), x, params_.attn_norm[l].data(), n_tokens, dim, c.rms_norm_eps);
     matmul_weights(q_.data(), xb_.data(), lw.wq, n_tokens);
     matmul_weights(k_new, xb_.data(), lw.wk, n_tokens);
     matmul_weights(v_new, xb_.data(), lw.wv, n_tokens);
     if (tree) {
       rope_apply_positions(q_.data(), n_tokens, c.n_heads, c.head_dim, tree->positions,
-                           inv_freq_.data(), rope_interleaved_);
+                           params_.inv_freq.data(), params_.rope_interleaved);
       rope_apply_positions(k_new, n_tokens, c.n_kv_heads, c.head_dim, tree->positions,
-                           inv_freq_.data(), rope_interleaved_);
+                           params_.inv_freq.data(), params_.rope_interleaved);
       attention_tree(att_.data(), q_.data(), key_cache, value_cache, n_tokens, tree->prefix_len,
                      tree->extra_offset, tree->extra_slots, c.n_heads, c.n_kv_heads, c.head_dim);
     } else {
-      rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past, inv_freq_.data(),
-                 rope_interleaved_);
-      rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past, inv_freq_.data(),
-                 rope_interleaved_);
+      rope_apply(q_.data(), n_tokens, c.n_heads, c.head_dim, n_past, params_.inv_freq.data(),
+                 params_.rope_interleaved);
+      rope_apply(k_new, n_tokens, c.n_kv_heads, c.head_dim, n_past, params_.inv_freq.data(),
+                 params_.rope_interleaved);
       attention(att_.data(), q_.data(), key_cache, value_cache, n_tokens, n_past, c.n_heads,
                 c.n_kv_heads, c.head_dim);
     }
@@ -199,7 +161,7 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
     add_inplace(x, xb2_.data(), n_tokens * dim);
 
     // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)).
-    rmsnorm(xb_.data(), x, ffn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+    rmsnorm(xb_.data(), x, params_.ffn_norm[l].data(), n_tokens, dim, c.rms_norm_eps);
     matmul_weights(hb_.data(), xb_.data(), lw.w_gate, n_tokens);
     matmul_weights(hb2_.data(), xb_.data(), lw.w_up, n_tokens);
     swiglu(hb_.data(), hb_.data(), hb2_.data(), n_tokens * c.hidden_dim);
@@ -210,7 +172,7 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
   // Final norm and the output head, over all tokens or only the last one.
   const int64_t n_rows = last_only ? 1 : n_tokens;
   const float* head_in = x + (n_tokens - n_rows) * dim;
-  rmsnorm(xb_.data(), head_in, final_norm_.data(), n_rows, dim, c.rms_norm_eps);
+  rmsnorm(xb_.data(), head_in, params_.final_norm.data(), n_rows, dim, c.rms_norm_eps);
   if (static_cast<int64_t>(logits_.size()) < n_rows * c.vocab_size) {
     logits_.resize(n_rows * c.vocab_size);
   }
@@ -248,7 +210,7 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
   int64_t max_ctx = 0;
   for (int64_t t = 0; t < n_tokens; t++) {
     rope_angles(rope_cos_.data() + t * half, rope_sin_.data() + t * half,
-                tree ? tree->positions[t] : n_past + t, inv_freq_.data(), head_dim);
+                tree ? tree->positions[t] : n_past + t, params_.inv_freq.data(), head_dim);
     max_ctx = std::max(
         max_ctx, tree ? tree->prefix_len[t] + (tree->extra_offset[t + 1] - tree->extra_offset[t])
                       : n_past + t + 1);
@@ -311,11 +273,11 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
       const int64_t nq = matmul_item_count(lw.wq), nk = matmul_item_count(lw.wk);
       const int64_t nv = matmul_item_count(lw.wv);
       auto attn_input = [&] {
-        rmsnorm(xb, x, attn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+        rmsnorm(xb, x, params_.attn_norm[l].data(), n_tokens, dim, c.rms_norm_eps);
         me.act.set(xb, n_tokens, dim);
       };
       auto ffn_input = [&] {
-        rmsnorm(xb, x, ffn_norm_[l].data(), n_tokens, dim, c.rms_norm_eps);
+        rmsnorm(xb, x, params_.ffn_norm[l].data(), n_tokens, dim, c.rms_norm_eps);
         me.act.set(xb, n_tokens, dim);
       };
       // A: q, k, v.
@@ -333,7 +295,7 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
               float* v = j < n_heads ? q_.data() + (t * n_heads + j) * head_dim
                                      : k_new + (t * n_kv_heads + j - n_heads) * head_dim;
               rope_rotate(v, head_dim, rope_cos_.data() + t * half, rope_sin_.data() + t * half,
-                          rope_interleaved_);
+                          params_.rope_interleaved);
             }
           });
       // B2: attention, item = (token, head).
@@ -397,7 +359,7 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
     run_phase(
         matmul_item_count(w.output),
         [&] {
-          rmsnorm(xb, x + (n_tokens - n_rows) * dim, final_norm_.data(), n_rows, dim,
+          rmsnorm(xb, x + (n_tokens - n_rows) * dim, params_.final_norm.data(), n_rows, dim,
                   c.rms_norm_eps);
           me.act.set(xb, n_rows, dim);
         },

@@ -15,6 +15,7 @@
 #include "core/kv_cache_book.h"
 #include "core/step_team.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/llama_runner_params.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab {
@@ -70,17 +71,11 @@ class LlamaRunner : public TokenRunner {
   const LlamaModel& model_;
   KvCacheBook kv_;                 // n_past, linear_len, max_ctx (shared with the CUDA runner)
   std::vector<bool> skip_layers_;  // [n_layers]
-  std::vector<float> inv_freq_;    // [head_dim/2]
+  LlamaRunnerParams params_;       // FP32 norms, inv_freq, RoPE pairing
   // Tree bookkeeping per cache slot: the slots [0, kv_.linear_len) hold the linear sequence
   // (slot s at position s); tree slots beyond have their own position and parent slot.
   std::vector<int64_t> slot_position_;  // [max_ctx]
   std::vector<int64_t> slot_parent_;    // [max_ctx] (-1: none)
-  bool rope_interleaved_ = false;
-
-  // Norm weights converted once to FP32 (HF BF16 checkpoints store them in BF16).
-  std::vector<std::vector<float>> attn_norm_;  // [n_layers][dim]
-  std::vector<std::vector<float>> ffn_norm_;   // [n_layers][dim]
-  std::vector<float> final_norm_;              // [dim]
 
   // KV cache, F32, per layer [max_ctx, n_kv_heads, head_dim]; null for skipped layers.
   // Left uninitialized: positions >= n_past are never read.

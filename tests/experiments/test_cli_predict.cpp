@@ -157,6 +157,11 @@ TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
       {"profile.json",
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[-1]})", "draft_round_s"}},
       {"broken.json", {"{\"format\":", "not valid JSON"}},
+      {"spread.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"spread":{"reps":3,"target_s":{"min":[0.01],)"
+        R"("median":[0.009],"max":[0.02]}}})",
+        "spread.json: spread.target_s[0]: expected finite seconds 0 <= min <= median <= max"}},
   };
   for (const auto& [name, c] : cases) {
     const std::string f = d.write(name, c.first);

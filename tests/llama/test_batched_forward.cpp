@@ -45,17 +45,40 @@ bool same_bits(const float* a, const float* b, int64_t n) {
   return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
 }
 
+// The planted bugs: a test-only subclass that overrides BatchedLlamaRunner's seams.
+enum class Plant {
+  kNone,
+  kCrossSlotAttention,  // slot 1's rows attend over slot 0's cache instead of their own
+  kRollbackOffByOne,    // truncate(2, n) keeps n + 1 positions when n < n_past(2)
+};
+
+class PlantedBatchedRunner : public BatchedLlamaRunner {
+ public:
+  PlantedBatchedRunner(const LlamaModel& m, int64_t n_slots, int64_t max_ctx, Plant plant)
+      : BatchedLlamaRunner(m, n_slots, max_ctx), plant_(plant) {}
+
+ protected:
+  int64_t attention_cache_slot(int64_t row_slot) const override {
+    return plant_ == Plant::kCrossSlotAttention && row_slot == 1 ? 0 : row_slot;
+  }
+  int64_t rollback_keep(int64_t slot, int64_t n) const override {
+    return plant_ == Plant::kRollbackOffByOne && slot == 2 && n < n_past(slot) ? n + 1 : n;
+  }
+
+ private:
+  Plant plant_;
+};
+
 // The runner under test beside its two references, fed the same steps:
-//   batched  all slots' rows in one forward_batch per step
+//   batched  all slots' rows in one forward_batch per step (with `plant`, if any)
 //   single   a second BatchedLlamaRunner, one forward_batch per slot (a batch of one sequence)
 //   alone    one LlamaRunner per slot
 class Harness {
  public:
-  explicit Harness(const LlamaModel& m)
-      : m_(m), batched_(m, kSlots, kCtx), single_(m, kSlots, kCtx) {
+  explicit Harness(const LlamaModel& m, Plant plant = Plant::kNone)
+      : m_(m), batched_(m, kSlots, kCtx, plant), single_(m, kSlots, kCtx) {
     for (int64_t s = 0; s < kSlots; s++) alone_.push_back(std::make_unique<LlamaRunner>(m, kCtx));
   }
-  BatchedLlamaRunner& batched() { return batched_; }
 
   // One step: new_tokens[s] are appended to slot s (none: the slot sits this step out); the
   // batch lists the slots in `order`. Returns the slots whose batched logits differ from the
@@ -104,7 +127,7 @@ class Harness {
 
  private:
   const LlamaModel& m_;
-  BatchedLlamaRunner batched_;
+  PlantedBatchedRunner batched_;
   BatchedLlamaRunner single_;
   std::vector<std::unique_ptr<LlamaRunner>> alone_;
 };
@@ -187,16 +210,14 @@ TEST_P(BatchedForward, EveryRowBitIdenticalToItsSequenceAlone) {
 
 // The plants: the same comparison must see the planted slot, and only it, differ.
 TEST_P(BatchedForward, DetectsPlantedCrossSlotAttention) {
-  Harness h(*model_);
-  h.batched().set_plant_for_test(BatchedLlamaRunner::Plant::kCrossSlotAttention);
+  Harness h(*model_, Plant::kCrossSlotAttention);
   const auto differ = run_steps(h, model_->config.vocab_size);
   for (size_t step = 0; step < differ.size(); step++)
     EXPECT_EQ(differ[step], std::set<int64_t>{1}) << "step " << step;
 }
 
 TEST_P(BatchedForward, DetectsPlantedRollbackOffByOne) {
-  Harness h(*model_);
-  h.batched().set_plant_for_test(BatchedLlamaRunner::Plant::kRollbackOffByOne);
+  Harness h(*model_, Plant::kRollbackOffByOne);
   const auto differ = run_steps(h, model_->config.vocab_size);
   EXPECT_TRUE(differ[0].empty());  // nothing rolled back yet
   for (size_t step = 1; step < differ.size(); step++)

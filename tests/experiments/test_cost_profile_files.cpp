@@ -1,0 +1,377 @@
+// Cost profile files (experiments/predict/profile_io.h, docs/prediction.md): a measured profile
+// keeps the spread of every timed figure (min <= median <= max over its repetitions) and when,
+// where and on what it was taken (UTC, load before and after, commit, machine, the sha256 of the
+// weights it timed); a row says whether its profile was measured in this run or reused, and
+// which file it is; a profile file written before any of this was recorded still reads; and
+// `speclab run --resume` never overwrites a profile that earlier rows came from.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep.h"
+#include "experiments/predict/cell_prediction.h"
+#include "experiments/predict/profile_io.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/llama_runner.h"
+#include "tests/experiments/cli_runner.h"
+
+namespace speclab {
+namespace {
+
+using testing_util::CliResult;
+using testing_util::run_speclab;
+using testing_util::ScratchDir;
+namespace fs = std::filesystem;
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<nlohmann::json> read_rows(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
+
+// Drops the last row of a results file, as if the run had been killed before writing it.
+void drop_last_row(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  in.close();
+  ASSERT_FALSE(lines.empty());
+  lines.pop_back();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const auto& l : lines) out << l << "\n";
+}
+
+// Two cells (gamma 1 and 2) of one profile group: one cost profile, one acceptance profile.
+std::string tiny_config(ScratchDir& d) {
+  const std::string src = SPECLAB_SOURCE_DIR;
+  return d.write("tiny.yaml", "name: tiny\nquestion: \"q\"\ntarget: " + src +
+                                  "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + src +
+                                  "/models/zoo/tiny-draft-0.5m\nprompts:\n  file: " + src +
+                                  "/configs/prompts/tiny-in-domain.jsonl\n  limit: 2\n"
+                                  "generation:\n  max_new_tokens: 16\n  warmup: 0\n"
+                                  "  threads: 1\n  ctx: 128\n  ignore_eos: true\n"
+                                  "measure:\n  bootstrap_resamples: 20\n"
+                                  "sweep:\n  drafter: [d]\n  gamma: [1, 2]\n  temperature: [0]\n");
+}
+
+// min <= median <= max entry by entry, n entries; returns the mins.
+std::vector<double> expect_ordered_spread(const nlohmann::json& spread, const std::string& key,
+                                          size_t n) {
+  SCOPED_TRACE(key);
+  EXPECT_TRUE(spread.contains(key));
+  if (!spread.contains(key)) return {};
+  const auto mn = spread[key]["min"].get<std::vector<double>>();
+  const auto med = spread[key]["median"].get<std::vector<double>>();
+  const auto mx = spread[key]["max"].get<std::vector<double>>();
+  EXPECT_EQ(mn.size(), n);
+  EXPECT_EQ(med.size(), n);
+  EXPECT_EQ(mx.size(), n);
+  for (size_t i = 0; i < n && i < mn.size() && i < med.size() && i < mx.size(); i++) {
+    EXPECT_GE(mn[i], 0.0) << i;
+    EXPECT_LE(mn[i], med[i]) << i;
+    EXPECT_LE(med[i], mx[i]) << i;
+  }
+  return mn;
+}
+
+TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRowsSaySo) {
+  ScratchDir d;
+  const std::string cfg = tiny_config(d);
+  const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("R") + "' --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rows = read_rows(d.file("R/results.jsonl"));
+  ASSERT_EQ(rows.size(), 2u);
+  const std::string cost_file =
+      d.file("R/profiles/cost-" + rows[0]["prediction_group"].get<std::string>() + ".json");
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["cost_profile_source"], "measured");
+    EXPECT_EQ(row["cost_profile_file"], cost_file);
+  }
+  const nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
+
+  // The spread: every timed figure, ordered, over the repetitions; the figure is its min.
+  ASSERT_TRUE(p.contains("spread")) << p.dump();
+  const nlohmann::json& s = p["spread"];
+  EXPECT_EQ(s["reps"], 15);
+  const size_t K = p["target_s"].size(), G1 = p["draft_round_s"].size();
+  EXPECT_EQ(expect_ordered_spread(s, "target_s", K), p["target_s"].get<std::vector<double>>());
+  EXPECT_EQ(expect_ordered_spread(s, "draft_round_s", G1),
+            p["draft_round_s"].get<std::vector<double>>());
+  EXPECT_EQ(expect_ordered_spread(s, "host_round_s", K),
+            p["host_round_s"].get<std::vector<double>>());
+  for (const char* part : {"draft_one_behind_s", "draft_two_behind_s", "draft_first_call_s"})
+    expect_ordered_spread(s, part, 1);
+  // The medians are not all the minima: the spread is measured, not copied.
+  EXPECT_NE(s["target_s"]["median"], s["target_s"]["min"]);
+
+  // When, under what load, by which commit on which machine, of which weights.
+  ASSERT_TRUE(p.contains("taken")) << p.dump();
+  const nlohmann::json& t = p["taken"];
+  EXPECT_TRUE(std::regex_match(t["utc"].get<std::string>(),
+                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")))
+      << t["utc"];
+  EXPECT_LE(t["utc"].get<std::string>(), rows[0]["run_utc"].get<std::string>());
+  EXPECT_EQ(rows[0]["cost_profile_taken_utc"], t["utc"]);
+  EXPECT_TRUE(t["load_before"].is_number());
+  EXPECT_TRUE(t["load_after"].is_number());
+  EXPECT_EQ(t["git_commit"], rows[0]["git_commit"]);
+  EXPECT_EQ(t["git_describe"], rows[0]["run_git_describe"]);
+  EXPECT_EQ(t["machine"]["cpu_model"], rows[0]["machine_cpu_model"]);
+  EXPECT_EQ(t["machine"]["cores"], rows[0]["machine_cores"]);
+  EXPECT_EQ(t["machine"]["threads"], rows[0]["machine_threads"]);
+  EXPECT_EQ(t["machine"]["hostname"], rows[0]["machine_hostname"]);
+  EXPECT_EQ(t["machine"]["matmul_isa"], rows[0]["run_matmul_isa"]);
+  EXPECT_EQ(t["target_sha256"], rows[0]["target_sha256"]);
+  EXPECT_EQ(t["draft_sha256"], rows[0]["draft_sha256"]);
+  EXPECT_EQ(t["target_sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(t["draft_sha256"].get<std::string>().size(), 64u);
+
+  // Predicted offline from those files: the rows say the profile was reused, and which.
+  const CliResult again = run_speclab("predict '" + cfg + "' --out '" + d.file("P") +
+                                      "' --profiles '" + d.file("R") + "'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  for (const auto& row : read_rows(d.file("P/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    EXPECT_EQ(row["cost_profile_source"], "reused");
+    EXPECT_EQ(row["cost_profile_file"], cost_file);
+    EXPECT_EQ(row["cost_profile_taken_utc"], t["utc"]);
+  }
+
+  // The same figures in a file of the format before spreads and circumstances were kept:
+  // read, reused, the same predictions, no time of measurement claimed.
+  fs::create_directories(d.file("O/profiles"));
+  for (const auto& e : fs::directory_iterator(d.file("R/profiles")))
+    fs::copy_file(e.path(), d.file("O/profiles/" + e.path().filename().string()));
+  nlohmann::json old = p;
+  old.erase("spread");
+  old.erase("taken");
+  const std::string old_file =
+      d.file("O/profiles/cost-" + rows[0]["prediction_group"].get<std::string>() + ".json");
+  std::ofstream(old_file, std::ios::trunc) << old.dump() << "\n";
+  const CliResult from_old = run_speclab("predict '" + cfg + "' --out '" + d.file("Q") +
+                                         "' --profiles '" + d.file("O") + "'");
+  ASSERT_EQ(from_old.exit_code, 0) << from_old.err;
+  const auto p_rows = read_rows(d.file("P/predictions.jsonl"));
+  const auto q_rows = read_rows(d.file("Q/predictions.jsonl"));
+  ASSERT_EQ(p_rows.size(), q_rows.size());
+  for (size_t i = 0; i < q_rows.size(); i++) {
+    if (q_rows[i]["row_type"] != "cell") continue;
+    EXPECT_EQ(q_rows[i]["cost_profile_source"], "reused");
+    EXPECT_EQ(q_rows[i]["cost_profile_file"], old_file);
+    EXPECT_FALSE(q_rows[i].contains("cost_profile_taken_utc"));
+    EXPECT_EQ(q_rows[i]["predicted_speedup"], p_rows[i]["predicted_speedup"]);
+  }
+}
+
+// A profile file as speclab wrote it before the spread and the circumstances were recorded.
+TEST(CostProfileFile, OldFormatReadsWithoutSpreadOrCircumstances) {
+  const nlohmann::json old = nlohmann::json::parse(
+      R"({"c":0.12447774929013272,"context_len":91,"draft_catchup_s":1.4627999999999996e-05,)"
+      R"("draft_prefill_s":0.0008714980000000001,"draft_round_s":[0.0,0.000101179,0.000194093,)"
+      R"(0.000291164],"draft_step_s":0.000101179,"format":"speclab-cost-profile",)"
+      R"("host_round_s":[7.023e-06,1.7343e-05,2.6739e-05,3.733e-05],"source":"measured",)"
+      R"("target_s":[0.000812828,0.001065059,0.001463834,0.001844986],"version":1})");
+  const CostProfileRecord r = cost_profile_record_from_json(old, "old.json");
+  EXPECT_EQ(r.cost.source, "reused");
+  EXPECT_EQ(r.cost.origin, "old.json");
+  EXPECT_EQ(r.cost.context_len, 91);
+  EXPECT_EQ(r.cost.target_s,
+            (std::vector<double>{0.000812828, 0.001065059, 0.001463834, 0.001844986}));
+  EXPECT_DOUBLE_EQ(r.cost.draft_step_s, 0.000101179);
+  EXPECT_EQ(r.spread.reps, 0);
+  EXPECT_TRUE(r.spread.target_s.min.empty());
+  EXPECT_EQ(r.taken.utc, "");
+  EXPECT_EQ(r.taken.load_before, -1);
+  // Written again, it stays in the old shape: no spread or circumstances are invented.
+  const nlohmann::json back = cost_profile_to_json(r);
+  EXPECT_FALSE(back.contains("spread"));
+  EXPECT_FALSE(back.contains("taken"));
+  EXPECT_EQ(back["target_s"], old["target_s"]);
+}
+
+TEST(CostProfileFile, SpreadAndCircumstancesSurviveTheFile) {
+  CostProfileRecord r;
+  r.cost.source = "measured";
+  r.cost.context_len = 40;
+  r.cost.target_s = {0.010, 0.012};
+  r.cost.draft_round_s = {0.0, 0.001};
+  r.cost.draft_step_s = 0.001;
+  r.cost.host_round_s = {0.0001, 0.0002};
+  r.spread.reps = 3;
+  r.spread.target_s = {{0.010, 0.012}, {0.011, 0.013}, {0.020, 0.013}};
+  r.spread.draft_round_s = {{0.0, 0.001}, {0.0, 0.0015}, {0.0, 0.002}};
+  r.spread.host_round_s = {{0.0001, 0.0002}, {0.0001, 0.0002}, {0.0003, 0.0002}};
+  r.spread.draft_one_behind_s = {{0.001}, {0.002}, {0.003}};
+  r.spread.draft_two_behind_s = {{0.0012}, {0.0013}, {0.0014}};
+  r.spread.draft_first_call_s = {{0.004}, {0.005}, {0.006}};
+  r.taken.utc = "2026-01-02T03:04:05Z";
+  r.taken.load_before = 0.5;
+  r.taken.load_after = 1.25;
+  r.taken.git_commit = "abc123";
+  r.taken.git_describe = "abc123-dirty";
+  r.taken.cpu_model = "Some CPU";
+  r.taken.hostname = "host";
+  r.taken.gpu = "none";
+  r.taken.matmul_isa = "avx2";
+  r.taken.cores = 2;
+  r.taken.threads = 1;
+  r.taken.target_sha256 = std::string(64, 'a');
+  r.taken.draft_sha256 = "";
+  const CostProfileRecord b =
+      cost_profile_record_from_json(nlohmann::json::parse(cost_profile_to_json(r).dump()), "f");
+  EXPECT_EQ(b.spread.reps, 3);
+  EXPECT_EQ(b.spread.target_s.median, r.spread.target_s.median);
+  EXPECT_EQ(b.spread.draft_round_s.max, r.spread.draft_round_s.max);
+  EXPECT_EQ(b.spread.host_round_s.min, r.spread.host_round_s.min);
+  EXPECT_EQ(b.spread.draft_first_call_s.median, r.spread.draft_first_call_s.median);
+  EXPECT_EQ(b.taken.utc, r.taken.utc);
+  EXPECT_EQ(b.taken.load_before, 0.5);
+  EXPECT_EQ(b.taken.load_after, 1.25);
+  EXPECT_EQ(b.taken.git_describe, "abc123-dirty");
+  EXPECT_EQ(b.taken.cpu_model, "Some CPU");
+  EXPECT_EQ(b.taken.cores, 2);
+  EXPECT_EQ(b.taken.threads, 1);
+  EXPECT_EQ(b.taken.target_sha256, r.taken.target_sha256);
+  EXPECT_EQ(b.taken.draft_sha256, "");
+}
+
+// Bad spreads and circumstances: one InputError naming the file and the key.
+TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
+  const std::string base = R"("format":"speclab-cost-profile","version":1,"target_s":[0.01,0.02],)"
+                           R"("draft_round_s":[0,0.001],"draft_step_s":0.001,"host_round_s":[0,0])";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("spread":[1])", "f.json: spread: expected an object"},
+      {R"("spread":{"target_s":{}})", "f.json: spread: reps: missing"},
+      {R"("spread":{"reps":0})", "f.json: spread: reps: expected a whole number >= 1"},
+      {R"("spread":{"reps":3})", "f.json: spread.target_s: expected an object"},
+      {R"("spread":{"reps":3,"target_s":{"min":[0.01],"median":[0.01],"max":[0.01]}})",
+       "f.json: spread.target_s: expected 2 entries in min, median and max, got 1, 1, 1"},
+      {R"("spread":{"reps":3,"target_s":{"min":[0.01,0.02],"median":[0.005,0.02],)"
+       R"("max":[0.03,0.02]}})",
+       "f.json: spread.target_s[0]: expected finite seconds 0 <= min <= median <= max"},
+      {R"("spread":{"reps":3,"target_s":{"min":[0.01,0.02],"median":["x",0.02],)"
+       R"("max":[0.03,0.02]}})",
+       "f.json: spread.target_s: median[0]: expected a number"},
+      {R"("taken":"yesterday")", "f.json: taken: expected an object"},
+      {R"("taken":{"utc":5})", "f.json: taken: utc: expected a string"},
+      {R"("taken":{"load_before":"high"})", "f.json: taken: load_before: expected a number"},
+      {R"("taken":{"machine":[]})", "f.json: taken.machine: expected an object"},
+  };
+  for (const auto& [extra, message] : cases) {
+    const nlohmann::json j = nlohmann::json::parse("{" + base + "," + extra + "}");
+    try {
+      cost_profile_record_from_json(j, "f.json");
+      ADD_FAILURE() << extra << ": accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(message), std::string::npos) << extra << ": " << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << extra << ": " << what;
+    }
+  }
+}
+
+// A run killed before its last row, then resumed: the cell is run again, predicted from the
+// profile the earlier row came from (read, not measured again), and the profile's file keeps
+// every byte. A profile file missing from the directory is measured and written; the ones
+// there are still kept.
+TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
+  ScratchDir d;
+  const std::string cfg = tiny_config(d);
+  const std::string out = d.file("R");
+  ASSERT_EQ(run_speclab("run '" + cfg + "' --out '" + out + "' --no-plots").exit_code, 0);
+  const auto full = read_rows(out + "/results.jsonl");
+  ASSERT_EQ(full.size(), 2u);
+  const std::string g = full[0]["prediction_group"].get<std::string>();
+  ASSERT_EQ(full[1]["prediction_group"], g);
+  const std::string cost_file = out + "/profiles/cost-" + g + ".json";
+  const std::string acc_file = out + "/profiles/acceptance-" + g + ".json";
+  const std::string cost_bytes = read_bytes(cost_file), acc_bytes = read_bytes(acc_file);
+  const std::string index_bytes = read_bytes(out + "/profiles/index.json");
+  ASSERT_FALSE(cost_bytes.empty());
+
+  drop_last_row(out + "/results.jsonl");
+  const CliResult resumed =
+      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto rows = read_rows(out + "/results.jsonl");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["cell_id"], full[1]["cell_id"]);
+  EXPECT_EQ(rows[0]["cost_profile_source"], "measured");
+  EXPECT_EQ(rows[1]["cost_profile_source"], "reused");
+  EXPECT_EQ(rows[1]["cost_profile_file"], cost_file);
+  EXPECT_EQ(rows[1]["cost_profile_taken_utc"], rows[0]["cost_profile_taken_utc"]);
+  EXPECT_EQ(rows[1]["cost_profile_target_s"], full[1]["cost_profile_target_s"]);
+  EXPECT_DOUBLE_EQ(rows[1]["predicted_speedup"].get<double>(),
+                   full[1]["predicted_speedup"].get<double>());
+  EXPECT_EQ(read_bytes(cost_file), cost_bytes);
+  EXPECT_EQ(read_bytes(acc_file), acc_bytes);
+  EXPECT_EQ(read_bytes(out + "/profiles/index.json"), index_bytes);
+
+  // The acceptance profile lost (a kill between the two files): it alone is measured again.
+  drop_last_row(out + "/results.jsonl");
+  fs::remove(acc_file);
+  const CliResult partial =
+      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  ASSERT_EQ(partial.exit_code, 0) << partial.err;
+  EXPECT_EQ(read_bytes(cost_file), cost_bytes);
+  EXPECT_TRUE(testing_util::file_exists(acc_file));
+  const auto again = read_rows(out + "/results.jsonl");
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[1]["cost_profile_source"], "reused");
+
+  // An index that is not speclab's: one line naming it, exit 2, the profiles untouched.
+  drop_last_row(out + "/results.jsonl");
+  d.write("R/profiles/index.json", "[]\n");
+  const CliResult bad = run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_TRUE(bad.one_line_error()) << bad.err;
+  EXPECT_NE(bad.err.find("index.json: expected an object"), std::string::npos) << bad.err;
+  EXPECT_EQ(read_bytes(cost_file), cost_bytes);
+}
+
+// Profiles measured while a signal stops the run are partial (the rollouts stop early): none
+// is written, so that a resumed run measures the group again rather than reading them.
+TEST(CostProfileFile, ProfilesCutShortByASignalAreNotWritten) {
+  ScratchDir d;
+  const ExperimentConfig cfg = experiment_config_load(tiny_config(d), {});
+  const std::vector<Cell> cells = sweep_expand(cfg);
+  const auto target = llama_load(std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/tiny-target-5m");
+  LlamaRunner runner(*target, 128);
+  const auto drafter = drafter_create("lookup:n=3", *target, 128);
+  const std::vector<PromptTokens> prompts = {{"p", {1, 5, 9, 5, 9, 5}, "c"}};
+  const std::atomic<bool> interrupted{true};
+  for (ProfileMode mode : {ProfileMode::kMeasure, ProfileMode::kResume}) {
+    const std::string dir = d.file(mode == ProfileMode::kMeasure ? "M" : "R");
+    CellPredictor predictor(cfg, cells, &runner, prompts, {}, dir, mode, nullptr, &interrupted);
+    try {
+      predictor.predict(cells[0], drafter.get());  // nothing to predict from: may throw
+    } catch (const InputError&) {
+    }
+    EXPECT_TRUE(fs::is_empty(dir)) << dir << ": " << fs::directory_iterator(dir)->path();
+  }
+  // Not interrupted, the same predictor writes both profiles and the index.
+  const std::atomic<bool> running{false};
+  CellPredictor predictor(cfg, cells, &runner, prompts, {}, d.file("N"), ProfileMode::kMeasure,
+                          nullptr, &running);
+  predictor.predict(cells[0], drafter.get());
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.file("N")), fs::directory_iterator{}), 3);
+}
+
+}  // namespace
+}  // namespace speclab
