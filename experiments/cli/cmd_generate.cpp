@@ -1,4 +1,6 @@
-// speclab generate: one request, autoregressive (no --draft) or speculative (--draft SPEC).
+// speclab generate: one request, autoregressive (no --draft) or speculative (--draft SPEC);
+// or a prompt file served N requests at a time (--prompts FILE --concurrency N: the batched
+// loop of models/decode/batched_decoder.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,13 +18,17 @@
 #include "experiments/cli/number_checks.h"
 #include "experiments/config/chat_template.h"
 #include "experiments/config/experiment_config.h"
+#include "experiments/config/prompt_set.h"
 #include "experiments/measure/backend.h"
 #include "experiments/measure/round_trace.h"
 #include "models/decode/autoregressive.h"
+#include "models/decode/batched_decoder.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
+#include "models/drafters/batch_drafter.h"
 #include "models/drafters/drafter.h"
+#include "models/llama/batched_llama_runner.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
 #include "models/tokenizer/tokenizer_factory.h"
@@ -37,6 +43,8 @@ struct GenerateArgs {
   std::string synthetic_acceptance;    // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
   std::string tree;                    // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
   std::string chat_template = "none";  // none | auto | chatml | llama3 (wraps --prompt)
+  std::string prompts;                 // --prompts FILE: a prompt set (JSONL), one request each
+  int64_t concurrency = 1;             // requests in flight (--prompts)
   std::vector<std::string> drafting_options_given;  // e.g. "--gamma": need --draft
   int gamma = 4, top_k = 0, threads = 0;
   float temperature = 1.0f, top_p = 1.0f, draft_temperature = -1.0f, p_min = 0.0f;
@@ -107,10 +115,157 @@ std::string render_drafts(const Tokenizer& tok, const GenerationResult& r) {
   return out;
 }
 
+// --prompts FILE --concurrency N: every prompt of the file is one request (request id = its
+// index, so a request's random keys do not depend on N), served N at a time by the batched
+// loop; prints every request's tokens and stats, and the run's throughput.
+void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, const Tokenizer* tok,
+                             std::unique_ptr<LlamaModel> draft_model, int64_t ctx,
+                             const std::vector<double>& synthetic, const TreeShape& tree) {
+  SPECLAB_INPUT_CHECK(tree.depth() == 0,
+                      "--tree: tree speculation serves one request at a time; "
+                      "it does not combine with --prompts");
+  SPECLAB_INPUT_CHECK(a.trace.empty(),
+                      "--trace: records one request; it does not combine with "
+                      "--prompts");
+  SPECLAB_INPUT_CHECK(a.backend == "cpu", "--backend: ", a.backend,
+                      ": the batched loop of --prompts runs on the CPU backend only");
+  SPECLAB_INPUT_CHECK(tok != nullptr, a.target,
+                      ": model has no tokenizer; --prompts needs one (pass --tokenizer PATH)");
+  const std::vector<Prompt> prompts = prompt_set_load(a.prompts);
+  const int64_t model_ctx = target.config.max_seq_len;
+  const int64_t max_ctx =
+      ctx > 0 ? ctx : (model_ctx > 0 ? std::min<int64_t>(model_ctx, 4096) : 4096);
+  std::vector<GenerationRequest> queue;
+  for (size_t i = 0; i < prompts.size(); i++) {
+    const Prompt& p = prompts[i];
+    GenerationRequest req;
+    const std::string text =
+        a.chat_template == "none"
+            ? p.text
+            : chat_template_apply(*tok, p.text, a.chat_template, "--chat-template");
+    req.prompt = tok->encode(text, !a.no_bos);
+    SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < max_ctx, p.file, ":", p.line,
+                        ": prompt '", p.id, "': ", req.prompt.size(),
+                        " tokens, longer than the context limit of ", max_ctx,
+                        " tokens (see --ctx)");
+    req.max_new_tokens = a.max_new_tokens;
+    req.sampling = SamplingParams{a.temperature, a.top_k, a.top_p};
+    req.seed = a.seed;
+    req.request_id = static_cast<uint64_t>(i);
+    if (!a.ignore_eos) req.stop_ids = target.config.eos_token_ids;
+    queue.push_back(std::move(req));
+  }
+  sampling_validate(queue.front().sampling);
+
+  // Every slot's cache is allocated up front: refuse what cannot fit before allocating.
+  const size_t target_bytes =
+      BatchedLlamaRunner::kv_cache_bytes_for(target.config, a.concurrency, max_ctx);
+  const size_t draft_bytes = draft_model ? BatchedLlamaRunner::kv_cache_bytes_for(
+                                               draft_model->config, a.concurrency, max_ctx)
+                                         : 0;
+  const int64_t avail = memory_available_bytes();
+  SPECLAB_INPUT_CHECK(avail < 0 || target_bytes + draft_bytes <= static_cast<size_t>(avail),
+                      "--concurrency: ", a.concurrency, " requests of ", max_ctx,
+                      " positions need ", target_bytes + draft_bytes, " bytes of KV cache (target ",
+                      target_bytes, ", draft ", draft_bytes, ") but only ", avail,
+                      " bytes of memory are available (MemAvailable",
+                      std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "",
+                      "); lower --concurrency or --ctx");
+
+  BatchedLlamaRunner runner(target, a.concurrency, max_ctx);
+  BatchedGeneration gen;
+  std::unique_ptr<BatchDrafter> drafter;
+  if (a.draft.empty()) {
+    gen = generate_batched_autoregressive(runner, queue);
+  } else {
+    drafter = draft_model ? batch_drafter_create_model(std::move(draft_model), a.draft, target,
+                                                       a.concurrency, max_ctx)
+                          : batch_drafter_create(a.draft, target, a.concurrency, max_ctx);
+    SpeculativeConfig cfg;
+    cfg.gamma = a.gamma;
+    cfg.draft_sampling = queue.front().sampling;
+    if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
+    sampling_validate(cfg.draft_sampling);
+    SPECLAB_INPUT_CHECK(a.lenience > 0 && a.lenience <= 1, "--lenience: ", a.lenience,
+                        " (expected 0 < l <= 1)");
+    cfg.lenience = a.lenience;
+    cfg.stop_rule.p_min = a.p_min;
+    cfg.synthetic_accept = synthetic;
+    gen = generate_batched_speculative(runner, *drafter, queue, cfg, a.gamma_policy);
+  }
+
+  const int64_t total = gen.total_tokens();
+  const double throughput = gen.total_s > 0 ? static_cast<double>(total) / gen.total_s : 0.0;
+  AcceptanceStats all;
+  nlohmann::json requests = nlohmann::json::array();
+  for (size_t i = 0; i < queue.size(); i++) {
+    const GenerationResult& r = gen.results[i];
+    const RequestTiming& t = gen.timing[i];
+    nlohmann::json j;
+    j["id"] = prompts[i].id;
+    j["request_id"] = queue[i].request_id;
+    j["slot"] = t.slot;
+    j["prompt_tokens"] = queue[i].prompt;
+    j["tokens"] = r.tokens;
+    j["text"] = render(tok, r.tokens);
+    j["stop"] = stop_reason_name(r.stop);
+    j["admitted_s"] = t.admitted_s;
+    j["ttft_s"] = t.ttft_s();
+    j["time_per_output_token_s"] = t.time_per_output_token_s(r.tokens.size());
+    j["target_calls"] = r.n_target_calls;
+    if (drafter) {
+      AcceptanceStats s;
+      s.add(r.rounds);
+      all.add(r.rounds);
+      j["rounds"] = s.n_rounds;
+      j["drafted"] = s.n_drafted;
+      j["accepted"] = s.n_accepted;
+      j["tau"] = s.tau();
+    }
+    requests.push_back(j);
+  }
+  if (a.json) {
+    nlohmann::json j;
+    j["target"] = a.target;
+    j["draft"] = a.draft;
+    j["concurrency"] = a.concurrency;
+    j["requests"] = requests;
+    j["tokens"] = total;
+    j["total_s"] = gen.total_s;
+    j["throughput_tokens_per_s"] = throughput;
+    j["steps"] = gen.steps.size();
+    if (drafter) {
+      j["gamma"] = a.gamma;
+      j["gamma_policy"] = a.gamma_policy;
+      if (!synthetic.empty()) j["synthetic_acceptance"] = synthetic;
+      j["alpha_empirical"] = all.alpha_empirical();
+      j["tau"] = all.tau();
+    }
+    std::cout << j.dump() << "\n";
+    return;
+  }
+  for (const nlohmann::json& r : requests)
+    std::cout << "[" << r["id"].get<std::string>() << "] " << r["text"].get<std::string>() << "\n";
+  std::fprintf(stderr,
+               "speclab: %zu requests, concurrency %lld: %lld tokens in %.2f s, %.2f tok/s "
+               "over the run",
+               queue.size(), static_cast<long long>(a.concurrency), static_cast<long long>(total),
+               gen.total_s, throughput);
+  if (drafter)
+    std::fprintf(stderr, "; alpha %.3f, tokens/target call %.2f", all.alpha_empirical(), all.tau());
+  if (!synthetic.empty())
+    std::fprintf(stderr, "; synthetic acceptance: the text is not the target's distribution");
+  std::fprintf(stderr, "\n");
+}
+
 void run_generate(const GenerateArgs& a) {
   if (a.threads > 0) threads_set(a.threads, "--threads");
-  SPECLAB_INPUT_CHECK(a.prompt.empty() != a.prompt_ids.empty(),
-                      "arguments: give exactly one of --prompt and --prompt-ids");
+  SPECLAB_INPUT_CHECK(
+      (a.prompt.empty() ? 0 : 1) + (a.prompt_ids.empty() ? 0 : 1) + (a.prompts.empty() ? 0 : 1) ==
+          1,
+      "arguments: give exactly one of --prompt, --prompt-ids and --prompts");
+  SPECLAB_INPUT_CHECK(a.concurrency == 1 || !a.prompts.empty(), "--concurrency: ", a.concurrency,
+                      " requests at once need --prompts FILE (one request per prompt)");
   // Options of the drafting loop mean nothing without a drafter: refuse rather than ignore.
   for (const std::string& option : a.drafting_options_given)
     SPECLAB_INPUT_CHECK(!a.draft.empty(), option,
@@ -196,6 +351,10 @@ void run_generate(const GenerateArgs& a) {
                    static_cast<long long>(ctx), a.draft.c_str(),
                    static_cast<long long>(default_ctx));
     }
+  }
+  if (!a.prompts.empty()) {
+    run_generate_concurrent(a, *target, tok, std::move(draft_model), ctx, synthetic, tree);
+    return;
   }
   auto runner_ptr = backend_create_runner(a.backend, *target, ctx, "--backend");
   TokenRunner& runner = *runner_ptr;
@@ -340,6 +499,12 @@ void register_generate(CLI::App& app) {
   c->add_option("--tokenizer", args->tokenizer, "tokenizer to use instead of the model's");
   c->add_option("--prompt", args->prompt, "prompt text");
   c->add_option("--prompt-ids", args->prompt_ids, "prompt as comma-separated token ids");
+  c->add_option("--prompts", args->prompts,
+                "a prompt set (JSONL, as prompts.file in configs): one request per prompt")
+      ->check(non_empty("a prompt-set file"));
+  c->add_option("--concurrency", args->concurrency,
+                "with --prompts: requests in flight at once (continuous batching; default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   c->add_flag("--no-bos", args->no_bos, "do not prepend BOS to --prompt");
   c->add_option("--gamma", args->gamma,
                 "tokens drafted per round (fixed); the initial gamma (heuristic); the largest "

@@ -53,21 +53,28 @@ std::unique_ptr<BatchDrafter> batch_drafter_create(const std::string& spec,
                                                    int64_t max_ctx) {
   SPECLAB_INPUT_CHECK(n_slots >= 1, "drafter '", spec, "': ", n_slots,
                       " slots (expected at least 1)");
-  if (drafter_spec_is_model(spec)) {
-    std::unique_ptr<LlamaModel> model = llama_load(spec);
-    SPECLAB_INPUT_CHECK(model->config.max_seq_len <= 0 || max_ctx <= model->config.max_seq_len,
-                        "drafter '", spec, "': a context of ", max_ctx,
-                        " tokens (generation.ctx) exceeds the draft model's context length ",
-                        model->config.max_seq_len);
-    SPECLAB_INPUT_CHECK(model->config.vocab_size == target.config.vocab_size, "draft '", spec,
-                        "': vocabulary of ", model->config.vocab_size, " tokens, the target has ",
-                        target.config.vocab_size);
-    auto runner = std::make_unique<BatchedLlamaRunner>(*model, n_slots, max_ctx);
-    return std::make_unique<OwningBatchedModelDrafter>(std::move(model), std::move(runner), spec);
-  }
+  if (drafter_spec_is_model(spec))
+    return batch_drafter_create_model(llama_load(spec), spec, target, n_slots, max_ctx);
   std::vector<std::unique_ptr<Drafter>> drafters;
   for (int64_t s = 0; s < n_slots; s++) drafters.push_back(drafter_create(spec, target, max_ctx));
   return std::make_unique<PerSlotDrafters>(std::move(drafters));
+}
+
+std::unique_ptr<BatchDrafter> batch_drafter_create_model(std::unique_ptr<LlamaModel> model,
+                                                         const std::string& spec,
+                                                         const LlamaModel& target, int64_t n_slots,
+                                                         int64_t max_ctx) {
+  SPECLAB_INPUT_CHECK(n_slots >= 1, "drafter '", spec, "': ", n_slots,
+                      " slots (expected at least 1)");
+  SPECLAB_INPUT_CHECK(model->config.max_seq_len <= 0 || max_ctx <= model->config.max_seq_len,
+                      "drafter '", spec, "': a context of ", max_ctx,
+                      " tokens (generation.ctx) exceeds the draft model's context length ",
+                      model->config.max_seq_len);
+  SPECLAB_INPUT_CHECK(model->config.vocab_size == target.config.vocab_size, "draft '", spec,
+                      "': vocabulary of ", model->config.vocab_size, " tokens, the target has ",
+                      target.config.vocab_size);
+  auto runner = std::make_unique<BatchedLlamaRunner>(*model, n_slots, max_ctx);
+  return std::make_unique<OwningBatchedModelDrafter>(std::move(model), std::move(runner), spec);
 }
 
 }  // namespace speclab

@@ -74,4 +74,10 @@ std::unique_ptr<BatchDrafter> batch_drafter_create(const std::string& spec,
                                                    const LlamaModel& target, int64_t n_slots,
                                                    int64_t max_ctx);
 
+// batch_drafter_create for a draft model the caller has already loaded from `spec`.
+std::unique_ptr<BatchDrafter> batch_drafter_create_model(std::unique_ptr<LlamaModel> model,
+                                                         const std::string& spec,
+                                                         const LlamaModel& target, int64_t n_slots,
+                                                         int64_t max_ctx);
+
 }  // namespace speclab

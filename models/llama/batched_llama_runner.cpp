@@ -39,8 +39,13 @@ int64_t BatchedLlamaRunner::n_past(int64_t slot) const {
 }
 
 size_t BatchedLlamaRunner::kv_cache_bytes() const {
+  return kv_cache_bytes_for(model_.config, n_slots(), max_ctx_);
+}
+
+size_t BatchedLlamaRunner::kv_cache_bytes_for(const LlamaConfig& c, int64_t n_slots,
+                                              int64_t max_ctx) {
   return 2 * sizeof(float) *
-         static_cast<size_t>(model_.config.n_layers * n_slots() * max_ctx_ * kv_dim_);
+         static_cast<size_t>(c.n_layers * n_slots * max_ctx * c.n_kv_heads * c.head_dim);
 }
 
 void BatchedLlamaRunner::truncate(int64_t slot, int64_t n) {

@@ -58,6 +58,9 @@ class BatchedLlamaRunner : public BatchTokenRunner {
   int64_t max_ctx() const override { return max_ctx_; }
   int64_t vocab() const override { return model_.config.vocab_size; }
   size_t kv_cache_bytes() const;
+  // kv_cache_bytes() of a runner for `config` with n_slots slots of max_ctx positions (the
+  // memory check before any cache is allocated).
+  static size_t kv_cache_bytes_for(const LlamaConfig& config, int64_t n_slots, int64_t max_ctx);
   const LlamaModel& model() const { return model_; }
 
   virtual ~BatchedLlamaRunner() = default;

@@ -476,27 +476,6 @@ std::string model_dir_gguf(const std::string& dir) {
              ") and no model.safetensors; expected exactly one, or name the file itself");
 }
 
-// Bytes of memory available for new weights: MemAvailable from /proc/meminfo, capped by
-// SPECLAB_MEMORY_LIMIT (bytes) when set (a user's own cap; tests use it). -1 if unknown.
-int64_t memory_available_bytes() {
-  int64_t avail = -1;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (meminfo >> key >> kb >> unit) {
-    if (key == "MemAvailable:") {
-      avail = kb * 1024;
-      break;
-    }
-  }
-  if (const char* cap = std::getenv("SPECLAB_MEMORY_LIMIT")) {
-    const int64_t c = std::strtoll(cap, nullptr, 10);
-    if (c > 0 && (avail < 0 || c < avail)) avail = c;
-  }
-  return avail;
-}
-
 // Synthetic weights are allocated and written (mapped files are paged in on demand and
 // need no such check): refuse a shape that does not fit before allocating anything.
 void synthetic_check_memory(const std::string& spec) {
@@ -521,6 +500,25 @@ void synthetic_check_memory(const std::string& spec) {
 }
 
 }  // namespace
+
+int64_t memory_available_bytes() {
+  int64_t avail = -1;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit) {
+    if (key == "MemAvailable:") {
+      avail = kb * 1024;
+      break;
+    }
+  }
+  if (const char* cap = std::getenv("SPECLAB_MEMORY_LIMIT")) {
+    const int64_t c = std::strtoll(cap, nullptr, 10);
+    if (c > 0 && (avail < 0 || c < avail)) avail = c;
+  }
+  return avail;
+}
 
 std::unique_ptr<LlamaModel> llama_load(const std::string& path_as_written) {
   const std::string synthetic_prefix = "synthetic:";

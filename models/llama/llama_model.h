@@ -36,4 +36,9 @@ struct LlamaModel {
 // Bad files throw InputError naming the file and what was wrong.
 std::unique_ptr<LlamaModel> llama_load(const std::string& path);
 
+// Bytes of memory available for new allocations (weights, KV caches): MemAvailable from
+// /proc/meminfo, capped by SPECLAB_MEMORY_LIMIT (bytes) when set (a user's own cap; tests use
+// it). -1 if unknown.
+int64_t memory_available_bytes();
+
 }  // namespace speclab

@@ -26,8 +26,8 @@ struct LlamaLayerWeights {
 struct LlamaWeights {
   TensorView tok_embeddings;  // [vocab, dim]          embed_tokens
   std::vector<LlamaLayerWeights> layers;
-  TensorView final_norm;      // [dim]                 norm
-  TensorView output;          // [vocab, dim]          lm_head, or tok_embeddings when tied
+  TensorView final_norm;  // [dim]                 norm
+  TensorView output;      // [vocab, dim]          lm_head, or tok_embeddings when tied
 };
 
 }  // namespace speclab
