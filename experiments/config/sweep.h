@@ -53,6 +53,9 @@ struct Cell {
   double p_min = 0;
   std::vector<double> synthetic_acceptance;  // empty = off; else per position, last repeats
   TreeShape tree;  // parsed once by sweep_expand; depth 0 = a chain cell (rows: "3x2x1:topk")
+  // Requests in flight at once (continuous batching, models/decode/batched_decoder.h); 1 =
+  // one request at a time, the protocol of cell_run.
+  int concurrency = 1;
   // Values of axes declared without a typed field (a test's axis): key -> canonical JSON.
   std::map<std::string, nlohmann::json> other_axes;
 

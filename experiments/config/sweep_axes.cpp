@@ -357,6 +357,14 @@ std::vector<SweepAxis> builtin_axes() {
       "p_min", 2));
   axes.push_back(synthetic_acceptance_axis());
   axes.push_back(tree_axis());
+  axes.push_back(int_axis(
+      "concurrency", &Cell::concurrency, "list of integers in 1..256", 1, "[1]",
+      "requests in flight at once: a closed loop of the prompts served by continuous batching, "
+      "speculative and plain (1 = one request at a time)",
+      [](const int& v) {
+        return v >= 1 && v <= 256 ? "" : str_cat("expected an integer in 1..256, got ", v);
+      },
+      "N", /*omit_at_default=*/true));
   return axes;
 }
 

@@ -41,10 +41,12 @@ struct CellMeasurement {
   std::string started;  // UTC
 };
 
+}  // namespace
+
 // Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
 // prompt's repeats share its text, so they are not independent draws).
-Interval bootstrap_speedup(const ResultSamples& s, int resamples, double confidence,
-                           uint64_t seed) {
+Interval cell_bootstrap_speedup(const ResultSamples& s, int resamples, double confidence,
+                                uint64_t seed) {
   struct Cluster {
     double bs = 0, bt = 0, ss = 0, st = 0;
   };
@@ -76,6 +78,8 @@ Interval bootstrap_speedup(const ResultSamples& s, int resamples, double confide
   return std::isfinite(ci.lo) ? ci : Interval{0, 0};
 }
 
+namespace {
+
 // Share of the 4-grams of a text that already occurred earlier in it: a greedy loop repeats
 // itself and makes drafting look easier than on real text.
 double repeated_4gram_share(const std::vector<int32_t>& t) {
@@ -91,9 +95,9 @@ double repeated_4gram_share(const std::vector<int32_t>& t) {
   return total ? static_cast<double>(repeated) / static_cast<double>(total) : 0.0;
 }
 
-// The parts of a row every cell of the run shares: the run, machine, conditions, target and
-// draft identities and the target's cost curve.
-ResultRow row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d) {
+}  // namespace
+
+ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d) {
   const ExperimentConfig& cfg = *ctx.config;
   ResultRow r;
   r.cell = cell;
@@ -154,8 +158,6 @@ ResultRow row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d
   r.target_tk_ratio = ctx.target_curve.ratios();
   return r;
 }
-
-}  // namespace
 
 PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
   PreparedDrafter d;
@@ -287,7 +289,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   const bool tree = cell.tree.depth() > 0;
   const uint64_t seed = static_cast<uint64_t>(cfg.generation.seed);
 
-  ResultRow row = row_header(ctx, cell, prepared);
+  ResultRow row = cell_row_header(ctx, cell, prepared);
   row.row_kind = "measured";
   row.run_utc = m.started;
   row.run_load_before = m.load_before.load1;
@@ -360,8 +362,8 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   double speedup = 0;
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {
     speedup = (base_s / base_tok) / (spec_s / spec_tok);
-    const Interval ci = bootstrap_speedup(m.samples, cfg.measure.bootstrap_resamples,
-                                          cfg.measure.confidence, seed ^ 0x5eedULL);
+    const Interval ci = cell_bootstrap_speedup(m.samples, cfg.measure.bootstrap_resamples,
+                                               cfg.measure.confidence, seed ^ 0x5eedULL);
     row.speedup = speedup;
     row.speedup_ci_lo = ci.lo;
     row.speedup_ci_hi = ci.hi;
@@ -400,7 +402,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
 
 ResultRow cell_run_cost_only(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
   // Time the draft's one-token call directly: propose 1 token from a fixed context, many times.
-  ResultRow row = row_header(ctx, cell, prepared);
+  ResultRow row = cell_row_header(ctx, cell, prepared);
   row.row_kind = "cost_only";
   const std::vector<int32_t>& base_ctx =
       ctx.prompts.empty() ? std::vector<int32_t>{1, 2, 3} : ctx.prompts[0].ids;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stats.h"
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
 #include "experiments/measure/cost_measurement.h"
@@ -69,6 +70,15 @@ PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry)
 
 // Runs one cell and returns its result row (experiments/results/result_row.h).
 ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
+
+// The parts of a row every cell of the run shares: the run, machine, conditions, target and
+// draft identities and the target's cost curve.
+ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d);
+
+// Percentile bootstrap over prompts (a prompt's repeats resampled together, as one cluster) of
+// (sum baseline s / sum baseline tokens) / (sum speculative s / sum speculative tokens).
+Interval cell_bootstrap_speedup(const ResultSamples& samples, int resamples, double confidence,
+                                uint64_t seed);
 
 // Cost-only cells (measure.cost_only): T(k), the draft's call cost, c, and predicted
 // speedup curves over a grid of alpha and gamma; no generation.

@@ -1,10 +1,14 @@
 #include "experiments/measure/experiment_session.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "core/error.h"
 #include "core/threads.h"
 #include "experiments/config/chat_template.h"
 #include "experiments/config/prompt_set.h"
 #include "experiments/measure/backend.h"
+#include "experiments/measure/concurrent_cell_runner.h"
 #include "experiments/measure/machine_info.h"
 #include "experiments/measure/model_identity.h"
 #include "experiments/measure/run_conditions.h"
@@ -112,6 +116,8 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
     }
   }
 
+  check_concurrency();
+
   if (!measure_cost_curve) return;
   // The target's cost curve, once per session, from a context as long as a typical one.
   int64_t ctx_len = 64;
@@ -124,6 +130,39 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
       ctx_.prompts.empty() ? std::vector<int32_t>{1, 2, 3, 4} : ctx_.prompts[0].ids;
   ctx_.target_curve = cost_measure_curve(*target_, seed_ctx, ctx_len, cfg.measure.cost_curve_max_k,
                                          cfg.measure.cost_only ? 15 : 9);
+}
+
+void ExperimentSession::check_concurrency() const {
+  const ExperimentConfig& cfg = config_;
+  if (!cfg.sweep) return;
+  int most = 1;
+  for (int c : cfg.sweep->list<int>("concurrency")) most = std::max(most, c);
+  if (most <= 1) return;
+  const std::string where = cfg.where("sweep.concurrency");
+  SPECLAB_INPUT_CHECK(cfg.generation.backend == "cpu", where, ": concurrency ", most,
+                      " runs the batched loop on the CPU; generation.backend is ",
+                      cfg.generation.backend, " (expected cpu, or concurrency [1])");
+  SPECLAB_INPUT_CHECK(!cfg.measure.cost_only, where, ": concurrency ", most,
+                      " measures generation; measure.cost_only has none (expected [1])");
+  SPECLAB_INPUT_CHECK(!ctx_.prompts.empty(), where, ": concurrency ", most,
+                      " serves the prompt set; the config has no prompts");
+  for (const std::string& t : cfg.sweep->list<std::string>("tree"))
+    SPECLAB_INPUT_CHECK(t.empty() || t == "off", where, ": concurrency ", most, " with tree ", t,
+                        ": trees serve one request at a time (expected concurrency [1] or no "
+                        "tree)");
+  // The caches of the largest cell, target and draft, are allocated up front.
+  size_t most_bytes = 0;
+  for (const auto& [name, d] : drafters_)
+    most_bytes = std::max(
+        most_bytes,
+        concurrent_cell_cache_bytes(*target_model_, d.drafter->model(), most, target_->max_ctx()));
+  const int64_t avail = memory_available_bytes();
+  SPECLAB_INPUT_CHECK(avail < 0 || most_bytes <= static_cast<size_t>(avail), where,
+                      ": concurrency ", most, " x ", target_->max_ctx(), " positions needs ",
+                      most_bytes, " bytes of KV cache (target and draft) but only ", avail,
+                      " bytes of memory are available (MemAvailable",
+                      std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "",
+                      "); lower concurrency or generation.ctx");
 }
 
 PreparedDrafter& ExperimentSession::drafter_for(const Cell& cell) {
@@ -171,6 +210,7 @@ CellPrediction ExperimentSession::predict_cell(const Cell& cell) {
 ResultRow ExperimentSession::run_cell(const Cell& cell) {
   PreparedDrafter& d = drafter_for(cell);
   if (config_.measure.cost_only) return cell_run_cost_only(ctx_, cell, d);
+  if (cell.concurrency > 1) return cell_run_concurrent(ctx_, cell, d);
   return cell_run(ctx_, cell, d);
 }
 

@@ -43,6 +43,9 @@ class ExperimentSession {
   std::map<std::string, PreparedDrafter> drafters_;
   std::unique_ptr<CellPredictor> predictor_;
   PreparedDrafter& drafter_for(const Cell& cell);
+  // Cells of concurrency > 1 (sweep.concurrency) can run here: CPU backend, generation, prompts,
+  // no tree, and the largest cell's KV caches fit in memory. InputError before the first cell.
+  void check_concurrency() const;
 };
 
 }  // namespace speclab

@@ -71,7 +71,7 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
 
 // X(group, type, name, unit, meaning). group: which part of the row (docs, the gate's identity
 // comparison): run, machine, conditions, target, draft, cost, measured, time, speedup,
-// prediction, flags, cost_only, predict.
+// batching, prediction, flags, cost_only, predict.
 #define SPECLAB_RESULT_ROW_FIELDS(X)                                                               \
   X(run, std::string, row_kind, "",                                                                \
     "measured (a speculative cell and its baseline), cost_only (measure.cost_only) or "            \
@@ -175,6 +175,29 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(speedup, double, speedup_ci_hi, "x", "percentile-bootstrap interval over prompts, high end")   \
   X(speedup, double, baseline_s_per_token, "s", "wall_baseline_s / tokens_baseline")               \
   X(speedup, double, spec_s_per_token, "s", "wall_spec_s / tokens_spec")                           \
+  X(batching, double, throughput_baseline_tokens_per_s, "tokens/s",                                \
+    "concurrency > 1: tokens of every request / wall time of the plain batched loop")              \
+  X(batching, double, throughput_spec_tokens_per_s, "tokens/s",                                    \
+    "concurrency > 1: tokens of every request / wall time of the speculative batched loop")        \
+  X(batching, double, throughput_speedup, "x",                                                     \
+    "throughput_spec_tokens_per_s / throughput_baseline_tokens_per_s (speedup is then the "        \
+    "per-request one: decode s per token of each request, summed over requests)")                  \
+  X(batching, double, throughput_speedup_ci_lo, "x",                                               \
+    "bootstrap over prompts of N x tokens / (sum of the requests' time in flight), low end")       \
+  X(batching, double, throughput_speedup_ci_hi, "x", "the same, high end")                         \
+  X(batching, double, tpot_baseline_median_s, "s",                                                 \
+    "median over requests of time per output token after the first, plain loop")                   \
+  X(batching, double, tpot_baseline_p90_s, "s", "its 90th percentile")                             \
+  X(batching, double, tpot_spec_median_s, "s", "the same, speculative loop")                       \
+  X(batching, double, tpot_spec_p90_s, "s", "its 90th percentile")                                 \
+  X(batching, double, ttft_baseline_median_s, "s",                                                 \
+    "median time to first token after admission (prefill + first step), plain loop")               \
+  X(batching, double, ttft_spec_median_s, "s", "the same, speculative loop")                       \
+  X(batching, int64_t, batch_steps_baseline, "", "steps of the plain batched loop")                \
+  X(batching, int64_t, batch_steps_spec, "",                                                       \
+    "steps (rounds of all requests) of the speculative loop")                                      \
+  X(batching, double, mean_active_requests_spec, "",                                               \
+    "requests in flight per speculative step, averaged over steps")                                \
   X(prediction, std::string, prediction_group, "", "the profile group (12 hex digits)")            \
   X(prediction, std::string, prediction_model, "",                                                 \
     "chain, policy-walk, configured-acceptance or tree-approx")                                    \

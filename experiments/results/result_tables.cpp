@@ -108,6 +108,98 @@ std::vector<std::string> gamma_group_key(const Cell& c) {
   return key;
 }
 
+// Continuous batching (sweep.concurrency): throughput and per-request speedup per cell at each
+// concurrency, concurrency-1 cells of the same settings beside them (one request at a time:
+// both speedups are the cell's speedup); then the speedup in throughput against concurrency
+// per cell, and the largest concurrency at which it stays above 1.
+std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
+                                      const CellFormat& f) {
+  std::vector<Table> out;
+  Table tc{"concurrency",
+           "Many requests at once (continuous batching): N = requests in flight; throughput = "
+           "tokens of every request / wall time of the loop (tok/s), plain and speculative, "
+           "and their ratio with a 95% bootstrap interval over prompts; per request = (s per "
+           "token of each request, summed) plain / speculative at the same N, its interval; "
+           "tpot = median per-request time per output token; at N = 1 both speedups are the "
+           "one-at-a-time speedup",
+           {"draft", "T", "gamma", "policy", "N", "tau", "plain tok/s", "spec tok/s",
+            "throughput speedup"},
+           {},
+           {},
+           {}};
+  if (f.machine) {
+    tc.headers.push_back(row_field::throughput_speedup_ci_lo);
+    tc.headers.push_back(row_field::throughput_speedup_ci_hi);
+  } else {
+    tc.headers.push_back("throughput interval");
+  }
+  tc.headers.push_back("per-request speedup");
+  f.interval_header(&tc.headers);
+  tc.headers.push_back("tpot spec ms");
+  tc.headers.push_back("tpot plain ms");
+  tc.headers.push_back("flags");
+  // Per (draft, T, gamma, policy, synthetic acceptance): N -> throughput speedup.
+  std::map<std::vector<std::string>, std::map<int, double>> curves;
+  std::set<int> all_n;
+  for (const auto* r : rows) {
+    const bool one = r->cell.concurrency <= 1;
+    const double tput = one ? row_value(r->speedup) : row_value(r->throughput_speedup);
+    const double lo = one ? row_value(r->speedup_ci_lo) : row_value(r->throughput_speedup_ci_lo);
+    const double hi = one ? row_value(r->speedup_ci_hi) : row_value(r->throughput_speedup_ci_hi);
+    std::vector<std::string> row{r->cell.drafter,
+                                 f.fmt(r->cell.temperature, 1),
+                                 std::to_string(r->cell.gamma),
+                                 r->cell.gamma_policy,
+                                 std::to_string(r->cell.concurrency),
+                                 f.maybe(row_value(r->tau)),
+                                 f.maybe(row_value(r->throughput_baseline_tokens_per_s), 1),
+                                 f.maybe(row_value(r->throughput_spec_tokens_per_s), 1),
+                                 f.maybe(tput)};
+    if (f.machine) {
+      row.push_back(f.maybe(lo));
+      row.push_back(f.maybe(hi));
+    } else {
+      row.push_back(std::isnan(tput) ? "-" : "[" + f.maybe(lo) + ", " + f.maybe(hi) + "]");
+    }
+    row.push_back(f.maybe(row_value(r->speedup)));
+    f.interval_cells(*r, &row);
+    const double ms = f.machine ? 1.0 : 1000.0;
+    row.push_back(f.maybe(row_value(r->tpot_spec_median_s) * ms, f.machine ? 6 : 2));
+    row.push_back(f.maybe(row_value(r->tpot_baseline_median_s) * ms, f.machine ? 6 : 2));
+    row.push_back(flag_codes(*r).empty() ? f.none() : flag_codes(*r));
+    tc.rows.push_back(row);
+    std::string set;
+    for (double a : r->cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
+    curves[{r->cell.drafter, f.fmt(r->cell.temperature, 1), std::to_string(r->cell.gamma),
+            r->cell.gamma_policy, set.empty() ? f.none() : set}][r->cell.concurrency] = tput;
+    all_n.insert(r->cell.concurrency);
+  }
+  out.push_back(tc);
+
+  Table tn{"concurrency_crossover",
+           "Throughput speedup vs concurrency N (measured), and the largest N at which "
+           "speculation still beats the plain batched loop",
+           {"draft", "T", "gamma", "policy", "alpha set"},
+           {},
+           {},
+           {}};
+  for (int n : all_n) tn.headers.push_back("N=" + std::to_string(n));
+  tn.headers.push_back("last N above 1x");
+  for (const auto& [key, by_n] : curves) {
+    std::vector<std::string> row = key;
+    int last = 0;
+    for (int n : all_n) {
+      const auto it = by_n.find(n);
+      row.push_back(it == by_n.end() ? f.none() : f.maybe(it->second));
+      if (it != by_n.end() && it->second > 1.0) last = n;
+    }
+    row.push_back(last > 0 ? std::to_string(last) : (f.machine ? "" : "none"));
+    tn.rows.push_back(row);
+  }
+  out.push_back(tn);
+  return out;
+}
+
 // The tables of the rows of one config.
 std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
                                     const CellFormat& f) {
@@ -115,12 +207,24 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
   // Synthetic-acceptance cells get their own table: their alpha is configured, not the pair's.
   // Tree cells too: their acceptance is per depth of a tree, not a chain's alpha.
   std::vector<const ResultRow*> gen, cost, synthetic, tree;
-  for (const auto* r : rows)
+  // A config with cells of concurrency > 1 gets the concurrency tables (its concurrency-1
+  // cells there too, for the curve); its concurrency > 1 cells appear only there.
+  std::vector<const ResultRow*> batched;
+  bool any_batched = false;
+  for (const auto* r : rows) any_batched = any_batched || r->cell.concurrency > 1;
+  if (any_batched) {
+    for (const auto* r : rows)
+      if (r->kind() == "measured" && r->cell.tree.depth() == 0) batched.push_back(r);
+    for (Table& t : concurrency_tables(batched, f)) out.push_back(std::move(t));
+  }
+  for (const auto* r : rows) {
+    if (r->cell.concurrency > 1) continue;
     (r->kind() == "cost_only"                ? cost
      : !r->cell.synthetic_acceptance.empty() ? synthetic
      : r->cell.tree.depth() > 0              ? tree
                                              : gen)
         .push_back(r);
+  }
 
   if (!gen.empty()) {
     // Table 3 analog: the pair's acceptance per target x drafter x temperature. alpha_profile

@@ -98,7 +98,7 @@ TEST_F(ConfigTest, UnknownKeyNamesItsPathAndTheAllowedKeys) {
             f() +
                 ":11: sweep.gama: unknown key (expected one of: drafter, gamma, temperature, "
                 "draft_temperature, top_k, top_p, lenience, gamma_policy, p_min, "
-                "synthetic_acceptance, tree)");
+                "synthetic_acceptance, tree, concurrency)");
 }
 
 TEST_F(ConfigTest, MissingRequiredKey) {
@@ -329,7 +329,7 @@ TEST_F(ConfigTest, OverrideErrorsNameTheOverride) {
   EXPECT_EQ(error_of(kBase, {"sweep.gama=[1]"}),
             "--set sweep.gama: sweep.gama: unknown key (expected one of: drafter, gamma, "
             "temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min, "
-            "synthetic_acceptance, tree)");
+            "synthetic_acceptance, tree, concurrency)");
   EXPECT_EQ(error_of(kBase, {"nosuch.key=1"}),
             "--set nosuch.key: nosuch: unknown key (expected one of: name, question, target, "
             "drafters, prompts, generation, measure, sweep, simulate, gate)");

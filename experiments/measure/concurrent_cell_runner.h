@@ -1,0 +1,34 @@
+// The measurement protocol for a sweep cell at concurrency N > 1 (continuous batching):
+//
+//  * The queue is every prompt x repeat (request id = the prompt's index, as in cell_run), served
+//    N at a time by a closed loop (models/decode/batched_decoder.h): when a request finishes,
+//    the next one is prefilled into its slot.
+//  * The plain loop (one batched target forward per step, no drafting) and the speculative
+//    loop run the same queue with the same seeds, after a short untimed warmup of both.
+//  * Throughput = tokens of every request / wall time of the loop; throughput_speedup is the
+//    ratio, with a percentile bootstrap over prompts of N x tokens / (sum of the requests'
+//    times in flight), clusters as in cell_run.
+//  * speedup is the per-request one at the same concurrency: (sum baseline decode s / sum
+//    baseline tokens) / (the same speculative), a request's decode time running from its
+//    prefill's end to its last token, other requests' work included; its interval as cell_run's.
+//  * Per-request time per output token (median, p90) and time to first token (median) for both.
+//  * No profile prediction yet: the cost profile prices one request at a time.
+#pragma once
+
+#include "experiments/config/sweep.h"
+#include "experiments/measure/cell_runner.h"
+#include "experiments/results/result_row.h"
+
+namespace speclab {
+
+// Runs cell (cell.concurrency > 1) on the CPU; the drafter is built from cell.drafter_ref for
+// cell.concurrency slots (prepared gives its identity). Throws InputError for a tree cell or
+// caches that do not fit in memory (before any work), CellInterrupted if interrupted.
+ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, const PreparedDrafter& prepared);
+
+// Bytes of KV cache a concurrent cell allocates: target and draft model (0 for model-free
+// drafters), cell.concurrency slots of max_ctx positions each.
+size_t concurrent_cell_cache_bytes(const LlamaModel& target, const LlamaModel* draft,
+                                   int concurrency, int64_t max_ctx);
+
+}  // namespace speclab
