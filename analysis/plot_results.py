@@ -20,6 +20,11 @@ every figure (result_rows.drafter_colors):
   predicted_grid        cost-only rows: predicted speedup vs gamma for several alphas
                         (Theorem 3.8 dashed, refined solid)
   target_tk_ratio       the target's verification cost curve T(k)/T(1)
+  speedup_vs_concurrency  configs with sweep.concurrency: throughput speedup (solid, 95%
+                        bootstrap interval) and per-request speedup (dashed) against the number
+                        of requests in flight N (log2 axis), one line per drafter and gamma, one
+                        panel per temperature; at N = 1 both are the one-at-a-time speedup. The
+                        other figures then show the N = 1 cells only
   category_breakdown    acceptance, tokens per round and speedup per prompt category (Spec-Bench
                         layout), one bar per drafter and category with its 95% bootstrap
                         interval, one column of panels per temperature; read from
@@ -53,6 +58,7 @@ PLOT_NAMES = [
     "predicted_grid",
     "target_tk_ratio",
     "category_breakdown",
+    "speedup_vs_concurrency",
 ]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
@@ -225,6 +231,74 @@ def plot_speedup_vs_gamma(plt, rows, colors, plots_dir, written, notes):
                        "predicted (dashed), Theorem 3.8 (dotted)" if not single_gamma else
                        "Speedup at one gamma: measured (95% bootstrap CI) and predicted")
     save(plt, fig, plots_dir, "speedup_vs_gamma", written)
+
+
+def concurrency_of(r):
+    n = num(r, "concurrency")
+    return int(n) if n is not None else 1
+
+
+def plot_speedup_vs_concurrency(plt, rows, colors, plots_dir, written, notes):
+    """Throughput and per-request speedup against N; measured only (no batched prediction)."""
+    if not any(concurrency_of(r) > 1 for r in rows):
+        return
+    rows = [r for r in rows if num(r, "speedup") is not None]
+    if not rows:
+        notes.append("speedup vs concurrency: no measured speedups")
+        return
+    temps = temperatures(rows)
+    fig, axes = make_panels(plt, 1, len(temps), w=5.0, h=3.6, sharey=True)
+    gammas = sorted({num(r, "gamma") for r in rows})
+    handles_seen = set()
+    for j, t in enumerate(temps):
+        ax = axes[0][j]
+        groups = {}
+        for r in rows:
+            if not same_temp(temp_of(r), t):
+                continue
+            key = (drafter_of(r), num(r, "gamma"), fmt_value(num_list(r, "synthetic_acceptance"))
+                   if num_list(r, "synthetic_acceptance") else "")
+            groups.setdefault(key, []).append(r)
+        for (d, g, alpha), grp in sorted(groups.items(), key=lambda kv: str(kv[0])):
+            grp.sort(key=concurrency_of)
+            x = [concurrency_of(r) for r in grp]
+            tput = [num(r, "speedup") if concurrency_of(r) == 1 else num(r, "throughput_speedup")
+                    for r in grp]
+            lo = [num(r, "speedup_ci_lo") if concurrency_of(r) == 1
+                  else num(r, "throughput_speedup_ci_lo") for r in grp]
+            hi = [num(r, "speedup_ci_hi") if concurrency_of(r) == 1
+                  else num(r, "throughput_speedup_ci_hi") for r in grp]
+            marker = MARKERS[gammas.index(g) % len(MARKERS)]
+            label = "%s, gamma %s%s" % (d, fmt_value(g), ", alpha " + alpha if alpha else "")
+            pts = [(xv, v, l, h) for xv, v, l, h in zip(x, tput, lo, hi) if v is not None]
+            if pts:
+                yerr = None
+                if all(p[2] is not None and p[3] is not None for p in pts):
+                    yerr = [[max(0.0, p[1] - p[2]) for p in pts], [max(0.0, p[3] - p[1]) for p in pts]]
+                ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=yerr, fmt=marker + "-",
+                            color=colors[d], capsize=3, ms=5, lw=1.4,
+                            label=label + ": throughput" if label not in handles_seen else None)
+            per = [(xv, num(r, "speedup")) for xv, r in zip(x, grp)]
+            ax.plot([p[0] for p in per], [p[1] for p in per], marker + "--", color=colors[d],
+                    lw=1.0, ms=4, alpha=0.8,
+                    label=label + ": per request" if label not in handles_seen else None)
+            handles_seen.add(label)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log", base=2)
+        ns = sorted({concurrency_of(r) for r in rows})
+        ax.set_xticks(ns)
+        ax.set_xticklabels([str(n) for n in ns])
+        ax.set_xlabel("requests in flight N")
+        ax.set_title("temperature %s" % fmt_value(t), fontsize=10)
+        if j == 0:
+            ax.set_ylabel("speedup over the plain batched loop")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    n = len(labels)
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False,
+               bbox_to_anchor=(0.5, -0.09 - 0.045 * ((n + 1) // 2)))
+    fig.suptitle("Speedup vs concurrency (continuous batching): throughput (solid, 95% bootstrap "
+                 "CI) and per request (dashed); measured", fontsize=10)
+    save(plt, fig, plots_dir, "speedup_vs_concurrency", written)
 
 
 def plot_predicted_vs_measured(plt, rows, colors, plots_dir, written, notes):
@@ -705,8 +779,11 @@ def main(argv):
             "wrote %s without figures" % os.path.join(results_dir, "index.html"), 1)
     os.makedirs(plots_dir, exist_ok=True)
     written, notes = [], []
-    measured = [r for r in rows if not is_cost_only(r)]
+    measured_all = [r for r in rows if not is_cost_only(r)]
+    # Cells of concurrency > 1 have their own figure; the others show one request at a time.
+    measured = [r for r in measured_all if concurrency_of(r) == 1]
     colors = drafter_colors(rows)  # every row: the same colours as the report's tables
+    plot_speedup_vs_concurrency(plt, measured_all, colors, plots_dir, written, notes)
     plot_speedup_vs_gamma(plt, measured, colors, plots_dir, written, notes)
     plot_predicted_vs_measured(plt, measured, colors, plots_dir, written, notes)
     plot_acceptance(plt, measured, colors, plots_dir, written, notes)

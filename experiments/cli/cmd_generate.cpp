@@ -115,6 +115,23 @@ std::string render_drafts(const Tokenizer& tok, const GenerationResult& r) {
   return out;
 }
 
+// The chain speculation settings of the arguments (the policy is the caller's): the draft
+// samples like the target unless --draft-temperature is given.
+SpeculativeConfig chain_config(const GenerateArgs& a, const SamplingParams& target_sampling,
+                               const std::vector<double>& synthetic) {
+  SpeculativeConfig cfg;
+  cfg.gamma = a.gamma;
+  cfg.draft_sampling = target_sampling;
+  if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
+  sampling_validate(cfg.draft_sampling);
+  SPECLAB_INPUT_CHECK(a.lenience > 0 && a.lenience <= 1, "--lenience: ", a.lenience,
+                      " (expected 0 < l <= 1)");
+  cfg.lenience = a.lenience;
+  cfg.stop_rule.p_min = a.p_min;
+  cfg.synthetic_accept = synthetic;
+  return cfg;
+}
+
 // --prompts FILE --concurrency N: every prompt of the file is one request (request id = its
 // index, so a request's random keys do not depend on N), served N at a time by the batched
 // loop; prints every request's tokens and stats, and the run's throughput.
@@ -181,16 +198,7 @@ void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, co
     drafter = draft_model ? batch_drafter_create_model(std::move(draft_model), a.draft, target,
                                                        a.concurrency, max_ctx)
                           : batch_drafter_create(a.draft, target, a.concurrency, max_ctx);
-    SpeculativeConfig cfg;
-    cfg.gamma = a.gamma;
-    cfg.draft_sampling = queue.front().sampling;
-    if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
-    sampling_validate(cfg.draft_sampling);
-    SPECLAB_INPUT_CHECK(a.lenience > 0 && a.lenience <= 1, "--lenience: ", a.lenience,
-                        " (expected 0 < l <= 1)");
-    cfg.lenience = a.lenience;
-    cfg.stop_rule.p_min = a.p_min;
-    cfg.synthetic_accept = synthetic;
+    const SpeculativeConfig cfg = chain_config(a, queue.front().sampling, synthetic);
     gen = generate_batched_speculative(runner, *drafter, queue, cfg, a.gamma_policy);
   }
 
@@ -390,16 +398,7 @@ void run_generate(const GenerateArgs& a) {
     stats.add(res.rounds);
   } else {
     drafter = make_drafter();
-    SpeculativeConfig cfg;
-    cfg.gamma = a.gamma;
-    cfg.draft_sampling = req.sampling;
-    if (a.draft_temperature >= 0) cfg.draft_sampling.temperature = a.draft_temperature;
-    sampling_validate(cfg.draft_sampling);
-    SPECLAB_INPUT_CHECK(a.lenience > 0 && a.lenience <= 1, "--lenience: ", a.lenience,
-                        " (expected 0 < l <= 1)");
-    cfg.lenience = a.lenience;
-    cfg.stop_rule.p_min = a.p_min;
-    cfg.synthetic_accept = synthetic;
+    SpeculativeConfig cfg = chain_config(a, req.sampling, synthetic);
     cfg.policy = policy.get();
     res = generate_speculative(runner, *drafter, req, cfg);
     stats.add(res.rounds);

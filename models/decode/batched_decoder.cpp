@@ -143,8 +143,7 @@ struct StepBuffers {
   std::vector<SlotDraftRequest> draft_requests;
   std::vector<DraftProposal> proposals;  // [n_draft_requests]
   std::vector<BatchRow> rows;            // the verify forward's rows
-  std::vector<float> p;                  // [k+1, vocab] one request's standardized p
-  std::vector<float> p_raw;              // [k, vocab] greedy lenience only
+  HostVerifyBuffers host;                // one request's p rows
 };
 
 // Algorithm 1 for one request of the step, on the host, from its rows of the batched
@@ -159,35 +158,12 @@ void accept_one(BatchTokenRunner& target, const GenerationRequest& request,
   const int64_t L = static_cast<int64_t>(a.context.size());
   static const std::vector<int32_t> kNoDrafts;
   const std::vector<int32_t>& drafts = proposal ? proposal->tokens : kNoDrafts;
-  const int n_draft = static_cast<int>(drafts.size());
-  const bool greedy = request.sampling.temperature == 0.0f;
-  const bool raw_needed = greedy && config.lenience < 1.0;
-  const float* rows = logits + plan.first_row * vocab;
-  buf.p.resize(static_cast<size_t>((n_draft + 1) * vocab));
-  for (int i = 0; i <= n_draft; i++)
-    sampling_standardize(buf.p.data() + i * vocab, rows + i * vocab, vocab, request.sampling);
-  if (raw_needed) {
-    buf.p_raw.resize(static_cast<size_t>(n_draft * vocab));
-    for (int i = 0; i < n_draft; i++)
-      sampling_standardize(buf.p_raw.data() + i * vocab, rows + i * vocab, vocab,
-                           SamplingParams{1.0f, 0, 1.0f});
-  }
-  VerifyRound round;
-  round.n_draft = n_draft;
-  round.draft = drafts.data();
-  round.q = (proposal && !proposal->q.empty()) ? proposal->q.data() : nullptr;
-  round.p = buf.p.data();
-  round.vocab = vocab;
-  round.p_raw = raw_needed ? buf.p_raw.data() : nullptr;
-  VerifyConfig vcfg;
-  vcfg.greedy = greedy;
-  vcfg.lenience = config.lenience;
+  const float* q = (proposal && !proposal->q.empty()) ? proposal->q.data() : nullptr;
   VerifyOutcome& out = *rec;
-  out = config.synthetic_accept.empty()
-            ? speculative_verify(round, vcfg, plan.base)
-            : speculative_verify_synthetic(round, config.synthetic_accept, greedy, plan.base);
+  out = decode_verify_on_host(logits + plan.first_row * vocab, vocab, drafts, q, request.sampling,
+                              config.lenience, config.synthetic_accept, plan.base, &buf.host);
   target.truncate(a.slot, L + rec->n_accepted);  // keeps [.., last, d1..dn]
-  rec->n_draft = n_draft;
+  rec->n_draft = static_cast<int>(drafts.size());
   rec->drafted = drafts;
   rec->sample_s = seconds_since(ts);
 }

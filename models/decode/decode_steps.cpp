@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/sampling.h"
+#include "core/speculative_verify.h"
 #include "models/decode/decode_counters.h"
 
 namespace speclab {
@@ -34,6 +36,38 @@ bool decode_commit_token(const GenerationRequest& request, int32_t token,
     return true;
   }
   return false;
+}
+
+VerifyOutcome decode_verify_on_host(const float* logits, int64_t vocab,
+                                    const std::vector<int32_t>& drafts, const float* q,
+                                    const SamplingParams& sampling, double lenience,
+                                    const std::vector<double>& synthetic_accept, RngKey base,
+                                    HostVerifyBuffers* buf) {
+  const int n_draft = static_cast<int>(drafts.size());
+  const bool greedy = sampling.temperature == 0.0f;
+  const bool raw_needed = greedy && lenience < 1.0;
+  buf->p.resize(static_cast<size_t>((n_draft + 1) * vocab));
+  for (int i = 0; i <= n_draft; i++)
+    sampling_standardize(buf->p.data() + i * vocab, logits + i * vocab, vocab, sampling);
+  if (raw_needed) {
+    buf->p_raw.resize(static_cast<size_t>(n_draft * vocab));
+    for (int i = 0; i < n_draft; i++)
+      sampling_standardize(buf->p_raw.data() + i * vocab, logits + i * vocab, vocab,
+                           SamplingParams{1.0f, 0, 1.0f});
+  }
+  VerifyRound round;
+  round.n_draft = n_draft;
+  round.draft = drafts.data();
+  round.q = q;
+  round.p = buf->p.data();
+  round.vocab = vocab;
+  round.p_raw = raw_needed ? buf->p_raw.data() : nullptr;
+  VerifyConfig vcfg;
+  vcfg.greedy = greedy;
+  vcfg.lenience = lenience;
+  return synthetic_accept.empty()
+             ? speculative_verify(round, vcfg, base)
+             : speculative_verify_synthetic(round, synthetic_accept, greedy, base);
 }
 
 GenerationResult decode_loop(TokenRunner& target, Drafter& drafter,

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "core/sampling.h"
+#include "core/speculative_verify.h"
 #include "models/decode/generation.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
@@ -30,6 +32,24 @@ void decode_check_drafter(const Drafter& drafter, const TokenRunner& target);
 // reason is set in result.stop).
 bool decode_commit_token(const GenerationRequest& request, int32_t token,
                          std::vector<int32_t>* context, GenerationResult* result);
+
+// Buffers of a host verification, reused from round to round.
+struct HostVerifyBuffers {
+  std::vector<float> p;      // [n_draft + 1, vocab] standardized target distributions
+  std::vector<float> p_raw;  // [n_draft, vocab] softmax of the raw logits (greedy lenience only)
+};
+
+// Leviathan et al. 2023, Algorithm 1 on the host, from the target's logits of one round's rows
+// [last, d_1..d_n] ([n + 1, vocab]): each row standardized with `sampling` (the baseline's
+// transform), then speculative_verify against q ([n, vocab] rows, or null for a one-hot
+// drafter) with the round's keys; with synthetic_accept non-empty, speculative_verify_synthetic
+// instead (timing only). Greedy lenience (paper A.5, lenience < 1 at temperature 0) compares
+// against the softmax of the raw logits. The chain round and the batched round both verify here.
+VerifyOutcome decode_verify_on_host(const float* logits, int64_t vocab,
+                                    const std::vector<int32_t>& drafts, const float* q,
+                                    const SamplingParams& sampling, double lenience,
+                                    const std::vector<double>& synthetic_accept, RngKey base,
+                                    HostVerifyBuffers* buf);
 
 // ------------------------------------------------------------------------------------------
 // The loop every speculative decoder shares (gpt-fast's generate around speculative_decode):

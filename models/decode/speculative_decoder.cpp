@@ -16,8 +16,7 @@ namespace {
 struct ChainBuffers {
   DraftProposal proposal;
   std::vector<int32_t> batch;  // [k+1] = [last, d1..dk]
-  std::vector<float> p;        // [k+1, vocab] standardized target distributions
-  std::vector<float> p_raw;    // [k, vocab] softmax of the raw logits (greedy lenience only)
+  HostVerifyBuffers host;      // p rows of the host verification
 };
 
 // One round of Leviathan et al. 2023, Algorithm 1 (see the header for the data path).
@@ -78,25 +77,8 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
     rec->verify_s = seconds_since(tv);
 
     auto ts = DecodeClock::now();
-    buf.p.resize(static_cast<size_t>((n_draft + 1) * vocab));
-    for (int i = 0; i <= n_draft; i++)
-      sampling_standardize(buf.p.data() + i * vocab, logits + i * vocab, vocab, request.sampling);
-    if (raw_needed) {
-      buf.p_raw.resize(static_cast<size_t>(n_draft * vocab));
-      for (int i = 0; i < n_draft; i++)
-        sampling_standardize(buf.p_raw.data() + i * vocab, logits + i * vocab, vocab,
-                             SamplingParams{1.0f, 0, 1.0f});
-    }
-    VerifyRound round;
-    round.n_draft = n_draft;
-    round.draft = drafts.data();
-    round.q = q;
-    round.p = buf.p.data();
-    round.vocab = vocab;
-    round.p_raw = raw_needed ? buf.p_raw.data() : nullptr;
-    out = config.synthetic_accept.empty()
-              ? speculative_verify(round, vcfg, in.base)
-              : speculative_verify_synthetic(round, config.synthetic_accept, in.greedy, in.base);
+    out = decode_verify_on_host(logits, vocab, drafts, q, request.sampling, config.lenience,
+                                config.synthetic_accept, in.base, &buf.host);
     rec->sample_s = seconds_since(ts);
   }
 
