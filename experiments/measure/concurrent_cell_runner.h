@@ -7,7 +7,8 @@
 //    loop run the same queue with the same seeds, after a short untimed warmup of both.
 //  * Throughput = tokens of every request / wall time of the loop; throughput_speedup is the
 //    ratio, with a percentile bootstrap over prompts of N x tokens / (sum of the requests'
-//    times in flight), clusters as in cell_run.
+//    times in flight), clusters as in cell_run, taken as a relative spread around the ratio
+//    (the statistic leaves out the loop's tail, where fewer than N requests remain).
 //  * speedup is the per-request one at the same concurrency: (sum baseline decode s / sum
 //    baseline tokens) / (the same speculative), a request's decode time running from its
 //    prefill's end to its last token, other requests' work included; its interval as cell_run's.

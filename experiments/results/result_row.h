@@ -183,7 +183,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "throughput_spec_tokens_per_s / throughput_baseline_tokens_per_s (speedup is then the "        \
     "per-request one: decode s per token of each request, summed over requests)")                  \
   X(batching, double, throughput_speedup_ci_lo, "x",                                               \
-    "bootstrap over prompts of N x tokens / (sum of the requests' time in flight), low end")       \
+    "bootstrap over prompts of N x tokens / (sum of the requests' time in flight), as a relative " \
+    "spread around throughput_speedup: low end")                                                   \
   X(batching, double, throughput_speedup_ci_hi, "x", "the same, high end")                         \
   X(batching, double, tpot_baseline_median_s, "s",                                                 \
     "median over requests of time per output token after the first, plain loop")                   \
