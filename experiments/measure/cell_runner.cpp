@@ -159,6 +159,28 @@ ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   return r;
 }
 
+void cell_put_acceptance(const AcceptanceStats& acc, const std::vector<double>& tokens_per_round,
+                         bool chain, ResultRow* row) {
+  row->rounds = acc.n_rounds;
+  row->drafted = acc.n_drafted;
+  row->tested = acc.n_tested;
+  row->accepted = acc.n_accepted;
+  row->drafted_by_position = acc.drafted_at;
+  row->tested_by_position = acc.tested_at;
+  row->accepted_by_position = acc.accepted_at;
+  row->alpha_empirical = acc.alpha_empirical();
+  if (chain) row->alpha_beta = acc.alpha_beta();  // Corollary 3.6 at the tested positions
+  const double a_hat = acc.alpha_empirical();
+  row->alpha_se = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
+  row->acceptance_by_position = acc.conditional_acceptance();
+  row->survival_by_position = acc.survival();
+  row->tau = acc.tau();
+  row->tau_se = tokens_per_round.size() > 1
+                    ? std::sqrt(stats_variance(tokens_per_round) / tokens_per_round.size())
+                    : 0.0;
+  row->mean_drafted_per_round = acc.n_rounds ? double(acc.n_drafted) / acc.n_rounds : 0.0;
+}
+
 PreparedDrafter cell_prepare_drafter(RunContext& ctx, const DrafterEntry& entry) {
   PreparedDrafter d;
   // A draft model runs on the target's backend (a draft on the CPU beside a target on a GPU
@@ -311,13 +333,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   row.target_calls_baseline = m.target_calls_base;
   row.target_calls_spec = m.target_calls_spec;
   row.draft_calls = m.draft_calls;
-  row.rounds = m.acc.n_rounds;
-  row.drafted = m.acc.n_drafted;
-  row.tested = m.acc.n_tested;
-  row.accepted = m.acc.n_accepted;
-  row.drafted_by_position = m.acc.drafted_at;
-  row.tested_by_position = m.acc.tested_at;
-  row.accepted_by_position = m.acc.accepted_at;
+  cell_put_acceptance(m.acc, m.tokens_per_round, /*chain=*/!tree, &row);
   row.repeated_4gram_share = stats_mean(m.repeat_share);
   // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
   // synthetic acceptance changes the text by design, so it has no such check.
@@ -327,17 +343,6 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
   // get tested depends on where rounds start, hence on gamma). The pair's acceptance is
   // alpha_profile below.
-  row.alpha_empirical = m.acc.alpha_empirical();
-  if (!tree) row.alpha_beta = m.acc.alpha_beta();  // Corollary 3.6 at the tested positions
-  const double a_hat = m.acc.alpha_empirical();
-  row.alpha_se = m.acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / m.acc.n_tested) : 0.0;
-  row.acceptance_by_position = m.acc.conditional_acceptance();
-  row.survival_by_position = m.acc.survival();
-  row.tau = m.acc.tau();
-  row.tau_se = m.tokens_per_round.size() > 1
-                   ? std::sqrt(stats_variance(m.tokens_per_round) / m.tokens_per_round.size())
-                   : 0.0;
-  row.mean_drafted_per_round = m.acc.n_rounds ? double(m.acc.n_drafted) / m.acc.n_rounds : 0.0;
   if (tree) {
     row.tree_nodes = m.acc.n_tree_nodes;
     row.mean_tree_nodes_per_round =

@@ -31,6 +31,7 @@
 #include "experiments/measure/run_conditions.h"
 #include "experiments/predict/cell_prediction.h"
 #include "experiments/results/result_row.h"
+#include "models/decode/round_stats.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
@@ -79,6 +80,12 @@ ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
 // (sum baseline s / sum baseline tokens) / (sum speculative s / sum speculative tokens).
 Interval cell_bootstrap_speedup(const ResultSamples& samples, int resamples, double confidence,
                                 uint64_t seed);
+
+// The acceptance part of a measured row, from the speculative runs' rounds: counts, per-position
+// counts and rates, alpha (and alpha_beta for chains: Corollary 3.6 at the tested positions),
+// tau with its standard error over rounds, drafted per round.
+void cell_put_acceptance(const AcceptanceStats& acc, const std::vector<double>& tokens_per_round,
+                         bool chain, ResultRow* row);
 
 // Cost-only cells (measure.cost_only): T(k), the draft's call cost, c, and predicted
 // speedup curves over a grid of alpha and gamma; no generation.

@@ -216,27 +216,10 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, const PreparedD
   row.target_calls_baseline = calls_base;
   row.target_calls_spec = calls_spec;
   row.draft_calls = draft_calls;
-  row.rounds = acc.n_rounds;
-  row.drafted = acc.n_drafted;
-  row.tested = acc.n_tested;
-  row.accepted = acc.n_accepted;
-  row.drafted_by_position = acc.drafted_at;
-  row.tested_by_position = acc.tested_at;
-  row.accepted_by_position = acc.accepted_at;
+  cell_put_acceptance(acc, tokens_per_round, /*chain=*/true, &row);
   const bool synthetic = !cell.synthetic_acceptance.empty();
   const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
   if (greedy_checked) row.greedy_outputs_match = outputs_match;
-  row.alpha_empirical = acc.alpha_empirical();
-  row.alpha_beta = acc.alpha_beta();
-  const double a_hat = acc.alpha_empirical();
-  row.alpha_se = acc.n_tested ? std::sqrt(a_hat * (1 - a_hat) / acc.n_tested) : 0.0;
-  row.acceptance_by_position = acc.conditional_acceptance();
-  row.survival_by_position = acc.survival();
-  row.tau = acc.tau();
-  row.tau_se = tokens_per_round.size() > 1
-                   ? std::sqrt(stats_variance(tokens_per_round) / tokens_per_round.size())
-                   : 0.0;
-  row.mean_drafted_per_round = acc.n_rounds ? double(acc.n_drafted) / acc.n_rounds : 0.0;
   row.draft_s = draft_s;
   row.verify_s = verify_s;
   row.sample_s = sample_s;

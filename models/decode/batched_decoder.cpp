@@ -188,7 +188,6 @@ BatchedGeneration generate_batched_speculative(BatchTokenRunner& target, BatchDr
 
   BatchedGeneration out;
   RequestPool pool(target, queue, &out);
-  const int64_t vocab = target.vocab();
   StepBuffers buf;
   const auto t0 = DecodeClock::now();
   while (!pool.done()) {
@@ -289,7 +288,6 @@ BatchedGeneration generate_batched_speculative(BatchTokenRunner& target, BatchDr
     out.steps.push_back(step);
   }
   out.total_s = seconds_since(t0);
-  (void)vocab;
   return out;
 }
 

@@ -406,5 +406,32 @@ TEST(BatchedDecoderInput, BadInputThrowsBeforeAnyWork) {
   }
 }
 
+// batch_drafter_create refuses a draft model that cannot serve the target, before allocating
+// its slots: another vocabulary (synthetic:tiny has 256 ids), a context beyond the draft's.
+TEST(BatchedDecoderInput, DrafterFactoryRefusesADraftThatCannotServe) {
+  auto target = llama_make_random(decode_test::small_config(kModelVocab), DType::F32, 11);
+  const auto message = [&](const std::string& spec, int64_t max_ctx) {
+    try {
+      batch_drafter_create(spec, *target, 2, max_ctx);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("synthetic:tiny:f32", 64)
+                .find("draft 'synthetic:tiny:f32': vocabulary of 256 "
+                      "tokens, the target has 64"),
+            std::string::npos);
+  EXPECT_NE(message("synthetic:tiny:f32", 4096)
+                .find("a context of 4096 tokens (generation.ctx) "
+                      "exceeds the draft model's context length 2048"),
+            std::string::npos);
+  EXPECT_NE(message("lookup:n=x", 64).find("'x' is not an integer"), std::string::npos);
+  // A model-free drafter gets one instance per slot.
+  auto lookup = batch_drafter_create("lookup", *target, 3, 64);
+  EXPECT_EQ(lookup->n_slots(), 3);
+  EXPECT_EQ(lookup->model(), nullptr);
+}
+
 }  // namespace
 }  // namespace speclab

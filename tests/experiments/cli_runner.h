@@ -21,12 +21,13 @@ struct CliResult {
   bool one_line_error() const { return !err.empty() && err.find('\n') == err.size() - 1; }
 };
 
-// `args` is appended to the command line as is (quote paths yourself).
-inline CliResult run_speclab(const std::string& args) {
+// `args` is appended to the command line as is (quote paths yourself); `env`, when given,
+// sets variables for the executable through env(1), e.g. "SPECLAB_MEMORY_LIMIT=1000".
+inline CliResult run_speclab(const std::string& args, const std::string& env = "") {
   ScratchDir dir;
   const std::string out_path = dir.file("stdout"), err_path = dir.file("stderr");
-  const std::string cmd =
-      std::string("'") + SPECLAB_BIN + "' " + args + " >'" + out_path + "' 2>'" + err_path + "'";
+  const std::string cmd = (env.empty() ? std::string() : "env " + env + " ") + "'" + SPECLAB_BIN +
+                          "' " + args + " >'" + out_path + "' 2>'" + err_path + "'";
   const int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -4,7 +4,6 @@
 // plain loop's (greedy_outputs_match) and the concurrency-1 cell's; tables.md shows the
 // concurrency tables; configs that cannot serve a concurrency are refused before any cell.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -99,22 +98,6 @@ TEST(CliRunConcurrency, RowsCarryThroughputAndMatchTheOneAtATimeCell) {
   EXPECT_NE(ss.str().find("last N above 1x"), std::string::npos);
 }
 
-CliResult run_env(const std::string& env, const std::string& args) {
-  ScratchDir e;
-  const std::string cmd = "env " + env + " '" + SPECLAB_BIN + "' " + args + " >'" + e.file("out") +
-                          "' 2>'" + e.file("err") + "'";
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream fo(e.file("out")), fe(e.file("err"));
-  std::stringstream so, se;
-  so << fo.rdbuf();
-  se << fe.rdbuf();
-  r.out = so.str();
-  r.err = se.str();
-  return r;
-}
-
 TEST(CliRunConcurrency, ConfigsThatCannotServeAConcurrencyAreRefusedBeforeAnyCell) {
   struct Case {
     std::string sweep, measure, env, expected;
@@ -133,7 +116,7 @@ TEST(CliRunConcurrency, ConfigsThatCannotServeAConcurrencyAreRefusedBeforeAnyCel
     ScratchDir d;
     const std::string cfg = d.write("conc.yaml", config_text(c.sweep, c.measure));
     const std::string args = "run '" + cfg + "' --out '" + d.file("out") + "' --no-plots";
-    const CliResult r = c.env.empty() ? run_speclab(args) : run_env(c.env, args);
+    const CliResult r = run_speclab(args, c.env);
     EXPECT_EQ(r.exit_code, 2) << c.expected << "\n" << r.err;
     const size_t last = r.err.rfind('\n', r.err.size() - 2);
     const std::string last_line = r.err.substr(last == std::string::npos ? 0 : last + 1);

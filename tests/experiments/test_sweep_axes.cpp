@@ -217,7 +217,7 @@ TEST(SweepAxes, TableKeyLabelsAndFormatsEachAxis) {
   const std::vector<std::pair<std::string, std::string>> want = {
       {"draft", "b"},       {"T", "0.5"},         {"T_draft", "0.50"}, {"top_k", "0"},
       {"top_p", "1.00"},    {"lenience", "1.00"}, {"policy", "fixed"}, {"p_min", "0.00"},
-      {"synthetic", "off"}, {"tree", "off"},       {"N", "1"}};
+      {"synthetic", "off"}, {"tree", "off"},      {"N", "1"}};
   EXPECT_EQ(sweep_axes_table_key(c, {"gamma"}), want);
   EXPECT_EQ(sweep_axes_table_key(c).size(), sweep_axes().size());
 }
