@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "core/stats.h"
 #include "experiments/measure/run_conditions.h"
 #include "experiments/measure/run_flags.h"
+#include "experiments/predict/cell_prediction.h"
 #include "models/decode/batched_decoder.h"
 #include "models/decode/round_stats.h"
 #include "models/drafters/batch_drafter.h"
@@ -94,7 +96,7 @@ size_t concurrent_cell_cache_bytes(const LlamaModel& target, const LlamaModel* d
   return bytes;
 }
 
-ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, const PreparedDrafter& prepared) {
+ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
   const ExperimentConfig& cfg = *ctx.config;
   SPECLAB_ASSERT(cell.concurrency > 1 && !ctx.prompts.empty());
   SPECLAB_INPUT_CHECK(
@@ -128,6 +130,11 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, const PreparedD
   spec.lenience = cell.lenience;
   spec.stop_rule.p_min = static_cast<float>(cell.p_min);
   spec.synthetic_accept = cell.synthetic_acceptance;
+
+  // The out-of-sample prediction first (profiles only; its batched runners are freed before
+  // the cell's are built).
+  std::optional<CellPrediction> prediction;
+  if (ctx.predictor) prediction = ctx.predictor->predict(cell, prepared.drafter.get());
 
   BatchedLlamaRunner target(*ctx.target_model, n, max_ctx);
   std::unique_ptr<BatchDrafter> drafter =
@@ -260,7 +267,17 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, const PreparedD
     row.spec_s_per_token = spec_s / spec_tok;
   }
 
+  // The prediction beside the measurement: per request, and in throughput.
+  if (prediction) {
+    prediction->put_into(&row);
+    if (speedup > 0) row.prediction_error = prediction->prediction.speedup / speedup - 1;
+    if (prediction->batched && row.throughput_speedup && *row.throughput_speedup > 0)
+      row.throughput_prediction_error =
+          prediction->batched_prediction.throughput_speedup / *row.throughput_speedup - 1;
+  }
+
   RunFlagInputs f;
+  f.predicted = prediction.has_value();
   f.speedup = speedup;
   f.tokens_per_round = acc.tau();
   f.n_prompts = static_cast<int64_t>(ctx.prompts.size());

@@ -13,7 +13,9 @@
 //    baseline tokens) / (the same speculative), a request's decode time running from its
 //    prefill's end to its last token, other requests' work included; its interval as cell_run's.
 //  * Per-request time per output token (median, p90) and time to first token (median) for both.
-//  * No profile prediction yet: the cost profile prices one request at a time.
+//  * With prediction on, the cell is predicted before it runs (the closed loop replayed from
+//    the batched cost profile, experiments/predict/cell_prediction.h): predicted_speedup
+//    (per request) and predicted_throughput_speedup beside the measured ones.
 #pragma once
 
 #include "experiments/config/sweep.h"
@@ -25,7 +27,7 @@ namespace speclab {
 // Runs cell (cell.concurrency > 1) on the CPU; the drafter is built from cell.drafter_ref for
 // cell.concurrency slots (prepared gives its identity). Throws InputError for a tree cell or
 // caches that do not fit in memory (before any work), CellInterrupted if interrupted.
-ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, const PreparedDrafter& prepared);
+ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared);
 
 // Bytes of KV cache a concurrent cell allocates: target and draft model (0 for model-free
 // drafters), cell.concurrency slots of max_ctx positions each.

@@ -12,7 +12,10 @@
 #include "experiments/measure/machine_info.h"
 #include "experiments/measure/model_identity.h"
 #include "experiments/measure/run_conditions.h"
+#include "experiments/predict/batched_cost_profile.h"
 #include "models/decode/decode_steps.h"
+#include "models/drafters/batch_drafter.h"
+#include "models/llama/batched_llama_runner.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 #ifndef SPECLAB_SOURCE_DIR
@@ -199,6 +202,17 @@ void ExperimentSession::enable_prediction(const std::vector<Cell>& all_cells,
   pc.load1 = [] { return run_conditions_sample().load1; };
   pc.draft_sha256 = [this](const Cell& c) { return drafter_for(c).identity.sha256.value_or(""); };
   predictor_->set_conditions(std::move(pc));
+  // Batched cost profiles on runners of their own, built for the profile's slots and freed
+  // after it (check_concurrency has made sure the caches of the largest concurrency fit).
+  predictor_->set_batched_measure(
+      [this](const Cell& cell, const BatchedCostRequest& request, BatchedCostSpread* spread) {
+        const int64_t slots = request.slots.back();
+        const int64_t max_ctx = target_->max_ctx();
+        BatchedLlamaRunner target(*ctx_.target_model, slots, max_ctx);
+        std::unique_ptr<BatchDrafter> drafter =
+            batch_drafter_create(cell.drafter_ref.path, *ctx_.target_model, slots, max_ctx);
+        return batched_cost_profile_measure(target, *drafter, request, spread);
+      });
   ctx_.predictor = predictor_.get();
 }
 

@@ -97,6 +97,16 @@ void CellPrediction::put_into(ResultRow* row) const {
   r.cost_profile_draft_catchup_s = cost.draft_catchup_s;
   r.cost_profile_draft_prefill_s = cost.draft_prefill_s;
   r.cost_profile_host_round_s = cost.host_round_s;
+  if (batched) {
+    r.predicted_throughput_speedup = batched_prediction.throughput_speedup;
+    r.predicted_throughput_baseline_tokens_per_s = batched_prediction.base_tokens_per_s;
+    r.predicted_throughput_spec_tokens_per_s = batched_prediction.spec_tokens_per_s;
+    r.predicted_prefill_share = batched_prediction.prefill_share_spec;
+    r.batched_cost_profile_source = batched_cost_source;
+    r.batched_cost_profile_file = batched_cost_file;
+    r.predicted_spec_s_per_token.reset();
+    r.predicted_baseline_s_per_token.reset();
+  }
 }
 
 nlohmann::json PredictionGroupRow::to_json(const Cell& best) const {
@@ -137,6 +147,11 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     cell_needs(c, config.measure.cost_curve_max_k, &d, &k);
     settings_[g] = group_settings(config, c);
     needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
+    if (c.concurrency > 1) {
+      std::vector<int>& sl = slots_[g];
+      if (std::find(sl.begin(), sl.end(), c.concurrency) == sl.end()) sl.push_back(c.concurrency);
+      std::sort(sl.begin(), sl.end());
+    }
   }
   if (mode_ != ProfileMode::kReuse) {
     std::error_code ec;
@@ -157,9 +172,70 @@ void CellPredictor::write_index() {
     e["cost_profile"] = "cost-" + g + ".json";
     e["acceptance_profile"] = "acceptance-" + g + ".json";
     e["depth"] = depth_[g];
+    if (prof.has_batched) e["batched_cost_profile"] = "batched-cost-" + g + ".json";
     index_[g] = e;
   }
   profile_write_json(dir_ + "/index.json", index_);
+}
+
+void CellPredictor::profile_context(std::vector<int32_t>* context, int64_t* context_len,
+                                    int64_t* prompt_len) const {
+  int64_t mean_prompt = 0;
+  for (const auto& p : prompts_) mean_prompt += static_cast<int64_t>(p.ids.size());
+  mean_prompt = prompts_.empty() ? 32 : mean_prompt / static_cast<int64_t>(prompts_.size());
+  *context = prompts_.empty() ? std::vector<int32_t>{1, 2, 3, 4} : prompts_[0].ids;
+  *context_len = mean_prompt + config_.generation.max_new_tokens / 2;
+  *prompt_len = mean_prompt;
+}
+
+void CellPredictor::batched_for(const Cell& cell, Profiles* prof) {
+  if (prof->has_batched) return;
+  const std::string g = group_of(config_, cell);
+  const std::string file = dir_ + "/batched-cost-" + g + ".json";
+  const bool read = mode_ == ProfileMode::kReuse ||
+                    (mode_ == ProfileMode::kResume && std::filesystem::exists(file));
+  prof->batched_file = file;
+  if (read) {
+    const nlohmann::json j = profile_read_json(file);
+    prof->batched = batched_cost_profile_record_from_json(j, file);
+    // The prompts the prefill figures are applied to (a reused profile predicts the queue it
+    // was measured with when no prompts are loaded).
+    if (j.contains("queue_prompt_lens")) {
+      SPECLAB_INPUT_CHECK(j["queue_prompt_lens"].is_array(), file,
+                          ": queue_prompt_lens: expected a list of token counts");
+      for (const auto& x : j["queue_prompt_lens"]) {
+        SPECLAB_INPUT_CHECK(x.is_number_integer() && x.get<int64_t>() >= 0, file,
+                            ": queue_prompt_lens: expected token counts >= 0");
+        prof->queue_prompt_lens.push_back(x.get<int64_t>());
+      }
+    }
+  } else {
+    SPECLAB_ASSERT(batched_measure_ != nullptr);
+    BatchedCostRequest br;
+    profile_context(&br.context, &br.context_len, &br.prompt_len);
+    br.slots = {1};
+    for (int b : slots_.at(g)) br.slots.push_back(b);
+    br.k_max = k_max_.at(g);
+    br.g_max = std::max(depth_.at(g), k_max_.at(g) - 1);
+    br.draft_sampling = cell.draft_sampling();
+    CostProfileTaken& taken = prof->batched.taken;
+    taken = conditions_.fixed;
+    if (conditions_.draft_sha256) taken.draft_sha256 = conditions_.draft_sha256(cell);
+    if (conditions_.load1) taken.load_before = conditions_.load1();
+    taken.utc = conditions_.utc_now ? conditions_.utc_now() : "";
+    prof->batched.cost = batched_measure_(cell, br, &prof->batched.spread);
+    if (conditions_.load1) taken.load_after = conditions_.load1();
+    for (const auto& p : prompts_)
+      prof->queue_prompt_lens.push_back(static_cast<int64_t>(p.ids.size()));
+    const bool cut_short = interrupted_ != nullptr && interrupted_->load();
+    if (!cut_short) {
+      nlohmann::json j = batched_cost_profile_to_json(prof->batched);
+      j["queue_prompt_lens"] = prof->queue_prompt_lens;
+      profile_write_json(file, j);
+    }
+  }
+  prof->has_batched = true;
+  if (mode_ != ProfileMode::kReuse) write_index();
 }
 
 CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* drafter) {
@@ -189,12 +265,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     prof.cost_taken = std::move(rec.taken);
   } else {
     CostProfileRequest cr;
-    int64_t mean_prompt = 0;
-    for (const auto& p : prompts_) mean_prompt += static_cast<int64_t>(p.ids.size());
-    mean_prompt = prompts_.empty() ? 32 : mean_prompt / static_cast<int64_t>(prompts_.size());
-    cr.context = prompts_.empty() ? std::vector<int32_t>{1, 2, 3, 4} : prompts_[0].ids;
-    cr.context_len = mean_prompt + config_.generation.max_new_tokens / 2;
-    cr.prompt_len = mean_prompt;
+    profile_context(&cr.context, &cr.context_len, &cr.prompt_len);
     cr.k_max = k_max_.at(g);
     cr.g_max = std::max(depth, k_max_.at(g) - 1);
     cr.target_sampling = ts;
@@ -246,6 +317,31 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
   return stored;
 }
 
+void CellPredictor::predict_batched_into(const Cell& cell, const Profiles& prof,
+                                         const AcceptanceProfile& acceptance,
+                                         const ChainSetting& chain, CellPrediction* out) const {
+  BatchedSetting bs;
+  bs.chain = chain;
+  bs.concurrency = cell.concurrency;
+  bs.repeats = config_.generation.repeats;
+  bs.prompt_lens = prof.queue_prompt_lens;
+  for (size_t i = 0; i < prompts_.size() && i < bs.prompt_lens.size(); i++)
+    bs.prompt_lens[i] = static_cast<int64_t>(prompts_[i].ids.size());
+  bs.draft_prefill = prof.batched.cost.draft_prefill_s_per_token > 0;
+  const BatchedPrediction b = predict_batched(prof.cost, prof.batched.cost, acceptance, bs);
+  out->batched = true;
+  out->batched_prediction = b;
+  out->batched_cost_source = prof.batched.cost.source;
+  out->batched_cost_file = prof.batched_file;
+  out->model = "batched-loop";
+  // Per request, as the measurement's speedup at the same concurrency.
+  out->prediction.speedup = b.speedup;
+  out->prediction.tokens_per_round = b.tokens_per_round;
+  out->prediction.mean_drafted_per_round = b.mean_drafted_per_round;
+  out->prediction.spec_s_per_token = 0;
+  out->prediction.base_s_per_token = 0;
+}
+
 CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   Profiles& prof = profiles_for(cell, drafter);
   CellPrediction out;
@@ -262,16 +358,21 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   s.p_min = cell.p_min;
   s.max_new_tokens = config_.generation.max_new_tokens;
   s.seed = static_cast<uint64_t>(config_.generation.seed);
+  if (cell.concurrency > 1) batched_for(cell, &prof);
+  // The queue's prompts: loaded, or (profiles reused without a model) those the batched cost
+  // profile was measured with.
+  const size_t n_prompts = !prompts_.empty() ? prompts_.size() : prof.queue_prompt_lens.size();
   if (!cell.synthetic_acceptance.empty()) {
     // Synthetic acceptance: the configured per-position probabilities replace the profile;
     // ignore_eos makes every request max_new_tokens long.
     const AcceptanceProfile configured = acceptance_profile_configured(
         cell.synthetic_acceptance, std::max(cell.gamma, depth_.at(out.group)),
-        std::max<int>(1, static_cast<int>(prompts_.size())), config_.generation.max_new_tokens);
+        std::max<int>(1, static_cast<int>(n_prompts)), config_.generation.max_new_tokens);
     out.model = "configured-acceptance";
     out.prediction = predict_chain(prof.cost, configured, s);
     out.acceptance = acceptance_summarize(configured);
     out.alpha_ci = {out.acceptance.alpha_beta, out.acceptance.alpha_beta};
+    if (cell.concurrency > 1) predict_batched_into(cell, prof, configured, s, &out);
   } else if (cell.tree.depth() > 0) {
     const TreeShape& shape = cell.tree;
     s.gamma = shape.depth();
@@ -281,6 +382,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   } else {
     out.model = cell.gamma_policy == "fixed" ? "chain" : "policy-walk";
     out.prediction = predict_chain(prof.cost, prof.acceptance, s);
+    if (cell.concurrency > 1) predict_batched_into(cell, prof, prof.acceptance, s, &out);
   }
   out.thm38_alpha = out.acceptance.alpha_beta;
   if (!cell.synthetic_acceptance.empty()) {
@@ -299,8 +401,10 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     out.thm38_alpha = constant ? a[0] : (lo + hi) / 2;
   }
   const double alpha = std::min(out.thm38_alpha, 1.0 - 1e-12);
-  out.thm38_speedup =
-      cell.tree.depth() == 0 ? theory_walltime_speedup(alpha, out.c, cell.gamma) : 0.0;
+  // Theorem 3.8 prices one request at a time: no figure for a batched cell.
+  out.thm38_speedup = cell.tree.depth() == 0 && !out.batched
+                          ? theory_walltime_speedup(alpha, out.c, cell.gamma)
+                          : 0.0;
   return out;
 }
 
@@ -316,6 +420,7 @@ std::vector<PredictionGroupRow> CellPredictor::best_per_group(
                         {"p_min", c.p_min},
                         {"synthetic", c.synthetic_acceptance},
                         {"tree", c.tree.depth() > 0 ? c.tree.to_string() : ""}};
+    if (c.concurrency > 1) k["concurrency"] = c.concurrency;  // (absent at 1: keys unchanged)
     const std::string key = experiment_hash_hex(k.dump()).substr(0, 12);
     auto [it, fresh] = groups.try_emplace(key);
     if (fresh) order.push_back(key);

@@ -4,13 +4,16 @@
 // read from a profiles directory - and every cell of the group is predicted from them. No
 // speculative round runs here: `speclab predict` is this alone, `speclab run` adds the measurement.
 //
-// Group: the cells that differ only in gamma, gamma policy, p_min, synthetic acceptance and
-// tree shape share their profiles (those settings change how rounds are cut, not the pair's
-// acceptance at a position nor its costs). The acceptance rollouts are as deep as the deepest
-// cell of the group needs (the whole sweep, not the shard, so shards agree).
+// Group: the cells that differ only in gamma, gamma policy, p_min, synthetic acceptance, tree
+// shape and concurrency share their profiles (those settings change how rounds are cut and
+// batched, not the pair's acceptance at a position nor its costs). The acceptance rollouts are
+// as deep as the deepest cell of the group needs (the whole sweep, not the shard, so shards
+// agree). A group with cells of concurrency > 1 also has a batched cost profile over slots
+// {1} and every such concurrency of the sweep (core/batched_speedup_prediction.h).
 //
-// Files in the profiles directory (DIR/profiles/): cost-<group>.json, acceptance-<group>.json
-// (experiments/predict/profile_io.h) and index.json (group -> its settings). A profile that
+// Files in the profiles directory (DIR/profiles/): cost-<group>.json, acceptance-<group>.json,
+// batched-cost-<group>.json (experiments/predict/profile_io.h) and index.json (group -> its
+// settings). A profile that
 // result rows came from is never overwritten by `speclab run --resume` (ProfileMode::kResume).
 #pragma once
 
@@ -21,10 +24,12 @@
 #include <string>
 #include <vector>
 
+#include "core/batched_speedup_prediction.h"
 #include "core/speedup_prediction.h"
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
 #include "experiments/predict/acceptance_profile.h"
+#include "experiments/predict/batched_cost_profile.h"
 #include "experiments/predict/cost_profile.h"
 #include "experiments/results/result_row.h"
 #include "models/drafters/drafter.h"
@@ -45,6 +50,11 @@ struct CellPrediction {
   CostProfile cost;            // a copy: predictions outlive their predictor
   std::string cost_file;       // the cost profile's file (written, read or imported)
   std::string cost_taken_utc;  // when the cost profile was taken ("" when unknown)
+  // Concurrency > 1: the closed loop replayed from the batched cost profile
+  // (core/batched_speedup_prediction.h); `prediction` then holds its per-request figures.
+  bool batched = false;
+  BatchedPrediction batched_prediction;
+  std::string batched_cost_source, batched_cost_file;
   // Its fields of a result / prediction row.
   void put_into(ResultRow* row) const;
 };
@@ -61,6 +71,11 @@ struct PredictionGroupRow {
   // measured rows), its cells and the predicted best.
   nlohmann::json to_json(const Cell& best) const;
 };
+
+// Measures a group's batched cost profile for `cell` (supplied by the measuring side, which
+// owns the models: it builds the batched runners with request.slots.back() slots).
+using BatchedCostMeasure =
+    std::function<BatchedCostProfile(const Cell&, const BatchedCostRequest&, BatchedCostSpread*)>;
 
 // Where a predictor's profiles come from.
 enum class ProfileMode {
@@ -93,6 +108,9 @@ class CellPredictor {
                 const CostProfile* cost_override, const std::atomic<bool>* interrupted);
   // Recorded in the cost profiles measured from now on (their "taken").
   void set_conditions(ProfileConditions conditions) { conditions_ = std::move(conditions); }
+  // How batched cost profiles are measured (cells of concurrency > 1); without it they can
+  // only be read.
+  void set_batched_measure(BatchedCostMeasure m) { batched_measure_ = std::move(m); }
 
   // Measures (or loads) the group's profiles on first use; `drafter` is the cell's drafter
   // (null when reusing profiles).
@@ -113,8 +131,20 @@ class CellPredictor {
     AcceptanceProfile acceptance;
     AcceptanceSummary summary;
     AlphaInterval alpha_ci;
+    bool has_batched = false;  // the batched cost profile (cells of concurrency > 1)
+    BatchedCostProfileRecord batched;
+    std::vector<int64_t> queue_prompt_lens;  // the prompts its prefill figures apply to
+    std::string batched_file;
   };
   Profiles& profiles_for(const Cell& cell, Drafter* drafter);
+  void batched_for(const Cell& cell, Profiles* prof);
+  // Fills out's batched figures for cell (concurrency > 1) from prof's batched cost profile.
+  void predict_batched_into(const Cell& cell, const Profiles& prof,
+                            const AcceptanceProfile& acceptance, const ChainSetting& chain,
+                            CellPrediction* out) const;
+  // The context and prompt length the cost profiles time (mean prompt + half the budget).
+  void profile_context(std::vector<int32_t>* context, int64_t* context_len,
+                       int64_t* prompt_len) const;
   void write_index();
 
   const ExperimentConfig& config_;
@@ -131,6 +161,8 @@ class CellPredictor {
   std::map<std::string, bool> needs_acceptance_;     // group -> has a cell not synthetic
   std::map<std::string, int> k_max_;                 // group -> T(k) up to
   std::map<std::string, nlohmann::json> settings_;   // group -> its settings (index.json)
+  std::map<std::string, std::vector<int>> slots_;    // group -> concurrencies > 1 of its cells
+  BatchedCostMeasure batched_measure_;
   std::map<std::string, Profiles> cache_;
 };
 

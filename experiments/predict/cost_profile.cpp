@@ -18,8 +18,13 @@ double since(Clock::time_point t0) {
 double fastest(const std::vector<double>& v) {
   return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
 }
-// Appends v's min, median (the mean of the middle two for an even count) and max to `out`.
-void spread_add(TimingSpread* out, std::vector<double> v) {
+std::vector<int32_t> head(const std::vector<int32_t>& v, int64_t n) {
+  return std::vector<int32_t>(v.begin(), v.begin() + n);
+}
+
+}  // namespace
+
+void timing_spread_add(TimingSpread* out, std::vector<double> v) {
   SPECLAB_ASSERT(!v.empty());
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -27,11 +32,6 @@ void spread_add(TimingSpread* out, std::vector<double> v) {
   out->median.push_back(n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
   out->max.push_back(v.back());
 }
-std::vector<int32_t> head(const std::vector<int32_t>& v, int64_t n) {
-  return std::vector<int32_t>(v.begin(), v.begin() + n);
-}
-
-}  // namespace
 
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const CostProfileRequest& r,
                                  CostProfileSpread* spread) {
@@ -142,14 +142,14 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   if (spread) {
     *spread = CostProfileSpread{};
     spread->reps = r.reps;
-    for (const auto& v : t_k) spread_add(&spread->target_s, v);
-    for (const auto& v : host_k) spread_add(&spread->host_round_s, v);
-    spread_add(&spread->draft_round_s, {0.0});
+    for (const auto& v : t_k) timing_spread_add(&spread->target_s, v);
+    for (const auto& v : host_k) timing_spread_add(&spread->host_round_s, v);
+    timing_spread_add(&spread->draft_round_s, {0.0});
     for (int n = 1; n <= r.g_max; n++)
-      spread_add(&spread->draft_round_s, draft_n[static_cast<size_t>(n)]);
-    spread_add(&spread->draft_one_behind_s, one_behind);
-    spread_add(&spread->draft_two_behind_s, two_behind);
-    spread_add(&spread->draft_first_call_s, first_call);
+      timing_spread_add(&spread->draft_round_s, draft_n[static_cast<size_t>(n)]);
+    timing_spread_add(&spread->draft_one_behind_s, one_behind);
+    timing_spread_add(&spread->draft_two_behind_s, two_behind);
+    timing_spread_add(&spread->draft_first_call_s, first_call);
   }
   return c;
 }

@@ -42,6 +42,9 @@ struct CostProfileRequest {
 struct TimingSpread {
   std::vector<double> min, median, max;  // [n] seconds
 };
+// Appends the min, median (the mean of the middle two for an even count) and max of the
+// repetitions v (not empty) as one more entry of `out`.
+void timing_spread_add(TimingSpread* out, std::vector<double> v);
 
 // The spread of everything cost_profile_measure times. Catch-up and prefill are differences
 // of minima, so the spreads of their parts are kept: the steady one-token proposal (one token

@@ -148,14 +148,20 @@ CostProfile from_csv(const std::string& text, const std::string& where) {
   return c;
 }
 
-nlohmann::json spread_to_json(const TimingSpread& s) {
+std::string text(const nlohmann::json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return "";
+  SPECLAB_INPUT_CHECK(j[key].is_string(), where, ": ", key, ": expected a string");
+  return j[key].get<std::string>();
+}
+
+nlohmann::json timing_spread_to_json(const TimingSpread& s) {
   return {{"min", s.min}, {"median", s.median}, {"max", s.max}};
 }
 
 // spread.<key>: {"min": [n], "median": [n], "max": [n]}, finite seconds >= 0 and
 // min <= median <= max entry by entry.
-TimingSpread spread_from_json(const nlohmann::json& spread, const char* key, size_t n,
-                              const std::string& where) {
+TimingSpread timing_spread_from_json(const nlohmann::json& spread, const char* key, size_t n,
+                                     const std::string& where) {
   const std::string at = where + ": spread." + key;
   SPECLAB_INPUT_CHECK(spread.contains(key) && spread[key].is_object(), at,
                       ": expected an object {\"min\", \"median\", \"max\"}");
@@ -175,10 +181,45 @@ TimingSpread spread_from_json(const nlohmann::json& spread, const char* key, siz
   return s;
 }
 
-std::string text(const nlohmann::json& j, const char* key, const std::string& where) {
-  if (!j.contains(key) || j[key].is_null()) return "";
-  SPECLAB_INPUT_CHECK(j[key].is_string(), where, ": ", key, ": expected a string");
-  return j[key].get<std::string>();
+nlohmann::json cost_taken_to_json(const CostProfileTaken& t) {
+  return {{"utc", t.utc},
+          {"load_before", t.load_before},
+          {"load_after", t.load_after},
+          {"git_commit", t.git_commit},
+          {"git_describe", t.git_describe},
+          {"machine",
+           {{"cpu_model", t.cpu_model},
+            {"cores", t.cores},
+            {"threads", t.threads},
+            {"hostname", t.hostname},
+            {"gpu", t.gpu},
+            {"matmul_isa", t.matmul_isa}}},
+          {"target_sha256", t.target_sha256},
+          {"draft_sha256", t.draft_sha256}};
+}
+
+CostProfileTaken cost_taken_from_json(const nlohmann::json& tj, const std::string& at) {
+  CostProfileTaken t;
+  SPECLAB_INPUT_CHECK(tj.is_object(), at, ": expected an object");
+  t.utc = text(tj, "utc", at);
+  t.load_before = number(tj, "load_before", at, -1, false);
+  t.load_after = number(tj, "load_after", at, -1, false);
+  t.git_commit = text(tj, "git_commit", at);
+  t.git_describe = text(tj, "git_describe", at);
+  t.target_sha256 = text(tj, "target_sha256", at);
+  t.draft_sha256 = text(tj, "draft_sha256", at);
+  if (tj.contains("machine")) {
+    const nlohmann::json& mj = tj["machine"];
+    const std::string mat = at + ".machine";
+    SPECLAB_INPUT_CHECK(mj.is_object(), mat, ": expected an object");
+    t.cpu_model = text(mj, "cpu_model", mat);
+    t.hostname = text(mj, "hostname", mat);
+    t.gpu = text(mj, "gpu", mat);
+    t.matmul_isa = text(mj, "matmul_isa", mat);
+    t.cores = static_cast<int64_t>(number(mj, "cores", mat, 0, false));
+    t.threads = static_cast<int64_t>(number(mj, "threads", mat, 0, false));
+  }
+  return t;
 }
 
 }  // namespace
@@ -199,28 +240,13 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
   const CostProfileSpread& s = r.spread;
   if (s.reps > 0)
     j["spread"] = {{"reps", s.reps},
-                   {"target_s", spread_to_json(s.target_s)},
-                   {"draft_round_s", spread_to_json(s.draft_round_s)},
-                   {"host_round_s", spread_to_json(s.host_round_s)},
-                   {"draft_one_behind_s", spread_to_json(s.draft_one_behind_s)},
-                   {"draft_two_behind_s", spread_to_json(s.draft_two_behind_s)},
-                   {"draft_first_call_s", spread_to_json(s.draft_first_call_s)}};
-  const CostProfileTaken& t = r.taken;
-  if (!t.utc.empty())
-    j["taken"] = {{"utc", t.utc},
-                  {"load_before", t.load_before},
-                  {"load_after", t.load_after},
-                  {"git_commit", t.git_commit},
-                  {"git_describe", t.git_describe},
-                  {"machine",
-                   {{"cpu_model", t.cpu_model},
-                    {"cores", t.cores},
-                    {"threads", t.threads},
-                    {"hostname", t.hostname},
-                    {"gpu", t.gpu},
-                    {"matmul_isa", t.matmul_isa}}},
-                  {"target_sha256", t.target_sha256},
-                  {"draft_sha256", t.draft_sha256}};
+                   {"target_s", timing_spread_to_json(s.target_s)},
+                   {"draft_round_s", timing_spread_to_json(s.draft_round_s)},
+                   {"host_round_s", timing_spread_to_json(s.host_round_s)},
+                   {"draft_one_behind_s", timing_spread_to_json(s.draft_one_behind_s)},
+                   {"draft_two_behind_s", timing_spread_to_json(s.draft_two_behind_s)},
+                   {"draft_first_call_s", timing_spread_to_json(s.draft_first_call_s)}};
+  if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
   return j;
 }
 
@@ -252,37 +278,93 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
     SPECLAB_INPUT_CHECK(reps >= 1 && reps <= 1e6 && reps == std::floor(reps), at,
                         ": reps: expected a whole number >= 1");
     s.reps = static_cast<int>(reps);
-    s.target_s = spread_from_json(sj, "target_s", c.target_s.size(), where);
-    s.draft_round_s = spread_from_json(sj, "draft_round_s", c.draft_round_s.size(), where);
-    s.host_round_s = spread_from_json(sj, "host_round_s", c.host_round_s.size(), where);
-    s.draft_one_behind_s = spread_from_json(sj, "draft_one_behind_s", 1, where);
-    s.draft_two_behind_s = spread_from_json(sj, "draft_two_behind_s", 1, where);
-    s.draft_first_call_s = spread_from_json(sj, "draft_first_call_s", 1, where);
+    s.target_s = timing_spread_from_json(sj, "target_s", c.target_s.size(), where);
+    s.draft_round_s = timing_spread_from_json(sj, "draft_round_s", c.draft_round_s.size(), where);
+    s.host_round_s = timing_spread_from_json(sj, "host_round_s", c.host_round_s.size(), where);
+    s.draft_one_behind_s = timing_spread_from_json(sj, "draft_one_behind_s", 1, where);
+    s.draft_two_behind_s = timing_spread_from_json(sj, "draft_two_behind_s", 1, where);
+    s.draft_first_call_s = timing_spread_from_json(sj, "draft_first_call_s", 1, where);
   }
-  if (j.contains("taken")) {
-    const nlohmann::json& tj = j["taken"];
-    const std::string at = where + ": taken";
-    SPECLAB_INPUT_CHECK(tj.is_object(), at, ": expected an object");
-    CostProfileTaken& t = r.taken;
-    t.utc = text(tj, "utc", at);
-    t.load_before = number(tj, "load_before", at, -1, false);
-    t.load_after = number(tj, "load_after", at, -1, false);
-    t.git_commit = text(tj, "git_commit", at);
-    t.git_describe = text(tj, "git_describe", at);
-    t.target_sha256 = text(tj, "target_sha256", at);
-    t.draft_sha256 = text(tj, "draft_sha256", at);
-    if (tj.contains("machine")) {
-      const nlohmann::json& mj = tj["machine"];
-      const std::string mat = at + ".machine";
-      SPECLAB_INPUT_CHECK(mj.is_object(), mat, ": expected an object");
-      t.cpu_model = text(mj, "cpu_model", mat);
-      t.hostname = text(mj, "hostname", mat);
-      t.gpu = text(mj, "gpu", mat);
-      t.matmul_isa = text(mj, "matmul_isa", mat);
-      t.cores = static_cast<int64_t>(number(mj, "cores", mat, 0, false));
-      t.threads = static_cast<int64_t>(number(mj, "threads", mat, 0, false));
+  if (j.contains("taken")) r.taken = cost_taken_from_json(j["taken"], where + ": taken");
+  return r;
+}
+
+nlohmann::json batched_cost_profile_to_json(const BatchedCostProfileRecord& r) {
+  const BatchedCostProfile& c = r.cost;
+  nlohmann::json j = {{"format", "speclab-batched-cost-profile"},
+                      {"version", 1},
+                      {"source", c.source},
+                      {"context_len", c.context_len},
+                      {"slots", c.slots},
+                      {"target_s", c.target_s},
+                      {"draft_round_s", c.draft_round_s},
+                      {"draft_catchup_s", c.draft_catchup_s},
+                      {"target_prefill_s_per_token", c.target_prefill_s_per_token},
+                      {"draft_prefill_s_per_token", c.draft_prefill_s_per_token}};
+  const BatchedCostSpread& s = r.spread;
+  if (s.reps > 0)
+    j["spread"] = {{"reps", s.reps},
+                   {"target_s", timing_spread_to_json(s.target_s)},
+                   {"draft_round_s", timing_spread_to_json(s.draft_round_s)},
+                   {"draft_two_behind_s", timing_spread_to_json(s.draft_two_behind_s)},
+                   {"target_prefill_s", timing_spread_to_json(s.target_prefill_s)},
+                   {"draft_first_call_s", timing_spread_to_json(s.draft_first_call_s)}};
+  if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
+  return j;
+}
+
+BatchedCostProfileRecord batched_cost_profile_record_from_json(const nlohmann::json& j,
+                                                               const std::string& where) {
+  SPECLAB_INPUT_CHECK(
+      j.is_object() && j.value("format", "") == "speclab-batched-cost-profile", where,
+      ": expected a speclab batched cost profile (\"format\": \"speclab-batched-cost-profile\")");
+  SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
+  BatchedCostProfileRecord r;
+  BatchedCostProfile& c = r.cost;
+  c.source = "reused";
+  c.context_len = static_cast<int64_t>(number(j, "context_len", where, 0, false));
+  for (double b : number_list(j, "slots", where)) {
+    SPECLAB_INPUT_CHECK(b >= 1 && b <= 1e6 && b == std::floor(b), where,
+                        ": slots: expected whole numbers >= 1, got ", b);
+    c.slots.push_back(static_cast<int>(b));
+  }
+  auto rows_of = [&](const char* key) {
+    SPECLAB_INPUT_CHECK(j.contains(key) && j[key].is_array(), where, ": ", key,
+                        ": expected a list of lists of seconds, one per slot count");
+    std::vector<std::vector<double>> out;
+    for (size_t i = 0; i < j[key].size(); i++) {
+      const std::string at = where + ": " + key + "[" + std::to_string(i) + "]";
+      SPECLAB_INPUT_CHECK(j[key][i].is_array(), at, ": expected a list of seconds");
+      nlohmann::json wrap = {{"v", j[key][i]}};
+      out.push_back(number_list(wrap, "v", at));
     }
+    return out;
+  };
+  c.target_s = rows_of("target_s");
+  c.draft_round_s = rows_of("draft_round_s");
+  c.draft_catchup_s = number_list(j, "draft_catchup_s", where);
+  c.target_prefill_s_per_token = number(j, "target_prefill_s_per_token", where, 0, true);
+  c.draft_prefill_s_per_token = number(j, "draft_prefill_s_per_token", where, 0, true);
+  batched_cost_profile_validate(c, where);
+  c.origin = where;
+  if (j.contains("spread")) {
+    const nlohmann::json& sj = j["spread"];
+    const std::string at = where + ": spread";
+    SPECLAB_INPUT_CHECK(sj.is_object(), at, ": expected an object");
+    BatchedCostSpread& s = r.spread;
+    const double reps = number(sj, "reps", at, 0, true);
+    SPECLAB_INPUT_CHECK(reps >= 1 && reps <= 1e6 && reps == std::floor(reps), at,
+                        ": reps: expected a whole number >= 1");
+    s.reps = static_cast<int>(reps);
+    const size_t B = c.slots.size();
+    s.target_s = timing_spread_from_json(sj, "target_s", B * c.target_s[0].size(), where);
+    s.draft_round_s =
+        timing_spread_from_json(sj, "draft_round_s", B * c.draft_round_s[0].size(), where);
+    s.draft_two_behind_s = timing_spread_from_json(sj, "draft_two_behind_s", B, where);
+    s.target_prefill_s = timing_spread_from_json(sj, "target_prefill_s", 1, where);
+    s.draft_first_call_s = timing_spread_from_json(sj, "draft_first_call_s", 1, where);
   }
+  if (j.contains("taken")) r.taken = cost_taken_from_json(j["taken"], where + ": taken");
   return r;
 }
 

@@ -22,6 +22,12 @@
 //                          (n_prompt = k, n_gen = 0) give T(k) = avg_ns, a tg run gives T(1) =
 //                          avg_ns / n_gen when pp 1 is absent; the draft's tg run gives its
 //                          seconds per step, rounds of n steps cost n of them; host 0.
+//   batched cost profile   {"format": "speclab-batched-cost-profile", "version": 1, "source",
+//                           "context_len", "slots": [b..], "target_s": [[T(b,1)..T(b,K)]..],
+//                           "draft_round_s": [[0, d(b,1)..d(b,G)]..], "draft_catchup_s": [..],
+//                           "target_prefill_s_per_token", "draft_prefill_s_per_token",
+//                           "spread": {"reps", "<figure>": {"min", "median", "max"}, ...}
+//                           (flattened b-major), "taken": as a cost profile's}
 //   acceptance profile     {"format": "speclab-acceptance-profile", "version": 1, "max_depth",
 //                           "prompts": [{"id", "accept": [[r..]..], "top_prob", "entropy",
 //                           "beta": [..]}]}
@@ -31,16 +37,20 @@
 #include <string>
 
 #include "core/speedup_prediction.h"
+#include "experiments/predict/batched_cost_profile.h"
 #include "experiments/predict/cost_profile.h"
 
 namespace speclab {
 
 nlohmann::json cost_profile_to_json(const CostProfileRecord& r);
 nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a);
+nlohmann::json batched_cost_profile_to_json(const BatchedCostProfileRecord& r);
 // Throw InputError naming `where` and the field. A profile read from a file has source
 // "reused" and origin `where`.
 CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const std::string& where);
 CostProfile cost_profile_from_json(const nlohmann::json& j, const std::string& where);
+BatchedCostProfileRecord batched_cost_profile_record_from_json(const nlohmann::json& j,
+                                                               const std::string& where);
 AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const std::string& where);
 
 // Reads a cost profile in any of the formats above (JSON object, llama-bench JSON array, CSV),

@@ -201,7 +201,7 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "requests in flight per speculative step, averaged over steps")                                \
   X(prediction, std::string, prediction_group, "", "the profile group (12 hex digits)")            \
   X(prediction, std::string, prediction_model, "",                                                 \
-    "chain, policy-walk, configured-acceptance or tree-approx")                                    \
+    "chain, policy-walk, configured-acceptance, tree-approx; batched-loop at concurrency > 1")     \
   X(prediction, double, predicted_speedup, "x", "out-of-sample prediction from the profiles")      \
   X(prediction, double, predicted_tokens_per_round, "tokens", "predicted tau")                     \
   X(prediction, double, predicted_drafted_per_round, "tokens", "predicted drafted per round")      \
@@ -236,6 +236,21 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "profile: the host's cost of a round of k")                                                    \
   X(prediction, double, prediction_error, "", "predicted_speedup / speedup - 1")                   \
   X(prediction, double, thm38_error, "", "thm38_speedup / speedup - 1")                            \
+  X(prediction, double, predicted_throughput_speedup, "x",                                         \
+    "concurrency > 1: throughput_speedup predicted by replaying the closed loop from the batched " \
+    "cost profile (predicted_speedup is then the per-request one)")                                \
+  X(prediction, double, predicted_throughput_baseline_tokens_per_s, "tokens/s",                    \
+    "concurrency > 1: predicted throughput of the plain batched loop")                             \
+  X(prediction, double, predicted_throughput_spec_tokens_per_s, "tokens/s",                        \
+    "concurrency > 1: predicted throughput of the speculative batched loop")                       \
+  X(prediction, double, predicted_prefill_share, "",                                               \
+    "concurrency > 1: predicted share of the speculative loop's time spent admitting prompts")     \
+  X(prediction, std::string, batched_cost_profile_source, "",                                      \
+    "concurrency > 1: measured (in this run) or reused (read from its file)")                      \
+  X(prediction, std::string, batched_cost_profile_file, "",                                        \
+    "concurrency > 1: the batched cost profile's file (T(b, k), draft(b, n), catch-up, prefill)")  \
+  X(prediction, double, throughput_prediction_error, "",                                           \
+    "predicted_throughput_speedup / throughput_speedup - 1")                                       \
   X(flags, std::vector<std::string>, flags, "",                                                    \
     "sanity flags, \"code: what was seen\" (run_flags.h)")                                         \
   X(cost_only, double, draft_s_per_token, "s", "the draft's per-token call cost")                  \

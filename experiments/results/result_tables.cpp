@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/batched_speedup_prediction.h"
 #include "core/error.h"
 #include "experiments/config/sweep_axes.h"
 #include "experiments/results/category_tables.h"
@@ -121,7 +122,8 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
            "and their ratio with a 95% bootstrap interval over prompts; per request = (s per "
            "token of each request, summed) plain / speculative at the same N, its interval; "
            "tpot = median per-request time per output token; at N = 1 both speedups are the "
-           "one-at-a-time speedup",
+           "one-at-a-time speedup; predicted: from profiles measured before the cell ran (the "
+           "closed loop replayed from the batched cost profile at N > 1)",
            {"draft", "T", "gamma", "policy", "N", "tau", "plain tok/s", "spec tok/s",
             "throughput speedup"},
            {},
@@ -133,19 +135,24 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
   } else {
     tc.headers.push_back("throughput interval");
   }
+  tc.headers.push_back("predicted throughput");
   tc.headers.push_back("per-request speedup");
   f.interval_header(&tc.headers);
+  tc.headers.push_back("predicted per-request");
   tc.headers.push_back("tpot spec ms");
   tc.headers.push_back("tpot plain ms");
   tc.headers.push_back("flags");
-  // Per (draft, T, gamma, policy, synthetic acceptance): N -> throughput speedup.
-  std::map<std::vector<std::string>, std::map<int, double>> curves;
+  // Per (draft, T, gamma, policy, synthetic acceptance): N -> throughput speedup, measured
+  // and predicted.
+  std::map<std::vector<std::string>, std::map<int, double>> curves, predicted;
   std::set<int> all_n;
   for (const auto* r : rows) {
     const bool one = r->cell.concurrency <= 1;
     const double tput = one ? row_value(r->speedup) : row_value(r->throughput_speedup);
     const double lo = one ? row_value(r->speedup_ci_lo) : row_value(r->throughput_speedup_ci_lo);
     const double hi = one ? row_value(r->speedup_ci_hi) : row_value(r->throughput_speedup_ci_hi);
+    const double pred =
+        one ? row_value(r->predicted_speedup) : row_value(r->predicted_throughput_speedup);
     std::vector<std::string> row{r->cell.drafter,
                                  f.fmt(r->cell.temperature, 1),
                                  std::to_string(r->cell.gamma),
@@ -161,8 +168,10 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
     } else {
       row.push_back(std::isnan(tput) ? "-" : "[" + f.maybe(lo) + ", " + f.maybe(hi) + "]");
     }
+    row.push_back(f.maybe(pred));
     row.push_back(f.maybe(row_value(r->speedup)));
     f.interval_cells(*r, &row);
+    row.push_back(f.maybe(row_value(r->predicted_speedup)));
     const double ms = f.machine ? 1.0 : 1000.0;
     row.push_back(f.maybe(row_value(r->tpot_spec_median_s) * ms, f.machine ? 6 : 2));
     row.push_back(f.maybe(row_value(r->tpot_baseline_median_s) * ms, f.machine ? 6 : 2));
@@ -170,31 +179,60 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
     tc.rows.push_back(row);
     std::string set;
     for (double a : r->cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
-    curves[{r->cell.drafter, f.fmt(r->cell.temperature, 1), std::to_string(r->cell.gamma),
-            r->cell.gamma_policy, set.empty() ? f.none() : set}][r->cell.concurrency] = tput;
+    const std::vector<std::string> key{r->cell.drafter, f.fmt(r->cell.temperature, 1),
+                                       std::to_string(r->cell.gamma), r->cell.gamma_policy,
+                                       set.empty() ? f.none() : set};
+    curves[key][r->cell.concurrency] = tput;
+    if (!std::isnan(pred)) predicted[key][r->cell.concurrency] = pred;
     all_n.insert(r->cell.concurrency);
   }
   out.push_back(tc);
 
   Table tn{"concurrency_crossover",
-           "Throughput speedup vs concurrency N (measured), and the largest N at which "
-           "speculation still beats the plain batched loop",
-           {"draft", "T", "gamma", "policy", "alpha set"},
+           "Throughput speedup vs concurrency N, measured and predicted (at N = 1 the "
+           "one-at-a-time speedup and its prediction; at N > 1 the closed loop replayed from the "
+           "batched cost profile, before the cell ran), and the largest N at which speculation "
+           "still beats the plain batched loop; on predicted rows, how many steps of the N grid "
+           "the predicted crossover lies from the measured one",
+           {"draft", "T", "gamma", "policy", "alpha set", "figure"},
            {},
            {},
            {}};
   for (int n : all_n) tn.headers.push_back("N=" + std::to_string(n));
   tn.headers.push_back("last N above 1x");
+  tn.headers.push_back("crossover off by (grid steps)");
+  const std::vector<int> grid(all_n.begin(), all_n.end());
+  auto crossover_of = [&](const std::map<int, double>& by_n) {
+    std::vector<double> v;
+    for (int n : grid) v.push_back(by_n.count(n) ? by_n.at(n) : NAN);
+    return crossover_concurrency(grid, v);
+  };
+  auto grid_index = [&](int n) {  // 0 (none above 1x) sits one step below the grid's first
+    const auto it = std::find(grid.begin(), grid.end(), n);
+    return it == grid.end() ? -1 : static_cast<int>(it - grid.begin());
+  };
   for (const auto& [key, by_n] : curves) {
-    std::vector<std::string> row = key;
-    int last = 0;
-    for (int n : all_n) {
-      const auto it = by_n.find(n);
-      row.push_back(it == by_n.end() ? f.none() : f.maybe(it->second));
-      if (it != by_n.end() && it->second > 1.0) last = n;
+    const int measured = crossover_of(by_n);
+    for (int pass = 0; pass < 2; pass++) {
+      const bool pred = pass == 1;
+      const auto pit = predicted.find(key);
+      if (pred && pit == predicted.end()) continue;
+      const std::map<int, double>& src = pred ? pit->second : by_n;
+      std::vector<std::string> row = key;
+      row.push_back(pred ? "predicted" : "measured");
+      for (int n : all_n) {
+        const auto it = src.find(n);
+        row.push_back(it == src.end() ? f.none() : f.maybe(it->second));
+      }
+      const int last = crossover_of(src);
+      row.push_back(last > 0 ? std::to_string(last) : (f.machine ? "" : "none"));
+      // Complete curves only: a crossover from a partial one says nothing.
+      const bool complete = src.size() == grid.size() && by_n.size() == grid.size();
+      row.push_back(pred && complete
+                        ? std::to_string(std::abs(grid_index(last) - grid_index(measured)))
+                        : f.none());
+      tn.rows.push_back(row);
     }
-    row.push_back(last > 0 ? std::to_string(last) : (f.machine ? "" : "none"));
-    tn.rows.push_back(row);
   }
   out.push_back(tn);
   return out;

@@ -98,6 +98,96 @@ TEST(CliRunConcurrency, RowsCarryThroughputAndMatchTheOneAtATimeCell) {
   EXPECT_NE(ss.str().find("last N above 1x"), std::string::npos);
 }
 
+// Every cell of concurrency > 1 is predicted before it runs from the batched cost profile: the
+// row carries the predicted throughput and per-request speedups and their errors against the
+// measured ones; the profile lands in DIR/profiles, where `speclab predict --profiles DIR`
+// (no model loaded) reads it and predicts the same figures, and `--resume` reuses it.
+TEST(CliRunConcurrency, CellsArePredictedFromTheBatchedCostProfile) {
+  ScratchDir d;
+  const std::string cfg = d.write("conc.yaml", config_text("  concurrency: [1, 2, 3]\n"));
+  const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto read_rows = [](const std::string& path) {
+    std::ifstream in(path);
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+    return rows;
+  };
+  const std::vector<nlohmann::json> rows = read_rows(d.file("out/results.jsonl"));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_FALSE(rows[0].contains("predicted_throughput_speedup"));  // one at a time: as before
+  EXPECT_TRUE(rows[0].contains("predicted_speedup"));
+  std::string batched_file;
+  for (size_t i = 1; i < 3; i++) {
+    const nlohmann::json& row = rows[i];
+    EXPECT_EQ(row["prediction_model"], "batched-loop");
+    for (const char* key : {"predicted_throughput_speedup", "predicted_speedup",
+                            "predicted_throughput_baseline_tokens_per_s",
+                            "predicted_throughput_spec_tokens_per_s", "predicted_tokens_per_round"})
+      EXPECT_GT(row.value(key, 0.0), 0.0) << key;
+    EXPECT_GT(row.value("predicted_prefill_share", 0.0), 0.0);
+    EXPECT_LT(row.value("predicted_prefill_share", 1.0), 1.0);
+    EXPECT_NEAR(row["throughput_prediction_error"].get<double>(),
+                row["predicted_throughput_speedup"].get<double>() /
+                        row["throughput_speedup"].get<double>() -
+                    1,
+                1e-9);
+    EXPECT_NEAR(row["prediction_error"].get<double>(),
+                row["predicted_speedup"].get<double>() / row["speedup"].get<double>() - 1, 1e-9);
+    EXPECT_FALSE(row.contains("thm38_speedup"));  // Theorem 3.8 prices one request at a time
+    EXPECT_EQ(row["batched_cost_profile_source"], "measured");
+    batched_file = row["batched_cost_profile_file"].get<std::string>();
+  }
+  EXPECT_EQ(rows[1]["batched_cost_profile_file"], rows[2]["batched_cost_profile_file"]);
+  std::ifstream bf(batched_file);
+  ASSERT_TRUE(bf.good()) << batched_file;
+  const nlohmann::json profile = nlohmann::json::parse(bf);
+  EXPECT_EQ(profile["format"], "speclab-batched-cost-profile");
+  EXPECT_EQ(profile["slots"], nlohmann::json({1, 2, 3}));
+  EXPECT_EQ(profile["queue_prompt_lens"].size(), 5u);
+  EXPECT_EQ(profile["target_s"][0].size(), 4u);  // T(b, k) for k = 1..gamma + 1
+  EXPECT_FALSE(profile["taken"]["utc"].get<std::string>().empty());
+
+  // The crossover table holds the measured and the predicted curve.
+  std::ifstream t(d.file("out/tables.md"));
+  std::stringstream ss;
+  ss << t.rdbuf();
+  EXPECT_NE(ss.str().find("| d | 0.0 | 3 | fixed | - | predicted | "), std::string::npos)
+      << ss.str();
+  EXPECT_NE(ss.str().find("crossover off by (grid steps)"), std::string::npos);
+
+  // Offline: the profiles of the run, no model loaded, the same figures.
+  const CliResult p = run_speclab("predict '" + cfg + "' --out '" + d.file("pred") +
+                                  "' --profiles '" + d.file("out") + "'");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  std::vector<nlohmann::json> cells;
+  for (const auto& row : read_rows(d.file("pred/predictions.jsonl")))
+    if (row.value("row_type", "") == "cell") cells.push_back(row);
+  ASSERT_EQ(cells.size(), 3u);
+  for (size_t i = 1; i < 3; i++) {
+    EXPECT_EQ(cells[i]["concurrency"], rows[i]["concurrency"]);
+    EXPECT_EQ(cells[i]["batched_cost_profile_source"], "reused");
+    EXPECT_NEAR(cells[i]["predicted_throughput_speedup"].get<double>(),
+                rows[i]["predicted_throughput_speedup"].get<double>(), 1e-9);
+    EXPECT_NEAR(cells[i]["predicted_speedup"].get<double>(),
+                rows[i]["predicted_speedup"].get<double>(), 1e-9);
+  }
+
+  // A damaged batched profile is refused by name, exit 2, no predictions written.
+  {
+    std::ofstream out(batched_file, std::ios::trunc);
+    nlohmann::json bad = profile;
+    bad["slots"] = {1, 3, 2};
+    out << bad.dump();
+  }
+  const CliResult b = run_speclab("predict '" + cfg + "' --out '" + d.file("pred2") +
+                                  "' --profiles '" + d.file("out") + "'");
+  EXPECT_EQ(b.exit_code, 2) << b.err;
+  EXPECT_NE(b.err.find("batched-cost-"), std::string::npos) << b.err;
+  EXPECT_NE(b.err.find("slots[2] = 2: expected ascending slot counts"), std::string::npos) << b.err;
+  EXPECT_FALSE(std::ifstream(d.file("pred2/predictions.jsonl")).good());
+}
+
 TEST(CliRunConcurrency, ConfigsThatCannotServeAConcurrencyAreRefusedBeforeAnyCell) {
   struct Case {
     std::string sweep, measure, env, expected;
