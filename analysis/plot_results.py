@@ -21,10 +21,12 @@ every figure (result_rows.drafter_colors):
                         (Theorem 3.8 dashed, refined solid)
   target_tk_ratio       the target's verification cost curve T(k)/T(1)
   speedup_vs_concurrency  configs with sweep.concurrency: throughput speedup (solid, 95%
-                        bootstrap interval) and per-request speedup (dashed) against the number
+                        bootstrap interval), per-request speedup (dashed) and the predicted
+                        throughput speedup (dotted, hollow markers: the closed loop replayed
+                        from the batched cost profile before the cell ran) against the number
                         of requests in flight N (log2 axis), one line per drafter and gamma, one
-                        panel per temperature; at N = 1 both are the one-at-a-time speedup. The
-                        other figures then show the N = 1 cells only
+                        panel per temperature; at N = 1 the one-at-a-time speedup and its
+                        prediction. The other figures then show the N = 1 cells only
   category_breakdown    acceptance, tokens per round and speedup per prompt category (Spec-Bench
                         layout), one bar per drafter and category with its 95% bootstrap
                         interval, one column of panels per temperature; read from
@@ -239,7 +241,7 @@ def concurrency_of(r):
 
 
 def plot_speedup_vs_concurrency(plt, rows, colors, plots_dir, written, notes):
-    """Throughput and per-request speedup against N; measured only (no batched prediction)."""
+    """Throughput and per-request speedup against N, measured, and the predicted throughput."""
     if not any(concurrency_of(r) > 1 for r in rows):
         return
     rows = [r for r in rows if num(r, "speedup") is not None]
@@ -278,6 +280,13 @@ def plot_speedup_vs_concurrency(plt, rows, colors, plots_dir, written, notes):
                 ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=yerr, fmt=marker + "-",
                             color=colors[d], capsize=3, ms=5, lw=1.4,
                             label=label + ": throughput" if label not in handles_seen else None)
+            pred = [(xv, num(r, "predicted_speedup") if concurrency_of(r) == 1
+                     else num(r, "predicted_throughput_speedup")) for xv, r in zip(x, grp)]
+            pred = [p for p in pred if p[1] is not None]
+            if pred:
+                ax.plot([p[0] for p in pred], [p[1] for p in pred], marker + ":",
+                        color=colors[d], mfc="none", lw=1.2, ms=6,
+                        label=label + ": predicted" if label not in handles_seen else None)
             per = [(xv, num(r, "speedup")) for xv, r in zip(x, grp)]
             ax.plot([p[0] for p in per], [p[1] for p in per], marker + "--", color=colors[d],
                     lw=1.0, ms=4, alpha=0.8,
@@ -297,7 +306,8 @@ def plot_speedup_vs_concurrency(plt, rows, colors, plots_dir, written, notes):
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, frameon=False,
                bbox_to_anchor=(0.5, -0.09 - 0.045 * ((n + 1) // 2)))
     fig.suptitle("Speedup vs concurrency (continuous batching): throughput (solid, 95% bootstrap "
-                 "CI) and per request (dashed); measured", fontsize=10)
+                 "CI) and per request (dashed), measured; throughput predicted before the run "
+                 "(dotted)", fontsize=10)
     save(plt, fig, plots_dir, "speedup_vs_concurrency", written)
 
 

@@ -114,12 +114,16 @@ def test_speedup_vs_concurrency(tmp):
     # sweep.concurrency rows: the concurrency figure from them; the other figures keep N = 1.
     base = {"drafter": "draft-2m", "temperature": 1.0, "gamma": 2, "tau": 2.0,
             "acceptance_by_position": [0.7, 0.6]}
-    rows = [dict(base, cell_id="n1", speedup=0.8, speedup_ci_lo=0.7, speedup_ci_hi=0.9)]
+    rows = [dict(base, cell_id="n1", speedup=0.8, speedup_ci_lo=0.7, speedup_ci_hi=0.9,
+                 predicted_speedup=0.85)]
     for n, tput in ((2, 0.9), (4, 1.1), (8, 0.95)):
         rows.append(dict(base, cell_id="n%d" % n, concurrency=n, speedup=tput - 0.05,
                          speedup_ci_lo=tput - 0.1, speedup_ci_hi=tput,
                          throughput_speedup=tput, throughput_speedup_ci_lo=tput - 0.08,
-                         throughput_speedup_ci_hi=tput + 0.08))
+                         throughput_speedup_ci_hi=tput + 0.08,
+                         predicted_throughput_speedup=tput + 0.03))
+    # A cell without a prediction (an older row) still plots its measurement.
+    del rows[2]["predicted_throughput_speedup"]
     d = fixture_dir(tmp, "concurrency", "".join(json.dumps(r) + "\n" for r in rows))
     rc, _, err = run(SCRIPT, d)
     assert rc == 0, err

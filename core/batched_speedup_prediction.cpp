@@ -125,7 +125,11 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
         SimRequest& r = active[i];
         const AcceptanceRollout& roll = r.prompt->positions[static_cast<size_t>(r.t)];
         const int64_t budget = std::max<int64_t>(0, c.max_new_tokens - r.t - 1);
-        const int want = std::min<int>(std::min(r.policy->next_gamma(), many.max_gamma()),
+        const int policy_gamma =
+            s.gamma_by_load.empty()
+                ? r.policy->next_gamma()
+                : s.gamma_by_load[std::min(active.size(), s.gamma_by_load.size() - 1)];
+        const int want = std::min<int>(std::min(policy_gamma, many.max_gamma()),
                                        static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
         g[i] = drafts_allowed(roll, want, c.p_min);
         int accepted = 0;
@@ -293,6 +297,32 @@ BatchedPrediction predict_batched(const CostProfile& one, const BatchedCostProfi
   out.base_step_s = (base.seconds - base.prefill_s) / base.rounds;
   out.prefill_share_spec = spec.prefill_s / spec.seconds;
   return out;
+}
+
+std::vector<int> predicted_gamma_by_load(const CostProfile& one, const BatchedCostProfile& many,
+                                         const std::vector<double>& survival, int g_max) {
+  g_max = std::min(
+      {g_max, many.max_gamma(), many.max_k() - 1, static_cast<int>(one.host_round_s.size()) - 1});
+  std::vector<int> best(static_cast<size_t>(many.max_slots() + 1), 0);
+  for (int b = 1; b <= many.max_slots(); b++) {
+    const double db = b;
+    double best_rate = db / (many.target_at(db, 1) + db * one.host_round_s[0]);  // k = 0
+    double tokens = 1, surv = 1;
+    for (int k = 1; k <= g_max; k++) {
+      surv =
+          static_cast<size_t>(k - 1) < survival.size() ? survival[static_cast<size_t>(k - 1)] : 0.0;
+      tokens += surv;
+      const double round = many.draft_at(db, k) + many.catchup_at(db) * surv +
+                           many.target_at(db, k + 1) +
+                           db * one.host_round_s[static_cast<size_t>(k)];
+      const double rate = db * tokens / round;
+      if (rate > best_rate) {
+        best_rate = rate;
+        best[static_cast<size_t>(b)] = k;
+      }
+    }
+  }
+  return best;
 }
 
 int crossover_concurrency(const std::vector<int>& grid, const std::vector<double>& speedups) {

@@ -72,6 +72,9 @@ struct BatchedSetting {
   int repeats = 1;      // the queue: repeats x every prompt of the profile, repeat-major
   std::vector<int64_t> prompt_lens;  // [prompts] prompt tokens (prefill); empty: 0 each
   bool draft_prefill = true;         // the drafter reads each prompt at admission (model drafters)
+  // The load-following policy (predicted_gamma_by_load): gamma_by_load[b] tokens drafted by
+  // every request of a round with b active; replaces chain.policy when not empty.
+  std::vector<int> gamma_by_load;
 };
 
 struct BatchedPrediction {
@@ -90,6 +93,18 @@ struct BatchedPrediction {
 // k or n beyond the profiled range) or a figure is not finite.
 BatchedPrediction predict_batched(const CostProfile& one, const BatchedCostProfile& many,
                                   const AcceptanceProfile& acceptance, const BatchedSetting& s);
+
+// The load-following gamma policy ("predicted"): for each number of active requests
+// b = 1..many.max_slots(), the k in 0..g_max that maximizes the predicted throughput of a
+// steady round in which every request drafts k,
+//   b E[tokens | k] / (draft(b, k) + catchup(b) S(k) + T(b, k + 1) + b host(k + 1)),
+//   E[tokens | k] = 1 + sum_{i=1..k} S(i),
+// S(i) = survival[i - 1] (P(the first i drafts accepted), the acceptance profile's summary);
+// k = 0 is the plain step, T(b, 1) + b host(1) for b tokens: speculation off at that load.
+// Returns [max_slots + 1] (index 0 unused, 0). vLLM's adaptive speculation decides the same
+// question inside the engine; here the choice is a table printed beside its regret.
+std::vector<int> predicted_gamma_by_load(const CostProfile& one, const BatchedCostProfile& many,
+                                         const std::vector<double>& survival, int g_max);
 
 // The crossover as the tables state it: the largest concurrency of `grid` whose speedup is
 // above 1 (speculation still pays there); 0 when none is. speedups[i] belongs to grid[i]; NaN

@@ -89,17 +89,28 @@ void predict_experiment(const PredictArgs& a) {
   SPECLAB_INPUT_CHECK(!ec, dir, ": cannot create the output directory: ", ec.message());
   write_lines_atomically(dir + "/predictions.jsonl", rows);
 
+  // Configs with cells of concurrency > 1 get the N and the throughput columns.
+  bool batched = false;
+  for (const Cell& c : cells) batched = batched || c.concurrency > 1;
   std::printf(
-      "| draft | T | gamma | policy | predicted speedup | tokens/round | alpha_profile | c |\n");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "| draft | T | gamma | policy |%s predicted speedup |%s tokens/round | alpha_profile "
+      "| c |\n",
+      batched ? " N |" : "", batched ? " predicted throughput speedup |" : "");
+  std::printf("| --- | --- | --- | --- |%s --- |%s --- | --- | --- |\n", batched ? " --- |" : "",
+              batched ? " --- |" : "");
   for (size_t i = 0; i < cells.size(); i++) {
     const Cell& c = cells[i];
     const CellPrediction& p = predictions[i];
-    std::printf("| %s | %g | %s | %s | %.3f | %.3f | %.3f | %.3f |\n", c.drafter.c_str(),
+    const std::string n = batched ? " " + std::to_string(c.concurrency) + " |" : "";
+    char tput[64] = "";
+    if (batched)
+      std::snprintf(tput, sizeof tput, " %.3f |",
+                    p.batched ? p.batched_prediction.throughput_speedup : p.prediction.speedup);
+    std::printf("| %s | %g | %s | %s |%s %.3f |%s %.3f | %.3f | %.3f |\n", c.drafter.c_str(),
                 c.temperature,
                 c.tree.depth() == 0 ? std::to_string(c.gamma).c_str() : c.tree.to_string().c_str(),
-                c.gamma_policy.c_str(), p.prediction.speedup, p.prediction.tokens_per_round,
-                p.acceptance.alpha_beta, p.c);
+                c.gamma_policy.c_str(), n.c_str(), p.prediction.speedup, tput,
+                p.prediction.tokens_per_round, p.acceptance.alpha_beta, p.c);
   }
   std::fprintf(stderr, "speclab: %zu cells predicted (%lld speculative generations run); %s\n",
                cells.size(), static_cast<long long>(spec_runs),

@@ -340,12 +340,15 @@ std::vector<SweepAxis> builtin_axes() {
                              "paper A.5 lenience (1 = exact speculative sampling)",
                              unit_open_closed, "lenience", 2));
   axes.push_back(field_axis<std::string>(
-      "gamma_policy", &Cell::gamma_policy, "list of fixed, heuristic, entropy", "fixed", "[fixed]",
-      "how gamma changes between rounds (core/gamma_policy.h)",
+      "gamma_policy", &Cell::gamma_policy, "list of fixed, heuristic, entropy, predicted", "fixed",
+      "[fixed]",
+      "how gamma changes between rounds (core/gamma_policy.h); predicted: the gamma that the "
+      "pair's profiles predict best at the number of requests in flight, up to gamma "
+      "(core/batched_speedup_prediction.h)",
       [](const std::string& v) {
-        return v == "fixed" || v == "heuristic" || v == "entropy"
+        return v == "fixed" || v == "heuristic" || v == "entropy" || v == "predicted"
                    ? std::string()
-                   : "expected one of fixed | heuristic | entropy, got '" + v + "'";
+                   : "expected one of fixed | heuristic | entropy | predicted, got '" + v + "'";
       },
       "policy", -1));
   axes.push_back(number_axis(

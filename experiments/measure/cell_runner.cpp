@@ -304,7 +304,16 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   std::optional<CellPrediction> prediction;
   if (ctx.predictor) prediction = ctx.predictor->predict(cell, &drafter);
 
-  const CellMeasurement m = cell_measure(ctx, cell, drafter);
+  // gamma_policy predicted: one request at a time, the fixed gamma its table gives one request.
+  Cell run_as = cell;
+  if (cell.gamma_policy == "predicted") {
+    SPECLAB_INPUT_CHECK(prediction && prediction->gamma_by_load.size() > 1,
+                        cfg.where("sweep.gamma_policy"),
+                        ": predicted needs the pair's profiles (measure.cost_only has none)");
+    run_as.gamma = std::max(1, prediction->gamma_by_load[1]);
+    run_as.gamma_policy = "fixed";
+  }
+  const CellMeasurement m = cell_measure(ctx, run_as, drafter);
 
   // Assemble the row: what the cell is, what was measured, what was predicted, the flags.
   const bool synthetic = !cell.synthetic_acceptance.empty();

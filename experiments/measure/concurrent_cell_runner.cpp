@@ -124,17 +124,26 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
       repeat_of.push_back(rep);
     }
   }
+  // The out-of-sample prediction first (profiles only; its batched runners are freed before
+  // the cell's are built).
+  std::optional<CellPrediction> prediction;
+  if (ctx.predictor) prediction = ctx.predictor->predict(cell, prepared.drafter.get());
+
   SpeculativeConfig spec;
   spec.gamma = cell.gamma;
   spec.draft_sampling = cell.draft_sampling();
   spec.lenience = cell.lenience;
   spec.stop_rule.p_min = static_cast<float>(cell.p_min);
   spec.synthetic_accept = cell.synthetic_acceptance;
-
-  // The out-of-sample prediction first (profiles only; its batched runners are freed before
-  // the cell's are built).
-  std::optional<CellPrediction> prediction;
-  if (ctx.predictor) prediction = ctx.predictor->predict(cell, prepared.drafter.get());
+  // gamma_policy predicted: the gamma of the number of requests in flight, from the profiles.
+  std::string policy = cell.gamma_policy;
+  if (cell.gamma_policy == "predicted") {
+    SPECLAB_INPUT_CHECK(prediction && prediction->gamma_by_load.size() > 1,
+                        cfg.where("sweep.gamma_policy"),
+                        ": predicted needs the pair's profiles (measure.cost_only has none)");
+    spec.gamma_by_load = prediction->gamma_by_load;
+    policy = "fixed";
+  }
 
   BatchedLlamaRunner target(*ctx.target_model, n, max_ctx);
   std::unique_ptr<BatchDrafter> drafter =
@@ -146,7 +155,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
                                         queue.begin() + std::min<size_t>(queue.size(), n));
     for (auto& r : warm) r.max_new_tokens = std::min<int64_t>(r.max_new_tokens, 8);
     generate_batched_autoregressive(target, warm);
-    generate_batched_speculative(target, *drafter, warm, spec, cell.gamma_policy);
+    generate_batched_speculative(target, *drafter, warm, spec, policy);
   }
   if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
 
@@ -155,8 +164,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
   BatchedGeneration base;
   if (cfg.measure.baseline) base = generate_batched_autoregressive(target, queue);
   if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
-  const BatchedGeneration out =
-      generate_batched_speculative(target, *drafter, queue, spec, cell.gamma_policy);
+  const BatchedGeneration out = generate_batched_speculative(target, *drafter, queue, spec, policy);
   if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
   const LoadSample load_after = run_conditions_sample();
 

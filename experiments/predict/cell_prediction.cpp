@@ -97,6 +97,8 @@ void CellPrediction::put_into(ResultRow* row) const {
   r.cost_profile_draft_catchup_s = cost.draft_catchup_s;
   r.cost_profile_draft_prefill_s = cost.draft_prefill_s;
   r.cost_profile_host_round_s = cost.host_round_s;
+  if (!gamma_by_load.empty())
+    r.predicted_gamma_by_load = std::vector<int64_t>(gamma_by_load.begin(), gamma_by_load.end());
   if (batched) {
     r.predicted_throughput_speedup = batched_prediction.throughput_speedup;
     r.predicted_throughput_baseline_tokens_per_s = batched_prediction.base_tokens_per_s;
@@ -147,6 +149,7 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     cell_needs(c, config.measure.cost_curve_max_k, &d, &k);
     settings_[g] = group_settings(config, c);
     needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
+    if (c.gamma_policy == "predicted") slots_[g];  // its gamma table needs a batched profile
     if (c.concurrency > 1) {
       std::vector<int>& sl = slots_[g];
       if (std::find(sl.begin(), sl.end(), c.concurrency) == sl.end()) sl.push_back(c.concurrency);
@@ -328,6 +331,10 @@ void CellPredictor::predict_batched_into(const Cell& cell, const Profiles& prof,
   for (size_t i = 0; i < prompts_.size() && i < bs.prompt_lens.size(); i++)
     bs.prompt_lens[i] = static_cast<int64_t>(prompts_[i].ids.size());
   bs.draft_prefill = prof.batched.cost.draft_prefill_s_per_token > 0;
+  if (!out->gamma_by_load.empty()) {
+    bs.gamma_by_load = out->gamma_by_load;
+    bs.chain.gamma = cell.gamma;
+  }
   const BatchedPrediction b = predict_batched(prof.cost, prof.batched.cost, acceptance, bs);
   out->batched = true;
   out->batched_prediction = b;
@@ -358,31 +365,46 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   s.p_min = cell.p_min;
   s.max_new_tokens = config_.generation.max_new_tokens;
   s.seed = static_cast<uint64_t>(config_.generation.seed);
-  if (cell.concurrency > 1) batched_for(cell, &prof);
+  const bool predicted_policy = cell.gamma_policy == "predicted";
+  if (cell.concurrency > 1 || predicted_policy) batched_for(cell, &prof);
   // The queue's prompts: loaded, or (profiles reused without a model) those the batched cost
   // profile was measured with.
   const size_t n_prompts = !prompts_.empty() ? prompts_.size() : prof.queue_prompt_lens.size();
-  if (!cell.synthetic_acceptance.empty()) {
-    // Synthetic acceptance: the configured per-position probabilities replace the profile;
-    // ignore_eos makes every request max_new_tokens long.
-    const AcceptanceProfile configured = acceptance_profile_configured(
-        cell.synthetic_acceptance, std::max(cell.gamma, depth_.at(out.group)),
-        std::max<int>(1, static_cast<int>(n_prompts)), config_.generation.max_new_tokens);
-    out.model = "configured-acceptance";
-    out.prediction = predict_chain(prof.cost, configured, s);
+  // Synthetic acceptance: the configured per-position probabilities replace the profile;
+  // ignore_eos makes every request max_new_tokens long.
+  const bool synthetic = !cell.synthetic_acceptance.empty();
+  const AcceptanceProfile configured =
+      synthetic
+          ? acceptance_profile_configured(
+                cell.synthetic_acceptance, std::max(cell.gamma, depth_.at(out.group)),
+                std::max<int>(1, static_cast<int>(n_prompts)), config_.generation.max_new_tokens)
+          : AcceptanceProfile{};
+  const AcceptanceProfile& acceptance = synthetic ? configured : prof.acceptance;
+  if (synthetic) {
     out.acceptance = acceptance_summarize(configured);
     out.alpha_ci = {out.acceptance.alpha_beta, out.acceptance.alpha_beta};
-    if (cell.concurrency > 1) predict_batched_into(cell, prof, configured, s, &out);
-  } else if (cell.tree.depth() > 0) {
+  }
+  if (predicted_policy) {
+    // The load-following policy: its gamma per number of requests in flight, from the
+    // profiles; one request at a time it is the fixed gamma of its first entry (at least 1:
+    // the one-request decoder always drafts).
+    out.gamma_by_load =
+        predicted_gamma_by_load(prof.cost, prof.batched.cost, out.acceptance.survival, cell.gamma);
+    s.policy = "fixed";
+    s.gamma = std::max(1, out.gamma_by_load[1]);
+  }
+  if (cell.tree.depth() > 0) {
     const TreeShape& shape = cell.tree;
     s.gamma = shape.depth();
     s.tree_nodes = static_cast<int>(shape.n_drafted());
     out.model = "tree-approx";
     out.prediction = predict_chain(prof.cost, tree_profile(prof.acceptance, shape), s);
   } else {
-    out.model = cell.gamma_policy == "fixed" ? "chain" : "policy-walk";
-    out.prediction = predict_chain(prof.cost, prof.acceptance, s);
-    if (cell.concurrency > 1) predict_batched_into(cell, prof, prof.acceptance, s, &out);
+    out.model = synthetic                      ? "configured-acceptance"
+                : cell.gamma_policy == "fixed" ? "chain"
+                                               : "policy-walk";
+    out.prediction = predict_chain(prof.cost, acceptance, s);
+    if (cell.concurrency > 1) predict_batched_into(cell, prof, acceptance, s, &out);
   }
   out.thm38_alpha = out.acceptance.alpha_beta;
   if (!cell.synthetic_acceptance.empty()) {
@@ -402,9 +424,8 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   }
   const double alpha = std::min(out.thm38_alpha, 1.0 - 1e-12);
   // Theorem 3.8 prices one request at a time: no figure for a batched cell.
-  out.thm38_speedup = cell.tree.depth() == 0 && !out.batched
-                          ? theory_walltime_speedup(alpha, out.c, cell.gamma)
-                          : 0.0;
+  out.thm38_speedup =
+      cell.tree.depth() == 0 && !out.batched ? theory_walltime_speedup(alpha, out.c, s.gamma) : 0.0;
   return out;
 }
 

@@ -55,6 +55,9 @@ struct CellPrediction {
   bool batched = false;
   BatchedPrediction batched_prediction;
   std::string batched_cost_source, batched_cost_file;
+  // gamma_policy predicted: the gamma drafted at b requests in flight, [b] for b = 1..the
+  // profiled slots ([0] unused): predicted_gamma_by_load. The cell runs with it.
+  std::vector<int> gamma_by_load;
   // Its fields of a result / prediction row.
   void put_into(ResultRow* row) const;
 };

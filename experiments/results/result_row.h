@@ -251,6 +251,9 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "concurrency > 1: the batched cost profile's file (T(b, k), draft(b, n), catch-up, prefill)")  \
   X(prediction, double, throughput_prediction_error, "",                                           \
     "predicted_throughput_speedup / throughput_speedup - 1")                                       \
+  X(prediction, std::vector<int64_t>, predicted_gamma_by_load, "tokens",                           \
+    "gamma_policy predicted: gamma drafted with b requests in flight, [b] for b = 0..(0 unused; "  \
+    "0 drafts nothing)")                                                                           \
   X(flags, std::vector<std::string>, flags, "",                                                    \
     "sanity flags, \"code: what was seen\" (run_flags.h)")                                         \
   X(cost_only, double, draft_s_per_token, "s", "the draft's per-token call cost")                  \

@@ -235,6 +235,57 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
     }
   }
   out.push_back(tn);
+
+  // gamma_policy predicted against every fixed gamma of the same settings, per N.
+  struct PolicyCell {
+    double best_fixed = NAN, predicted = NAN;
+    int best_gamma = 0, predicted_gamma = -1;
+  };
+  std::map<std::vector<std::string>, std::map<int, PolicyCell>> by_setting;
+  for (const auto* r : rows) {
+    const bool one = r->cell.concurrency <= 1;
+    const double tput = one ? row_value(r->speedup) : row_value(r->throughput_speedup);
+    if (std::isnan(tput)) continue;
+    std::string set;
+    for (double a : r->cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
+    PolicyCell& pc = by_setting[{r->cell.drafter, f.fmt(r->cell.temperature, 1),
+                                 set.empty() ? f.none() : set}][r->cell.concurrency];
+    if (r->cell.gamma_policy == "predicted") {
+      pc.predicted = tput;
+      const std::vector<int64_t> table =
+          r->predicted_gamma_by_load.value_or(std::vector<int64_t>{});
+      const size_t n = static_cast<size_t>(r->cell.concurrency);
+      if (!table.empty())
+        pc.predicted_gamma = static_cast<int>(table[std::min(n, table.size() - 1)]);
+    } else if (r->cell.gamma_policy == "fixed" &&
+               (std::isnan(pc.best_fixed) || tput > pc.best_fixed)) {
+      pc.best_fixed = tput;
+      pc.best_gamma = r->cell.gamma;
+    }
+  }
+  Table tr{"gamma_policy_regret",
+           "gamma_policy predicted (the gamma the profiles predict best at N requests in flight, "
+           "0 = no drafting) against the best fixed gamma measured at the same N: throughput "
+           "speedups (one-at-a-time speedup at N = 1) and regret = 1 - predicted policy / best "
+           "fixed (negative: the policy beat every fixed gamma)",
+           {"draft", "T", "alpha set", "N", "best fixed gamma", "its speedup", "policy gamma",
+            "policy speedup", "regret"},
+           {},
+           {},
+           {}};
+  for (const auto& [key, by_n] : by_setting)
+    for (const auto& [n, pc] : by_n) {
+      if (std::isnan(pc.predicted)) continue;
+      std::vector<std::string> row = key;
+      row.push_back(std::to_string(n));
+      row.push_back(std::isnan(pc.best_fixed) ? f.none() : std::to_string(pc.best_gamma));
+      row.push_back(f.maybe(pc.best_fixed));
+      row.push_back(pc.predicted_gamma < 0 ? f.none() : std::to_string(pc.predicted_gamma));
+      row.push_back(f.maybe(pc.predicted));
+      row.push_back(std::isnan(pc.best_fixed) ? f.none() : f.pct(1 - pc.predicted / pc.best_fixed));
+      tr.rows.push_back(row);
+    }
+  if (!tr.rows.empty()) out.push_back(tr);
   return out;
 }
 
@@ -447,39 +498,63 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
     out.push_back(ts);
   }
 
-  // How good the out-of-sample prediction was over every measured cell that has one.
+  // How good the out-of-sample prediction was over every measured cell that has one: cells
+  // served one at a time, then cells of concurrency > 1 per request and in throughput.
   {
-    std::vector<double> errs, thm_errs;
-    int flagged = 0;
+    struct Errors {
+      std::string what;
+      std::vector<double> errs, thm_errs;
+      int flagged = 0;
+    };
+    std::vector<Errors> sets = {{"one request at a time: speedup", {}, {}, 0},
+                                {"concurrency > 1: per-request speedup", {}, {}, 0},
+                                {"concurrency > 1: throughput speedup", {}, {}, 0}};
     for (const auto* r : rows) {
-      if (std::isnan(row_value(r->prediction_error))) continue;
-      errs.push_back(std::fabs(row_value(r->prediction_error)));
-      if (!std::isnan(row_value(r->thm38_error)))
-        thm_errs.push_back(std::fabs(row_value(r->thm38_error)));
-      if (!flag_codes(*r).empty()) flagged++;
+      const bool batched = r->cell.concurrency > 1;
+      const bool flagged = !flag_codes(*r).empty();
+      if (!std::isnan(row_value(r->prediction_error))) {
+        Errors& e = sets[batched ? 1 : 0];
+        e.errs.push_back(std::fabs(row_value(r->prediction_error)));
+        if (!std::isnan(row_value(r->thm38_error)))
+          e.thm_errs.push_back(std::fabs(row_value(r->thm38_error)));
+        e.flagged += flagged;
+      }
+      if (!std::isnan(row_value(r->throughput_prediction_error))) {
+        sets[2].errs.push_back(std::fabs(row_value(r->throughput_prediction_error)));
+        sets[2].flagged += flagged;
+      }
     }
-    if (!errs.empty()) {
-      auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        const size_t n = v.size();
-        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-      };
-      Table tq{"prediction_quality",
-               "Prediction quality: |predicted / measured - 1| over the measured cells (the "
-               "out-of-sample prediction, then Theorem 3.8 for comparison)",
-               {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
-                "thm 3.8 max |err|"},
-               {},
-               {},
-               {}};
-      const double none = NAN;
-      tq.rows.push_back(
-          {std::to_string(errs.size()), std::to_string(flagged), f.pct(median(errs)),
-           f.pct(*std::max_element(errs.begin(), errs.end())),
-           f.pct(thm_errs.empty() ? none : median(thm_errs)),
-           f.pct(thm_errs.empty() ? none : *std::max_element(thm_errs.begin(), thm_errs.end()))});
-      out.push_back(tq);
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    Table tq{"prediction_quality",
+             "Prediction quality: |predicted / measured - 1| over the measured cells (the "
+             "out-of-sample prediction, then Theorem 3.8 for comparison; Theorem 3.8 prices one "
+             "request at a time)",
+             {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
+              "thm 3.8 max |err|"},
+             {},
+             {},
+             {}};
+    const bool any_batched = !sets[2].errs.empty() || !sets[1].errs.empty();
+    if (any_batched) tq.headers.insert(tq.headers.begin(), "figure");
+    const double none = NAN;
+    for (const Errors& e : sets) {
+      if (e.errs.empty()) continue;
+      std::vector<std::string> row{
+          std::to_string(e.errs.size()),
+          std::to_string(e.flagged),
+          f.pct(median(e.errs)),
+          f.pct(*std::max_element(e.errs.begin(), e.errs.end())),
+          f.pct(e.thm_errs.empty() ? none : median(e.thm_errs)),
+          f.pct(e.thm_errs.empty() ? none
+                                   : *std::max_element(e.thm_errs.begin(), e.thm_errs.end()))};
+      if (any_batched) row.insert(row.begin(), e.what);
+      tq.rows.push_back(row);
     }
+    if (!tq.rows.empty()) out.push_back(tq);
   }
 
   if (!cost.empty()) {

@@ -185,6 +185,9 @@ BatchedGeneration generate_batched_speculative(BatchTokenRunner& target, BatchDr
   SPECLAB_INPUT_CHECK(drafter.n_slots() == target.n_slots(), "draft '", drafter.name(),
                       "': ", drafter.n_slots(), " slots, the target has ", target.n_slots());
   gamma_policy_create(gamma_policy, config.gamma);  // a bad name fails before any work
+  for (int k : config.gamma_by_load)
+    SPECLAB_INPUT_CHECK(k >= 0 && k <= config.gamma, "gamma by load: ", k, " (expected 0..",
+                        config.gamma, ")");
 
   BatchedGeneration out;
   RequestPool pool(target, queue, &out);
@@ -209,7 +212,10 @@ BatchedGeneration generate_batched_speculative(BatchTokenRunner& target, BatchDr
       const int64_t L = static_cast<int64_t>(a.context.size());
       const int64_t remaining =
           req.max_new_tokens - static_cast<int64_t>(pool.result(a).tokens.size());
-      const int gamma = a.policy->next_gamma();
+      const int gamma =
+          config.gamma_by_load.empty()
+              ? a.policy->next_gamma()
+              : config.gamma_by_load[std::min(active.size(), config.gamma_by_load.size() - 1)];
       RoundPlan& plan = buf.plan[i];
       plan.k = std::min<int64_t>({gamma, remaining - 1, target.max_ctx() - L});
       plan.base = RngKey{req.seed, req.request_id, static_cast<uint64_t>(L), 0, a.round};

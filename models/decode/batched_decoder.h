@@ -76,6 +76,8 @@ struct BatchedGeneration {
 // Speculative decoding of `queue` at concurrency target.n_slots(). config.policy must be
 // null: `gamma_policy` names a policy (gamma_policy_create, with config.gamma as its maximum)
 // of which every request gets its own instance; "fixed" drafts config.gamma every round.
+// config.gamma_by_load, when set, overrides the policy's gamma with the entry for the number of
+// requests active in the round (each in 0..config.gamma, else InputError).
 // Per request, RoundRecord's draft_s and verify_s are the batched phases' wall times of the
 // step the round was part of (shared by the requests of that step), sample_s its own
 // verification. Throws InputError for an empty queue, a prompt that does not fit a slot, a

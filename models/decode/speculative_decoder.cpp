@@ -96,6 +96,7 @@ GenerationResult generate_speculative(TokenRunner& target, Drafter& drafter,
                                       const GenerationRequest& request,
                                       const SpeculativeConfig& config) {
   SPECLAB_INPUT_CHECK(config.gamma >= 1, "gamma: ", config.gamma, " (expected >= 1)");
+  SPECLAB_ASSERT(config.gamma_by_load.empty());  // one request: a fixed gamma or a policy
   for (double a : config.synthetic_accept)
     SPECLAB_INPUT_CHECK(a > 0.0 && a <= 1.0, "synthetic acceptance: ", a,
                         " (expected a number in (0, 1])");

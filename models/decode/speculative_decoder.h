@@ -44,6 +44,11 @@ struct SpeculativeConfig {
   // speedup at a known alpha. Records keep n_draft / n_accepted (the measured acceptance)
   // and p_draft / q_draft / beta (the pair's natural acceptance). Lenience is ignored.
   std::vector<double> synthetic_accept;
+  // The batched loop only (models/decode/batched_decoder.h): gamma_by_load[b] tokens for every
+  // request of a round with b requests active (the last entry for more), instead of the gamma
+  // policy; 0 drafts nothing (a plain step). Empty = off. Built by predicted_gamma_by_load
+  // (core/batched_speedup_prediction.h) from the pair's profiles.
+  std::vector<int> gamma_by_load;
 };
 
 // Generates one request speculatively. The target's cache is reset first; the drafter is

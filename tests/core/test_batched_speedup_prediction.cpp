@@ -197,6 +197,50 @@ TEST(BatchedSpeedupPrediction, RefusesWhatTheProfileDoesNotCover) {
   }
 }
 
+TEST(BatchedSpeedupPrediction, PredictedGammaFollowsTheLoad) {
+  // One row costs 1 s, each further row of the forward 0.5 s (a machine on which batching
+  // pays a little), draft 0.1 s per token and slot (plus 20% per further slot), no host cost,
+  // alpha 0.8 i.i.d.: with one request speculation pays; with 8 the verify of 8 x (k + 1)
+  // rows costs more than the tokens it buys.
+  CostProfile one = one_profile(4);
+  for (double& h : one.host_round_s) h = 0;
+  BatchedCostProfile m;
+  for (int b : {1, 2, 4, 8}) {
+    m.slots.push_back(b);
+    std::vector<double> t, d;
+    for (int k = 1; k <= 5; k++) t.push_back(1.0 + 0.5 * (b * k - 1));
+    for (int n = 0; n <= 4; n++) d.push_back(0.1 * n * (1 + 0.2 * (b - 1)));
+    m.target_s.push_back(t);
+    m.draft_round_s.push_back(d);
+    m.draft_catchup_s.push_back(0);
+  }
+  const std::vector<double> survival = {0.8, 0.64, 0.512, 0.4096};
+  const std::vector<int> g = predicted_gamma_by_load(one, m, survival, 4);
+  ASSERT_EQ(g.size(), 9u);
+  EXPECT_EQ(g[0], 0);
+  // By hand, rate(k) = b (1 + sum_{i<=k} S(i)) / (draft(b, k) + T(b, k + 1)); k = 0: b / T(b, 1).
+  // b = 1: k = 0: 1; k = 1: 1.8 / 1.6 = 1.125; k = 2: 2.44 / 2.2 = 1.109: k = 1.
+  EXPECT_EQ(g[1], 1);
+  // b = 2: k = 0: 2 / 1.5 = 1.333; k = 1: 3.6 / (0.12 + 2.5) = 1.374: k = 1.
+  EXPECT_EQ(g[2], 1);
+  // b = 4: k = 0: 4 / 2.5 = 1.6; k = 1: 7.2 / (0.16 + 4.5) = 1.545: no drafting.
+  EXPECT_EQ(g[4], 0);
+  // b = 8: k = 0: 8 / 4.5 = 1.778; k = 1: 14.4 / (0.24 + 8.5) = 1.648: no drafting.
+  EXPECT_EQ(g[8], 0);
+  // b = 3 between the profiled 2 and 4 (interpolated): k = 0: 3 / 2 = 1.5; k = 1:
+  // 5.4 / (0.14 + 3.5) = 1.484: no drafting.
+  EXPECT_EQ(g[3], 0);
+  // The replay with the table drafts nothing at 8 in flight (the tail drafts again), and
+  // gains one request at a time.
+  const AcceptanceProfile acc = acceptance_profile_configured({0.8}, 4, 8, 32);
+  BatchedSetting s = setting(4, 8, 32);
+  s.gamma_by_load = g;
+  EXPECT_NEAR(predict_batched(one, m, acc, s).throughput_speedup, 1.0, 0.05);
+  BatchedSetting s1 = setting(4, 1, 32);
+  s1.gamma_by_load = g;
+  EXPECT_GT(predict_batched(one, m, acc, s1).throughput_speedup, 1.05);
+}
+
 TEST(BatchedSpeedupPrediction, CrossoverIsTheLargestConcurrencyAboveOne) {
   EXPECT_EQ(crossover_concurrency({1, 2, 4, 8}, {1.5, 1.2, 0.9, 0.7}), 2);
   EXPECT_EQ(crossover_concurrency({1, 2, 4, 8}, {0.9, 0.8, 0.7, 0.6}), 0);

@@ -214,6 +214,48 @@ TEST_P(BatchedDecoder, EveryRequestEqualsItsBatchOneRun) {
   EXPECT_GE(max_accepted, 1);  // some rounds accept drafts, so slots advance unevenly
 }
 
+// gamma_by_load (the load-following policy): every request of a round with b requests in flight
+// drafts gamma_by_load[b] (0: none, a plain step), whatever its gamma policy; at temperature 0
+// the tokens are still the plain loop's.
+TEST_P(BatchedDecoder, GammaByLoadSetsEveryRoundsDraftLength) {
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<GenerationRequest> queue = queue_of(greedy);
+  for (GenerationRequest& r : queue) {
+    r.stop_ids.clear();
+    r.max_new_tokens = 24;
+    r.prompt.resize(std::min<size_t>(r.prompt.size(), 12));
+  }
+  const int n = 4;
+  BatchedLlamaRunner target(*target_, n, kCtx);
+  auto drafter = make_batch_drafter("model", n);
+  SpeculativeConfig cfg;
+  cfg.gamma = 3;
+  cfg.gamma_by_load = {0, 3, 2, 1, 0};  // 4 in flight: no drafting; fewer: more
+  const BatchedGeneration spec = generate_batched_speculative(target, *drafter, queue, cfg);
+  const BatchedGeneration plain = generate_batched_autoregressive(target, queue);
+  for (size_t i = 0; i < queue.size(); i++)
+    EXPECT_EQ(spec.results[i].tokens, plain.results[i].tokens) << "request " << i;
+  int steps_at[5] = {0, 0, 0, 0, 0};
+  for (const BatchStep& st : spec.steps) {
+    ASSERT_GE(st.n_active, 1);
+    ASSERT_LE(st.n_active, 4);
+    steps_at[st.n_active]++;
+    // Each request drafts the table's k, less only near its budget's end.
+    EXPECT_LE(st.n_draft_rows, static_cast<int64_t>(cfg.gamma_by_load[st.n_active]) * st.n_active)
+        << "step with " << st.n_active << " active";
+    if (st.n_active == 4) {
+      EXPECT_EQ(st.n_draft_rows, 0);
+    }
+  }
+  EXPECT_GT(steps_at[4], 0);  // the queue kept all slots busy for a while
+  EXPECT_GT(steps_at[1] + steps_at[2] + steps_at[3], 0);
+  int64_t drafted_when_fewer = 0;
+  for (const BatchStep& st : spec.steps)
+    if (st.n_active < 4) drafted_when_fewer += st.n_draft_rows;
+  EXPECT_GT(drafted_when_fewer, 0);
+}
+
 TEST_P(BatchedDecoder, PlainLoopEqualsAutoregressive) {
   for (float t : {0.0f, 0.9f}) {
     const auto queue = queue_of(SamplingParams{t, 0, 1.0f});
@@ -398,6 +440,10 @@ TEST(BatchedDecoderInput, BadInputThrowsBeforeAnyWork) {
   bad = cfg;
   bad.gamma = 0;
   throws(*lookup2, {ok}, bad, "fixed", "gamma: 0");
+  bad = cfg;
+  bad.gamma = 3;
+  bad.gamma_by_load = {0, 2, 4};
+  throws(*lookup2, {ok}, bad, "fixed", "gamma by load: 4 (expected 0..3)");
   try {
     generate_batched_autoregressive(target, {too_long});
     ADD_FAILURE() << "no error";

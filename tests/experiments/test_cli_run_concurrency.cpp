@@ -188,6 +188,60 @@ TEST(CliRunConcurrency, CellsArePredictedFromTheBatchedCostProfile) {
   EXPECT_FALSE(std::ifstream(d.file("pred2/predictions.jsonl")).good());
 }
 
+// gamma_policy predicted: each cell runs with the gamma its profiles predict best at its number
+// of requests in flight (one request at a time: the table's first entry, at least 1); the row
+// carries the table; tables.md compares it with the best fixed gamma at each N.
+TEST(CliRunConcurrency, PredictedGammaPolicyRunsItsTableAndReportsItsRegret) {
+  ScratchDir d;
+  const std::string cfg = d.write(
+      "conc.yaml", config_text("  concurrency: [1, 2]\n  gamma_policy: [fixed, predicted]\n"));
+  const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(d.file("out/results.jsonl"));
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 4u);
+  int predicted_rows = 0;
+  for (const auto& row : rows) {
+    if (row.value("gamma_policy", "fixed") != "predicted") {
+      EXPECT_FALSE(row.contains("predicted_gamma_by_load"));
+      continue;
+    }
+    predicted_rows++;
+    ASSERT_TRUE(row.contains("predicted_gamma_by_load")) << row.dump();
+    const auto& table = row["predicted_gamma_by_load"];
+    ASSERT_EQ(table.size(), 3u);  // b = 0 (unused), 1, 2
+    for (size_t b = 1; b < table.size(); b++) {
+      EXPECT_GE(table[b].get<int>(), 0);
+      EXPECT_LE(table[b].get<int>(), 3);  // up to the cell's gamma
+    }
+    const int n = row.value("concurrency", 1);
+    const int k = table[static_cast<size_t>(n)].get<int>();
+    // What the cell drafted per round is what its table says (at least 1 one at a time; at N,
+    // the loop's tail runs with fewer requests in flight, hence their entries too).
+    const double drafted = row["mean_drafted_per_round"].get<double>();
+    if (n == 1) {
+      EXPECT_LE(drafted, std::max(1, k) + 1e-9);  // a fixed gamma (cut near the budget's end)
+      EXPECT_GT(drafted, 0.5 * std::max(1, k));
+    } else {
+      int most = 0;
+      for (int b = 1; b <= n; b++) most = std::max(most, table[static_cast<size_t>(b)].get<int>());
+      EXPECT_LE(drafted, most + 1e-9);
+    }
+    EXPECT_EQ(row["greedy_outputs_match"], true);  // exact whatever k it chose
+  }
+  EXPECT_EQ(predicted_rows, 2);
+  std::ifstream t(d.file("out/tables.md"));
+  std::stringstream ss;
+  ss << t.rdbuf();
+  EXPECT_NE(ss.str().find("gamma_policy predicted (the gamma the profiles predict best"),
+            std::string::npos)
+      << ss.str();
+  EXPECT_NE(ss.str().find("| best fixed gamma | its speedup | policy gamma | policy speedup | "
+                          "regret |"),
+            std::string::npos);
+}
+
 TEST(CliRunConcurrency, ConfigsThatCannotServeAConcurrencyAreRefusedBeforeAnyCell) {
   struct Case {
     std::string sweep, measure, env, expected;
