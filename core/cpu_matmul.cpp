@@ -197,8 +197,9 @@ void row_block_product(const Kernels& k, float* out, const TensorView& w, int64_
   const int64_t r0 = b * item_rows;
   const int n_rows = static_cast<int>(std::min<int64_t>(item_rows, n_out - r0));
   if (k.rows != nullptr) {
-    k.rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows, w.dtype,
-           x, n_in, n_tokens, scratch);
+    const int n_next = static_cast<int>(std::min<int64_t>(item_rows, n_out - r0 - n_rows));
+    k.rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows, n_next,
+           w.dtype, x, n_in, n_tokens, scratch);
     return;
   }
   const float* rows[kRowBlock];

@@ -180,8 +180,8 @@ namespace {
 SPECLAB_AVX2 void finish(float* out, int64_t n_out, const float* const* w, int n_rows,
                          const float* x, int64_t x_stride, int64_t n_tok, const float* park,
                          int64_t park_row, int64_t s0, int64_t n_vec, int64_t n_in) {
-  for (int j = 0; j < n_rows; j++) {
-    for (int64_t t = 0; t < n_tok; t++) {
+  for (int64_t t = 0; t < n_tok; t++) {  // a token's outputs are adjacent in out
+    for (int j = 0; j < n_rows; j++) {
       const float* xt = x + t * x_stride;
       float tail = 0.0f;
       for (int64_t i = n_vec; i < n_in; i++) tail = __builtin_fmaf(w[j][i - s0], xt[i - s0], tail);
@@ -227,11 +227,11 @@ size_t scratch_floats(int64_t n_in) {
 
 // More tokens: per chunk of tokens, segments outer; in a segment, token tiles, then row tiles,
 // so a tile's activations (3 x 2 KB) are reread from L1 by the item's row tiles and the
-// converted rows (16 KB) by every token tile. Before converting a segment, the rows' next
-// segment is prefetched, so the stored rows arrive one segment ahead of the arithmetic.
+// converted rows (16 KB) by every token tile. While converting a segment, the next one is
+// prefetched, so the stored rows arrive one segment ahead of the arithmetic.
 SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
-                       DType dtype, const float* xk, int64_t n_in, int64_t n_tokens,
-                       float* scratch) {
+                       int n_next_rows, DType dtype, const float* xk, int64_t n_in,
+                       int64_t n_tokens, float* scratch) {
   float* park = scratch;                               // [kRowBlock, kTokenChunk, 8] accumulators
   float* buf = scratch + kRowBlock * kTokenChunk * 8;  // converted weights
   constexpr int64_t park_row = kTokenChunk * 8;
@@ -246,15 +246,24 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
     for (int64_t s0 = 0; s0 < n_in; s0 += kSegment) {
       const int64_t len = std::min(kSegment, n_in - s0);
       const size_t offset = dtype_row_bytes(dtype, s0);
-      if (s0 + len < n_in) {
-        const size_t next = dtype_row_bytes(dtype, s0 + len);
-        const size_t next_end = dtype_row_bytes(dtype, std::min(n_in, s0 + len + kSegment));
-        for (int j = 0; j < n_rows; j++) {
-          for (size_t b = next; b < next_end; b += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(row0 + j * row_bytes + b), _MM_HINT_T0);
-          }
-        }
-      }
+      // What the arithmetic reads next is prefetched into L2 (a segment's tiles stream all the
+      // tokens' activations through L1, which would evict it from there): these rows' next
+      // segment; after the last, the first segment of the rows again (the next chunk of
+      // tokens) or of the next item's rows. The prefetches are spread over the segment's tile
+      // calls: issued at once, a hundred of them would wait for the core's few miss buffers.
+      const bool last = s0 + len == n_in;
+      const bool again = last && t0 + kTokenChunk < n_tokens;
+      const uint8_t* next_row0 = !last   ? row0 + dtype_row_bytes(dtype, s0 + len)
+                                 : again ? row0
+                                         : row0 + n_rows * row_bytes;
+      const int next_rows = !last || again ? n_rows : n_next_rows;
+      const int64_t next_lines =
+          (dtype_row_bytes(dtype, std::min(kSegment, !last ? n_in - s0 - len : n_in)) + 63) / 64;
+      const int64_t n_lines = next_rows * next_lines;
+      const int64_t n_calls =
+          (n_chunk + kTileTokens - 1) / kTileTokens * ((n_rows + kTileRows - 1) / kTileRows);
+      const int64_t lines_per_call = (n_lines + n_calls - 1) / n_calls;
+      int64_t line_row = 0, line_col = 0;  // the next line to prefetch: its row, its line
       for (int j = 0; j < n_rows; j++) {
         const uint8_t* src = row0 + j * row_bytes + offset;
         if (dtype == DType::F32) {
@@ -269,6 +278,12 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
       for (int64_t t = 0; t < n_chunk; t += kTileTokens) {
         const int nt = static_cast<int>(std::min<int64_t>(kTileTokens, n_chunk - t));
         for (int j = 0; j < n_rows; j += kTileRows) {
+          for (int64_t i = 0; i < lines_per_call && line_row < next_rows; i++) {
+            _mm_prefetch(
+                reinterpret_cast<const char*>(next_row0 + line_row * row_bytes + line_col * 64),
+                _MM_HINT_T1);
+            if (++line_col == next_lines) line_col = 0, line_row++;
+          }
           const int nr = std::min(kTileRows, n_rows - j);
           kTiles[nr - 1][nt - 1](w + j, xs + t * kSegment, kSegment, seg_vec,
                                  park + j * park_row + t * 8, park_row, /*first=*/s0 == 0);

@@ -62,10 +62,12 @@ void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_b
 
 // One work item: out[t * n_out + j] for rows j < n_rows (<= kRowBlock) starting at row0
 // (rows row_bytes apart, stored in `dtype`) and tokens t < n_tokens; xk: the activations,
-// packed by pack if packs_activations(n_tokens), else x. scratch: scratch_floats(n_in) floats
-// of the calling thread.
-void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows, DType dtype,
-          const float* xk, int64_t n_in, int64_t n_tokens, float* scratch);
+// packed by pack if packs_activations(n_tokens), else x. n_next_rows: how many rows follow the
+// item's in the matrix, up to kRowBlock (prefetched at its end: they are usually the same
+// thread's next item). scratch: scratch_floats(n_in) floats of the calling thread.
+void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
+          int n_next_rows, DType dtype, const float* xk, int64_t n_in, int64_t n_tokens,
+          float* scratch);
 
 // n values of a row stored in `dtype` (from a block boundary) to FP32, dst: [n]. Exactly the
 // values dtype_to_f32 gives (the same operations and roundings).
