@@ -390,7 +390,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   const int64_t item_rows = unfused_item_rows(k);
   const int64_t n_blocks = (n_out + item_rows - 1) / item_rows;
   const size_t scratch_floats = unfused_scratch_floats(k, n_in);
-  // avx2 on more than 3 tokens: the activations packed segment by segment (matmul_avx2::pack). Up
+  // avx2 on more than 8 tokens: the activations packed segment by segment (matmul_avx2::pack). Up
   // to one chunk of tokens (decode, verification, a batch of requests), every thread packs all of
   // them into its own buffer (n_tokens * n_in floats, microseconds), so no thread waits for another
   // before its first item; prompts: the threads share the packing, then wait for each other.

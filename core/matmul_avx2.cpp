@@ -18,6 +18,8 @@ namespace {
 // activation vectors and one weight vector fill the 16 ymm registers.
 constexpr int kTileTokens = 3;
 constexpr int kTileRows = 4;
+// Up to this many tokens, rows_few_tokens (whole rows, activations as they are).
+constexpr int64_t kFewTokens = 8;
 
 // The fixed horizontal sum of the batch-invariant order (core/matmul_avx2.h).
 SPECLAB_AVX2 inline float hsum(__m256 v) {
@@ -171,6 +173,11 @@ void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_b
 
 namespace {
 
+// Tokens of the next tile when `left` tokens remain: 3, but two tiles of 2 for the last 4, since
+// a 4 x 1 tile's 4 accumulator chains cannot cover the FMA latency (4 cycles x 2 FMAs per
+// cycle) where 4 x 2 has 8. Tile shapes change no output's arithmetic.
+int64_t token_tile(int64_t left) { return left == 4 ? 2 : std::min<int64_t>(kTileTokens, left); }
+
 // The end of the batch-invariant sum for rows j < n_rows and tokens t < n_tok: the fixed
 // horizontal sum of the parked accumulators, then the tail columns [n_vec, n_in), fmaf in
 // column order. w[j]: row j's FP32 weights from column s0 on (the segment holding the tail:
@@ -190,15 +197,14 @@ SPECLAB_AVX2 void finish(float* out, int64_t n_out, const float* const* w, int n
   }
 }
 
-// Up to kTileTokens tokens (decoding: one token tile, nothing to reuse): 4 rows at a time
-// converted whole, then one tile over them, reading the stored rows front to back (what the
-// hardware prefetcher streams best). x: [n_tokens, n_in] as given.
+// Up to kFewTokens tokens (decoding, verification): 4 rows at a time converted whole, then the
+// token tiles over them, reading the stored rows front to back (what the hardware prefetcher
+// streams best; measured faster than segments up to 8 tokens). x: [n_tokens, n_in] as given.
 SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                   int n_rows, DType dtype, const float* x, int64_t n_in,
                                   int64_t n_tokens, float* park, float* buf) {
   const int64_t n_vec = n_in / 8 * 8;
   constexpr int64_t park_row = kTokenChunk * 8;
-  const int nt = static_cast<int>(n_tokens);
   const float* w[kTileRows];
   for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
     const int nr = std::min(kTileRows, n_rows - j0);
@@ -211,14 +217,18 @@ SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0
         w[j] = buf + j * n_in;
       }
     }
-    kTiles[nr - 1][nt - 1](w, x, n_in, n_vec, park, park_row, /*first=*/true);
+    for (int64_t t = 0, nt = 0; t < n_tokens; t += nt) {
+      nt = token_tile(n_tokens - t);
+      kTiles[nr - 1][static_cast<int>(nt) - 1](w, x + t * n_in, n_in, n_vec, park + t * 8, park_row,
+                                               /*first=*/true);
+    }
     finish(out + j0, n_out, w, nr, x, n_in, n_tokens, park, park_row, 0, n_vec, n_in);
   }
 }
 
 }  // namespace
 
-bool packs_activations(int64_t n_tokens) { return n_tokens > kTileTokens; }
+bool packs_activations(int64_t n_tokens) { return n_tokens > kFewTokens; }
 
 size_t scratch_floats(int64_t n_in) {
   return kRowBlock * kTokenChunk * 8 +
@@ -275,8 +285,8 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
       }
       const int64_t seg_vec = std::max<int64_t>(0, std::min(n_vec, s0 + len) - s0);
       const float* xs = xk + ((s0 / kSegment) * n_tokens + t0) * kSegment;  // token t0's
-      for (int64_t t = 0; t < n_chunk; t += kTileTokens) {
-        const int nt = static_cast<int>(std::min<int64_t>(kTileTokens, n_chunk - t));
+      for (int64_t t = 0, nt = 0; t < n_chunk; t += nt) {
+        nt = token_tile(n_chunk - t);
         for (int j = 0; j < n_rows; j += kTileRows) {
           for (int64_t i = 0; i < lines_per_call && line_row < next_rows; i++) {
             _mm_prefetch(
@@ -285,8 +295,9 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
             if (++line_col == next_lines) line_col = 0, line_row++;
           }
           const int nr = std::min(kTileRows, n_rows - j);
-          kTiles[nr - 1][nt - 1](w + j, xs + t * kSegment, kSegment, seg_vec,
-                                 park + j * park_row + t * 8, park_row, /*first=*/s0 == 0);
+          kTiles[nr - 1][static_cast<int>(nt) - 1](w + j, xs + t * kSegment, kSegment, seg_vec,
+                                                   park + j * park_row + t * 8, park_row,
+                                                   /*first=*/s0 == 0);
         }
       }
       if (s0 + len == n_in) {

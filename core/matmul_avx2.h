@@ -43,12 +43,13 @@ constexpr int64_t kTokenChunk = 64;
 
 // Floats of per-thread scratch the kernel needs for rows of n_in columns: the parked
 // accumulators [kRowBlock, kTokenChunk, 8] and the converted weights (a segment of the item's
-// rows [kRowBlock, kSegment], or 4 whole rows [4, n_in] for up to 3 tokens).
+// rows [kRowBlock, kSegment], or 4 whole rows [4, n_in] for up to 8 tokens).
 size_t scratch_floats(int64_t n_in);
 
-// Whether rows() reads n_tokens tokens' activations packed by pack (more than 3 tokens: segment
-// by segment) or as they are, x [n_tokens, n_in] (up to 3: one register tile of tokens, rows
-// converted whole).
+// Whether rows() reads n_tokens tokens' activations packed by pack (more than 8 tokens: segment
+// by segment) or as they are, x [n_tokens, n_in] (up to 8, decoding and verification: 4 rows
+// converted whole at a time, read front to back, which streams the weights from memory better,
+// and at most 3 token tiles to reuse them).
 bool packs_activations(int64_t n_tokens);
 
 // Packed activations: x [n_tokens, n_in] as [n_segments, n_tokens, kSegment], column c of token
