@@ -1,7 +1,6 @@
 #include "core/cpu_matmul.h"
 
 #include <cpuid.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/matmul_avx2.h"
 #include "core/matmul_avx512.h"
 #include "core/matmul_int8.h"
 #include "core/matmul_vnni.h"
@@ -51,162 +51,16 @@ void row_to_f32_generic(float* dst, DType dtype, const void* src, int64_t n) {
 }
 
 // ---------------------------------------------------------------------------------------
-// AVX2 + FMA + F16C path, chosen at run time. Dequantization produces exactly the values
-// dtype_to_f32 produces (same operations, same rounding); only the dot's summation order
-// differs from the reference.
-
-#define SPECLAB_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-SPECLAB_AVX2 inline float hsum_avx2(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v);
-  __m128 hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);                     // 4 lanes
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));  // 2 lanes
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));    // 1 lane
-  return _mm_cvtss_f32(lo);
-}
-
-// A register tile of R weight rows x T tokens. Each 8-float slice of x is loaded once for
-// R rows and each slice of a row once for T tokens, so the activations are re-read from
-// cache once per R rows instead of once per row (they reach 64 KB and more when verifying
-// 8 tokens against 2048-wide rows, beyond L1).
-//
-// Every (row, token) sum runs in the same order in every tile shape: one 8-lane
-// accumulator over the slices in order, a fixed horizontal sum, then the scalar tail.
-// So an output does not depend on the tile it was computed in, hence not on n_tokens or
-// n_out (batch invariance): feeding a sequence token by token or all at once gives
-// bit-identical logits, and greedy speculative decoding reproduces plain decoding exactly.
-template <int R, int T>
-SPECLAB_AVX2 inline void tile_avx2(float* out, int64_t n_out, const float* const* rows,
-                                   const float* x, int64_t n_in) {
-  __m256 acc[R][T];
-  for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
-  }
-  const int64_t n_vec = n_in / 8 * 8;
-  for (int64_t i = 0; i < n_vec; i += 8) {
-    __m256 xv[T];
-    for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + t * n_in + i);
-    for (int r = 0; r < R; r++) {
-      const __m256 w = _mm256_loadu_ps(rows[r] + i);
-      for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(w, xv[t], acc[r][t]);
-    }
-  }
-  for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) {
-      float tail = 0.0f;
-      for (int64_t i = n_vec; i < n_in; i++)
-        tail = __builtin_fmaf(rows[r][i], x[t * n_in + i], tail);
-      out[t * n_out + r] = hsum_avx2(acc[r][t]) + tail;
-    }
-  }
-}
-
-SPECLAB_AVX2 void block_avx2(float* out, int64_t n_out, const float* const* rows, int n_rows,
-                             const float* x, int64_t n_in, int64_t n_tokens) {
-  if (n_rows == 4) {
-    int64_t t = 0;
-    for (; t + 2 <= n_tokens; t += 2)
-      tile_avx2<4, 2>(out + t * n_out, n_out, rows, x + t * n_in, n_in);
-    if (t < n_tokens) tile_avx2<4, 1>(out + t * n_out, n_out, rows, x + t * n_in, n_in);
-    return;
-  }
-  for (int r = 0; r < n_rows; r++) {  // the last, partial block of rows
-    for (int64_t t = 0; t < n_tokens; t++) {
-      tile_avx2<1, 1>(out + t * n_out + r, n_out, rows + r, x + t * n_in, n_in);
-    }
-  }
-}
-
-SPECLAB_AVX2 inline float fp16_scalar_avx2(uint16_t h) { return _cvtsh_ss(h); }
-
-// 8 unsigned bytes -> 8 floats.
-SPECLAB_AVX2 inline __m256 u8x8_to_ps(__m128i bytes) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-}
-
-SPECLAB_AVX2 void row_to_f32_avx2(float* dst, DType dtype, const void* src, int64_t n) {
-  switch (dtype) {
-    case DType::F32:
-    case DType::Q4_K:  // (the AVX-512 path dequantizes K-quants in registers)
-    case DType::Q6_K:
-      dtype_to_f32(dtype, src, dst, n);
-      return;
-    case DType::F16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-      }
-      for (; i < n; i++) dst[i] = fp16_scalar_avx2(s[i]);
-      return;
-    }
-    case DType::BF16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-        __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(w));
-      }
-      for (; i < n; i++) dst[i] = bf16_to_f32(s[i]);
-      return;
-    }
-    case DType::Q8_0: {
-      const BlockQ8_0* b = static_cast<const BlockQ8_0*>(src);
-      for (int64_t blk = 0; blk < n / kQuantBlock; blk++) {
-        const __m256 d = _mm256_set1_ps(fp16_scalar_avx2(b[blk].d));
-        float* o = dst + blk * kQuantBlock;
-        for (int j = 0; j < 4; j++) {
-          __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[blk].qs + 8 * j));
-          __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-          _mm256_storeu_ps(o + 8 * j, _mm256_mul_ps(d, v));
-        }
-      }
-      return;
-    }
-    case DType::Q4_0:
-    case DType::Q4_1: {
-      // Element j < 16 is the low nibble of qs[j], element j + 16 the high nibble.
-      const bool has_min = dtype == DType::Q4_1;
-      const size_t block_bytes = dtype_block_bytes(dtype);
-      const uint8_t* base = static_cast<const uint8_t*>(src);
-      const __m128i mask = _mm_set1_epi8(0x0f);
-      const __m256 eight = _mm256_set1_ps(8.0f);
-      for (int64_t blk = 0; blk < n / kQuantBlock; blk++) {
-        const uint8_t* block = base + blk * block_bytes;
-        uint16_t d_bits, m_bits = 0;
-        std::memcpy(&d_bits, block, 2);
-        if (has_min) std::memcpy(&m_bits, block + 2, 2);
-        const uint8_t* qs = block + (has_min ? 4 : 2);
-        const __m256 d = _mm256_set1_ps(fp16_scalar_avx2(d_bits));
-        const __m256 m = _mm256_set1_ps(has_min ? fp16_scalar_avx2(m_bits) : 0.0f);
-        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-        const __m128i lo = _mm_and_si128(packed, mask);
-        const __m128i hi = _mm_and_si128(_mm_srli_epi16(packed, 4), mask);
-        const __m256 q[4] = {u8x8_to_ps(lo), u8x8_to_ps(_mm_srli_si128(lo, 8)), u8x8_to_ps(hi),
-                             u8x8_to_ps(_mm_srli_si128(hi, 8))};
-        float* o = dst + blk * kQuantBlock;
-        for (int j = 0; j < 4; j++) {
-          // Q4_0: d * (q - 8); Q4_1: d * q + m (multiply, then add: as the reference rounds).
-          __m256 v = has_min ? _mm256_add_ps(_mm256_mul_ps(d, q[j]), m)
-                             : _mm256_mul_ps(d, _mm256_sub_ps(q[j], eight));
-          _mm256_storeu_ps(o + 8 * j, v);
-        }
-      }
-      return;
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------
 
 struct Kernels {
   void (*row_to_f32)(float*, DType, const void*, int64_t);
-  // out[t, r] for the rows of one block: (out, n_out, rows, n_rows, x, n_in, n_tokens)
+  // Generic path: out[t, r] for the FP32 rows of one block: (out, n_out, rows, n_rows, x, n_in,
+  // n_tokens). Null where `rows` is set.
   void (*block)(float*, int64_t, const float* const*, int, const float*, int64_t, int64_t);
-  // Dequantizes in registers (no FP32 row copy); null: convert rows, then `block`.
+  // AVX2 path (and the AVX-512 paths' fallback for dtypes they do not fuse): one work item of
+  // matmul_avx2::kRowBlock rows straight from the stored rows (core/matmul_avx2.h).
+  decltype(&matmul_avx2::rows) rows;
+  // Dequantizes in registers (no FP32 row copy); null: `rows` or `block`.
   matmul_avx512::RowsFn (*fused)(DType);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
   bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 weights go through vpdpbusd (int8 activations)
@@ -214,22 +68,24 @@ struct Kernels {
   const char* isa;
 };
 
-constexpr int kRowBlock = 4;  // weight rows per work item and per register tile
+constexpr int kRowBlock = 4;  // weight rows per work item of the generic path
 // Rows per work item of the fused (AVX-512) paths.
 constexpr int kFusedRowBlock = matmul_avx512::kRowBlock;
 
-const Kernels kGenericKernels{row_to_f32_generic,  block_generic, nullptr, false, false,
+const Kernels kGenericKernels{row_to_f32_generic,  block_generic, nullptr, nullptr, false, false,
                               MatmulIsa::kGeneric, "generic"};
-const Kernels kAvx2Kernels{row_to_f32_avx2, block_avx2,       nullptr, false,
-                           false,           MatmulIsa::kAvx2, "avx2"};
-const Kernels kAvx512Kernels{row_to_f32_avx2,    block_avx2, matmul_avx512::rows_fn, false, false,
-                             MatmulIsa::kAvx512, "avx512"};
-const Kernels kAvx512Bf16Kernels{
-    row_to_f32_avx2,        block_avx2,  matmul_avx512::rows_fn, true, false,
-    MatmulIsa::kAvx512Bf16, "avx512bf16"};
-const Kernels kAvx512VnniKernels{row_to_f32_avx2, block_avx2, matmul_avx512::rows_fn,
-                                 false,           true,       MatmulIsa::kAvx512Vnni,
-                                 "avx512vnni"};
+const Kernels kAvx2Kernels{
+    matmul_avx2::row_to_f32, nullptr, matmul_avx2::rows, nullptr, false, false,
+    MatmulIsa::kAvx2,        "avx2"};
+const Kernels kAvx512Kernels{matmul_avx2::row_to_f32, nullptr, matmul_avx2::rows,
+                             matmul_avx512::rows_fn,  false,   false,
+                             MatmulIsa::kAvx512,      "avx512"};
+const Kernels kAvx512Bf16Kernels{matmul_avx2::row_to_f32, nullptr,     matmul_avx2::rows,
+                                 matmul_avx512::rows_fn,  true,        false,
+                                 MatmulIsa::kAvx512Bf16,  "avx512bf16"};
+const Kernels kAvx512VnniKernels{matmul_avx2::row_to_f32, nullptr,     matmul_avx2::rows,
+                                 matmul_avx512::rows_fn,  false,       true,
+                                 MatmulIsa::kAvx512Vnni,  "avx512vnni"};
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know
 // "f16c" (a compile error with CXX=clang++, as in the fuzz and sanitizer builds).
@@ -316,16 +172,36 @@ void check_shapes(const TensorView& w) {
   SPECLAB_ASSERT(w.cols() % dtype_block_size(w.dtype) == 0);
 }
 
-// The unfused paths' work item b: rows [b * kRowBlock, +kRowBlock) of w converted to FP32 (F32
-// rows used in place) and multiplied by x [n_tokens, n_in] into out [n_tokens, n_out].
-//   scratch: [kRowBlock, n_in] floats of the calling thread
+// Rows per work item of the unfused paths (avx2, generic).
+int64_t unfused_item_rows(const Kernels& k) {
+  return k.rows != nullptr ? matmul_avx2::kRowBlock : kRowBlock;
+}
+
+// Floats of per-thread scratch an unfused work item needs.
+size_t unfused_scratch_floats(const Kernels& k, int64_t n_in) {
+  return k.rows != nullptr ? matmul_avx2::scratch_floats(n_in)
+                           : static_cast<size_t>(kRowBlock * n_in);
+}
+
+// The unfused paths' work item b: rows [b * R, +R) of w (R = unfused_item_rows) multiplied by
+// the activations of n_tokens tokens into out [n_tokens, n_out]. avx2: matmul_avx2::rows on x
+// packed by matmul_avx2::pack; generic: x [n_tokens, n_in], the rows converted to FP32 (F32
+// rows used in place), then `block`.
+//   scratch: unfused_scratch_floats(k, n_in) floats of the calling thread
 void row_block_product(const Kernels& k, float* out, const TensorView& w, int64_t b, const float* x,
                        int64_t n_tokens, float* scratch) {
   const int64_t n_out = w.rows(), n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  const int64_t r0 = b * kRowBlock;
-  const int n_rows = static_cast<int>(std::min<int64_t>(kRowBlock, n_out - r0));
+  const int64_t item_rows = unfused_item_rows(k);
+  const int64_t r0 = b * item_rows;
+  const int n_rows = static_cast<int>(std::min<int64_t>(item_rows, n_out - r0));
+  if (k.rows != nullptr) {
+    const int n_next = static_cast<int>(std::min<int64_t>(item_rows, n_out - r0 - n_rows));
+    k.rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows, n_next,
+           w.dtype, x, n_in, n_tokens, scratch);
+    return;
+  }
   const float* rows[kRowBlock];
   for (int j = 0; j < n_rows; j++) {
     const void* src = base + static_cast<size_t>(r0 + j) * row_bytes;
@@ -430,7 +306,6 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   const int64_t n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  const int64_t n_blocks = (n_out + kRowBlock - 1) / kRowBlock;
   // Small products (tiny drafts, test models) stay on one thread: a parallel region costs a
   // few microseconds, and far more when the machine is oversubscribed and a thread waits at
   // the barrier. Each output is computed the same way either way (no result depends on it).
@@ -512,16 +387,42 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     }
     return;
   }
+  const int64_t item_rows = unfused_item_rows(k);
+  const int64_t n_blocks = (n_out + item_rows - 1) / item_rows;
+  const size_t scratch_floats = unfused_scratch_floats(k, n_in);
+  // avx2 on more than 8 tokens: the activations packed segment by segment (matmul_avx2::pack). Up
+  // to one chunk of tokens (decode, verification, a batch of requests), every thread packs all of
+  // them into its own buffer (n_tokens * n_in floats, microseconds), so no thread waits for another
+  // before its first item; prompts: the threads share the packing, then wait for each other.
+  const bool segmented = k.rows != nullptr && matmul_avx2::packs_activations(n_tokens);
+  const int64_t n_segments = matmul_avx2::n_segments(n_in);
+  const size_t packed = segmented ? matmul_avx2::packed_floats(n_tokens, n_in) : 0;
+  const bool private_pack = n_tokens <= matmul_avx2::kTokenChunk;
+  thread_local std::vector<float> xp;  // packed activations (per thread when private)
+  if (xp.size() < packed) xp.resize(packed);
+  float* shared = xp.data();
 #pragma omp parallel if (parallel)
   {
-    // FP32 copies of the current block's weight rows, per thread: [kRowBlock, n_in].
-    // F32 rows are used in place.
-    thread_local std::vector<float> block_buf;
-    if (static_cast<int64_t>(block_buf.size()) < kRowBlock * n_in)
-      block_buf.resize(kRowBlock * n_in);
+    // Per thread: avx2, the converted segment of an item's rows and its parked accumulators
+    // (matmul_avx2::scratch_floats); generic, FP32 copies of a block's rows [kRowBlock, n_in].
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
+    const float* xk = x;  // the activations as the path reads them
+    if (segmented && private_pack) {
+      if (xp.size() < packed) xp.resize(packed);
+      matmul_avx2::pack(xp.data(), x, n_tokens, n_in, 0, n_segments);
+      xk = xp.data();  // this thread's buffer (thread_local)
+    } else if (segmented) {
 #pragma omp for schedule(static)
+      for (int64_t s = 0; s < n_segments; s++)
+        matmul_avx2::pack(shared, x, n_tokens, n_in, s, s + 1);
+      xk = shared;  // (the barrier above: every thread reads all of it)
+    }
+    // Guided, as on the fused path: a descheduled thread does not hold the call up; which
+    // thread computes an item changes no bit of it.
+#pragma omp for schedule(guided)
     for (int64_t b = 0; b < n_blocks; b++)
-      row_block_product(k, out, w, b, x, n_tokens, block_buf.data());
+      row_block_product(k, out, w, b, xk, n_tokens, scratch.data());
   }
 }
 
@@ -537,7 +438,7 @@ int64_t matmul_item_rows(const TensorView& w) {
   const Kernels& k = kernels();
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) return kFusedRowBlock;
   if (k.fused != nullptr && k.fused(w.dtype) != nullptr) return kFusedRowBlock;
-  return kRowBlock;
+  return unfused_item_rows(k);
 }
 
 int64_t matmul_item_count(const TensorView& w) {
@@ -606,8 +507,19 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
     }
     return;
   }
-  if (static_cast<int64_t>(a.rows_.size()) < kRowBlock * n_in) a.rows_.resize(kRowBlock * n_in);
-  for (int64_t b = i0; b < i1; b++) row_block_product(k, out, w, b, a.x_, n_tokens, a.rows_.data());
+  const size_t scratch_floats = unfused_scratch_floats(k, n_in);
+  if (a.rows_.size() < scratch_floats) a.rows_.resize(scratch_floats);
+  const float* xk = a.x_;
+  if (k.rows != nullptr && matmul_avx2::packs_activations(n_tokens)) {  // as matmul_weights
+    if (!a.packed_[MatmulActivations::kF32Segments]) {
+      const size_t packed = matmul_avx2::packed_floats(n_tokens, n_in);
+      if (a.segments_.size() < packed) a.segments_.resize(packed);
+      matmul_avx2::pack(a.segments_.data(), a.x_, n_tokens, n_in, 0, matmul_avx2::n_segments(n_in));
+      a.packed_[MatmulActivations::kF32Segments] = true;
+    }
+    xk = a.segments_.data();
+  }
+  for (int64_t b = i0; b < i1; b++) row_block_product(k, out, w, b, xk, n_tokens, a.rows_.data());
 }
 
 void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t n_tokens) {

@@ -16,8 +16,8 @@ namespace speclab {
 
 // out[t, r] = sum_i x[t, i] * W[r, i]   (FP32 accumulation)
 //   out: [n_tokens, n_out]   x: [n_tokens, n_in]   w: [n_out, n_in] in any DType
-// Parallel over output rows (OpenMP, static schedule). Each output is reduced by one thread
-// in a fixed order that does not depend on n_tokens or the thread count, so a token's result
+// Parallel over blocks of output rows (OpenMP, guided schedule). Each output is reduced by one
+// thread in a fixed order that does not depend on n_tokens or the thread count, so a token's result
 // is bit-identical whether it is computed alone or batched (batch invariance).
 void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_tokens);
 
@@ -39,7 +39,7 @@ class MatmulActivations {
 
  private:
   friend void matmul_items(float*, MatmulActivations&, const TensorView&, int64_t, int64_t);
-  enum Kind { kF32, kBf16, kInt8Q8_0, kInt8Q4_0, kInt8Q4_1, kKinds };
+  enum Kind { kF32, kBf16, kInt8Q8_0, kInt8Q4_0, kInt8Q4_1, kF32Segments, kKinds };
   const float* x_ = nullptr;
   int64_t n_tokens_ = 0;
   int64_t n_in_ = 0;
@@ -47,7 +47,8 @@ class MatmulActivations {
   std::vector<float> f32_;        // matmul_avx512::pack_f32 layout
   std::vector<uint16_t> bf16_;    // matmul_avx512::pack_bf16 layout
   std::vector<uint8_t> int8_[3];  // matmul_vnni::pack layout, per weight dtype
-  std::vector<float> rows_;       // FP32 copies of a work item's rows (avx2, generic paths)
+  std::vector<float> segments_;   // matmul_avx2::pack layout
+  std::vector<float> rows_;       // scratch of the avx2 and generic work items
 };
 
 // Output rows per work item of w on the path in use (the last item may have fewer).
@@ -66,7 +67,9 @@ void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 
 // The kernel paths, chosen at run time from the CPU's features:
 //   generic     compiler-vectorized baseline code (any x86-64)
-//   avx2        AVX2 + FMA + F16C: rows converted to FP32 in a per-thread buffer, then dotted
+//   avx2        AVX2 + FMA + F16C: a work item's rows converted to FP32 one L1-sized column
+//               segment at a time, register tiles of up to 4 rows x 3 tokens over it
+//               (core/matmul_avx2.cpp)
 //   avx512      AVX-512 F/BW/VL/DQ: weights dequantized in registers, 4 rows x up to 4
 //               tokens per register tile, FP32 activations, column segments kept in L1 and
 //               software prefetch (core/matmul_avx512.cpp)

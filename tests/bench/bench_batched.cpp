@@ -6,7 +6,27 @@
 //        as BM_Verify does: robust to load drift), ratio = T_batch / T_singles.
 // The weights are read once per forward either way, so on a memory-bound machine the b-row
 // forward costs about one row's time until the arithmetic catches up with the reads.
+//   BM_BatchedForward32/llama-3.2-3b:bf16   one 32-row forward against one 1-row forward of the
+//        same runner (interleaved), and the machine's FP32 FMA rate on the kernels' threads,
+//        measured in the same run (fma_peak_flops). Counters: T1_ms, T32_ms, T32_over_T1 beside
+//        its limit T32_over_T1_limit (32 rows cost < 8x one row), GFLOPs of the 32-row forward
+//        (2 * weight parameters * 32 / T32) and peak_GFLOPs, peak_frac beside peak_frac_limit
+//        (>= 70% of the FMA peak: where 32 rows stop being bound by the reads, the arithmetic is
+//        the limit).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -55,13 +75,131 @@ void BM_BatchedDecode(benchmark::State& state, const std::string& spec) {
   state.SetLabel(matmul_isa());
 }
 
+// The FMA peak: each thread runs kFmaChains independent accumulator chains (more than the FMA
+// latency times the FMAs issued per cycle, 4 x 2 on Zen 3 and Skylake, so that the chains
+// never wait for each other) of vectors of the matmul path's width. Returns the sum of the lanes
+// so that no loop is optimized away.
+constexpr int kFmaChains = 12;
+
+__attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(int64_t iters, float seed) {
+  __m256 acc[kFmaChains];
+  for (int c = 0; c < kFmaChains; c++) acc[c] = _mm256_set1_ps(seed + static_cast<float>(c));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; i++) {
+    for (int c = 0; c < kFmaChains; c++) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+  }
+  alignas(32) float lanes[8];
+  __m256 sum = acc[0];
+  for (int c = 1; c < kFmaChains; c++) sum = _mm256_add_ps(sum, acc[c]);
+  _mm256_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+__attribute__((target("avx512f"), noinline)) float fma_loop_avx512(int64_t iters, float seed) {
+  __m512 acc[kFmaChains];
+  for (int c = 0; c < kFmaChains; c++) acc[c] = _mm512_set1_ps(seed + static_cast<float>(c));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; i++) {
+    for (int c = 0; c < kFmaChains; c++) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+  }
+  alignas(64) float lanes[16];
+  __m512 sum = acc[0];
+  for (int c = 1; c < kFmaChains; c++) sum = _mm512_add_ps(sum, acc[c]);
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+// FP32 FLOP/s of FMAs (2 per lane) on threads_get() threads at once, with the vector width of
+// the matmul path in use (16 lanes on the avx512 paths, 8 otherwise): the sum of the threads'
+// rates, each over its own CPU time (a thread the OS deschedules for a moment, on a machine
+// shared with other jobs, does not lower its rate), the best of three passes of about 0.2 s.
+double fma_peak_flops() {
+  const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
+  const int lanes = wide ? 16 : 8;
+  const int64_t iters = 20'000'000;
+  const double flops_per_thread = 2.0 * lanes * kFmaChains * static_cast<double>(iters);
+  const int n_threads = threads_get();
+  double best = 0.0;
+  for (int pass = 0; pass < 3; pass++) {
+    double rate = 0.0;
+    float sink = 0.0f;
+#pragma omp parallel num_threads(n_threads) reduction(+ : rate, sink)
+    {
+      timespec a{}, b{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+      sink += wide ? fma_loop_avx512(iters, 1.0f) : fma_loop_avx2(iters, 1.0f);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+      rate += flops_per_thread / ((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
+    }
+    benchmark::DoNotOptimize(sink);
+    best = std::max(best, rate);
+  }
+  return best;
+}
+
+// One forward of 32 rows (32 slots, one new token each) against one of a single row, on the
+// same runner and interleaved, beside the FMA peak of the same threads measured just before.
+void BM_BatchedForward32(benchmark::State& state, const std::string& spec) {
+  threads_set(2);
+  constexpr int64_t b = 32;
+  const LlamaModel& model = bench_model(spec);
+  BatchedLlamaRunner runner(model, b, kBatchContext);
+  const int32_t vocab = static_cast<int32_t>(runner.vocab());
+  std::vector<BatchRow> prompt;  // [b * kBatchPrompt] rows, slot by slot
+  for (int32_t s = 0; s < b; s++) {
+    for (int64_t i = 0; i < kBatchPrompt; i++)
+      prompt.push_back({s, static_cast<int32_t>((s * 7919 + i * 104729 + 13) % vocab)});
+  }
+  runner.forward_batch(prompt, /*last_only=*/true);
+  std::vector<BatchRow> step;  // [b] rows: one new token per slot
+  for (int32_t s = 0; s < b; s++) step.push_back({s, static_cast<int32_t>((s * 31 + 1) % vocab)});
+  const double peak = fma_peak_flops();
+  double t_one = 0.0, t_batch = 0.0;
+  for (auto _ : state) {
+    const auto a = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(runner.forward_batch(step.data(), 1));
+    runner.truncate(0, kBatchPrompt);
+    const auto m = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(runner.forward_batch(step));  // all b rows of logits
+    for (int64_t s = 0; s < b; s++) runner.truncate(s, kBatchPrompt);
+    const auto e = std::chrono::steady_clock::now();
+    t_one += std::chrono::duration<double>(m - a).count();
+    t_batch += std::chrono::duration<double>(e - m).count();
+    state.SetIterationTime(std::chrono::duration<double>(e - m).count());
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double flops = bench_weight_flops_per_token(model) * b / (t_batch / n);
+  state.SetItemsProcessed(state.iterations() * b);
+  state.counters["T1_ms"] = 1e3 * t_one / n;
+  state.counters["T32_ms"] = 1e3 * t_batch / n;
+  state.counters["T32_over_T1"] = t_batch / t_one;
+  state.counters["T32_over_T1_limit"] = 8.0;  // 32 rows must cost < 8x one row
+  state.counters["GFLOPs"] = flops / 1e9;
+  state.counters["peak_GFLOPs"] = peak / 1e9;
+  state.counters["peak_frac"] = flops / peak;
+  state.counters["peak_frac_limit"] = 0.7;  // >= 70% of the measured FP32 FMA peak
+  state.SetLabel(matmul_isa());
+}
+
 const int kRegistered = [] {
   benchmark::RegisterBenchmark("BM_BatchedDecode/llama-3.2-1b:bf16", BM_BatchedDecode,
                                std::string("llama-3.2-1b:bf16"))
       ->ArgName("b")
       ->Arg(1)
+      ->Arg(2)
+      ->Arg(4)
       ->Arg(8)
+      ->Arg(16)
       ->Arg(32)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime()
+      ->Iterations(3);
+  benchmark::RegisterBenchmark("BM_BatchedForward32/llama-3.2-3b:bf16", BM_BatchedForward32,
+                               std::string("llama-3.2-3b:bf16"))
       ->Unit(benchmark::kMillisecond)
       ->UseManualTime()
       ->Iterations(3);

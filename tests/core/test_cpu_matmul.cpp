@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -280,6 +281,92 @@ TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
       }
     }
     threads_set(0);
+  }
+}
+
+// Many tokens at once (continuous batching verifies b requests x k tokens in one call): every
+// token's outputs are the bits it gets alone, for token counts that fill no register tile, one,
+// several and several chunks (the avx2 path: tiles of 3 tokens, up to 3 tokens unpacked, 64
+// tokens per chunk; avx512: groups of 4 and 8, chunks of 16 or more), on 1 and 2 threads.
+// Shapes: 29 rows leave partial work items and row tiles; 77 columns are less than a segment
+// with a scalar tail, 1031 = 2 x 512 + 7 and 1544 = 3 x 512 + 8 end on a partial segment (a
+// tail, a single slice), 1056 = 33 blocks of 32 and 768 = 3 super-blocks for quantized rows.
+// Each batch is also held to the reference within 1e-4 + 1e-4 * |ref| (FP32 vs double sums).
+TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
+  struct Case {
+    DType dtype;
+    int64_t n_in;
+  };
+  const Case cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1544},
+                        {DType::F32, 1031},  {DType::F16, 1031},  {DType::Q8_0, 1056},
+                        {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 768},
+                        {DType::Q6_K, 768}};
+  const int64_t n_out = 29;
+  const int64_t token_counts[] = {2, 3, 5, 8, 13, 32, 64, 130};
+  const int64_t max_tokens = 130;
+  for (const Case& c : cases) {
+    const std::string what = std::string(dtype_name(c.dtype)) + " n_in=" + std::to_string(c.n_in);
+    OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 71);
+    std::vector<float> x = random_activations(max_tokens * c.n_in, 72);
+    std::vector<float> single(max_tokens * n_out, NAN);
+    threads_set(1);
+    for (int64_t t = 0; t < max_tokens; t++) {
+      matmul_weights(single.data() + t * n_out, x.data() + t * c.n_in, w.view, 1);
+    }
+    for (int threads : {1, 2}) {
+      threads_set(threads);
+      for (int64_t n : token_counts) {
+        std::vector<float> batched(n * n_out, NAN);
+        matmul_weights(batched.data(), x.data(), w.view, n);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n * n_out; i++) {
+          if (std::memcmp(&batched[i], &single[i], sizeof(float)) != 0) {
+            if (differ++ < 3) {
+              ADD_FAILURE() << what << " n_tokens=" << n << " threads=" << threads << " token "
+                            << i / n_out << " row " << i % n_out << ": " << batched[i]
+                            << " batched, " << single[i] << " alone";
+            }
+          }
+        }
+        EXPECT_EQ(differ, 0) << what << " n_tokens=" << n << " threads=" << threads;
+        if (threads == 2) {
+          std::vector<float> ref(n * n_out);
+          reference_as_path(ref.data(), std::vector<float>(x.begin(), x.begin() + n * c.n_in),
+                            w.view, n);
+          expect_close(batched, ref, what + " n_tokens=" + std::to_string(n));
+        }
+      }
+    }
+    threads_set(0);
+  }
+}
+
+// The step team's work items (matmul_items, any split of the items among threads, activations
+// packed once per kind and reused across matrices) give matmul_weights' bits for 1..16 tokens.
+TEST_P(CpuMatmulPaths, WorkItemsGiveMatmulWeightsBits) {
+  const DType dtypes[] = {DType::BF16, DType::F32, DType::F16, DType::Q8_0, DType::Q4_1};
+  const int64_t n_out = 45, n_in = 1056;
+  std::vector<OwnedWeights> ws;
+  for (DType dtype : dtypes) ws.push_back(random_weights(dtype, n_out, n_in, 81));
+  std::vector<float> x = random_activations(kMatmulItemsMaxTokens * n_in, 82);
+  MatmulActivations a;
+  for (int64_t n = 1; n <= kMatmulItemsMaxTokens; n++) {
+    a.set(x.data(), n, n_in);
+    for (size_t d = 0; d < ws.size(); d++) {
+      const TensorView& w = ws[d].view;
+      std::vector<float> want(n * n_out, NAN), got(n * n_out, NAN);
+      matmul_weights(want.data(), x.data(), w, n);
+      const int64_t items = matmul_item_count(w);
+      ASSERT_EQ(items, (n_out + matmul_item_rows(w) - 1) / matmul_item_rows(w));
+      // Items in two runs, the second first: as two threads might take them.
+      matmul_items(got.data(), a, w, items / 2, items);
+      matmul_items(got.data(), a, w, 0, items / 2);
+      for (int64_t i = 0; i < n * n_out; i++) {
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+            << dtype_name(dtypes[d]) << " n_tokens=" << n << " token " << i / n_out << " row "
+            << i % n_out << ": " << got[i] << " items, " << want[i] << " matmul_weights";
+      }
+    }
   }
 }
 
