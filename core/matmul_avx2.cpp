@@ -237,8 +237,7 @@ size_t scratch_floats(int64_t n_in) {
 
 // More tokens: per chunk of tokens, segments outer; in a segment, token tiles, then row tiles,
 // so a tile's activations (3 x 2 KB) are reread from L1 by the item's row tiles and the
-// converted rows (16 KB) by every token tile. While converting a segment, the next one is
-// prefetched, so the stored rows arrive one segment ahead of the arithmetic.
+// converted rows (16 KB) by every token tile.
 SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
                        int n_next_rows, DType dtype, const float* xk, int64_t n_in,
                        int64_t n_tokens, float* scratch) {

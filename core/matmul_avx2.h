@@ -6,10 +6,12 @@
 // 4 rows x 3 tokens (12 ymm accumulators, the activations of a tile read once per 4 rows, the
 // weights once per 3 tokens) run over it; the accumulators are parked in memory between
 // segments, without rounding. So the conversion costs once per weight per call, the inner loop
-// reads L1 only, and the two FMA pipes are kept busy once there are a few tokens. The
-// activations are packed once per call segment by segment (pack), so that a segment's
-// activations of all tokens are contiguous: in x itself the tokens lie n_in floats apart, a
-// multiple of 4 KB in every Llama shape, and would all compete for the same few L1 sets.
+// reads L1 only, and the two FMA pipes are kept busy once there are a few tokens. For more
+// than 8 tokens the activations are packed once per call segment by segment (pack), so that a
+// segment's activations of all tokens are contiguous: in x itself the tokens lie n_in floats
+// apart, a multiple of 4 KB in every Llama shape, and would all compete for the same few L1
+// sets. Up to 8 tokens (decoding, verification) the rows are converted whole instead, 4 at a
+// time (rows_few_tokens): the weights' reads, not the arithmetic, bound those calls.
 //
 // Batch invariance: every output (row r, token t) is summed the same way whatever tile,
 // segment, item or thread computes it and however many tokens share the call:
@@ -64,8 +66,8 @@ void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_b
 // One work item: out[t * n_out + j] for rows j < n_rows (<= kRowBlock) starting at row0
 // (rows row_bytes apart, stored in `dtype`) and tokens t < n_tokens; xk: the activations,
 // packed by pack if packs_activations(n_tokens), else x. n_next_rows: how many rows follow the
-// item's in the matrix, up to kRowBlock (prefetched at its end: they are usually the same
-// thread's next item). scratch: scratch_floats(n_in) floats of the calling thread.
+// item's in the matrix, up to kRowBlock (prefetched while this item runs: they are usually the
+// same thread's next item). scratch: scratch_floats(n_in) floats of the calling thread.
 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
           int n_next_rows, DType dtype, const float* xk, int64_t n_in, int64_t n_tokens,
           float* scratch);
