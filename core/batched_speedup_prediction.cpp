@@ -34,15 +34,6 @@ void slot_bracket(const std::vector<int>& slots, double b, size_t* i, double* f)
   *f = std::clamp(*f, 0.0, 1.0);
 }
 
-// How many of the rollout's tokens a round may draft (the p_min rule, as the one-request
-// predictor and llama.cpp's common/speculative.cpp).
-int drafts_allowed(const AcceptanceRollout& r, int cap, double p_min) {
-  int m = std::min<int>(cap, static_cast<int>(r.accept.size()));
-  for (int j = 0; j < m; j++)
-    if (r.top_prob[static_cast<size_t>(j)] < p_min) return j;
-  return m;
-}
-
 // One request of the replayed queue.
 struct SimRequest {
   size_t queue_index = 0;
@@ -131,7 +122,7 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
                 : s.gamma_by_load[std::min(active.size(), s.gamma_by_load.size() - 1)];
         const int want = std::min<int>(std::min(policy_gamma, many.max_gamma()),
                                        static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
-        g[i] = drafts_allowed(roll, want, c.p_min);
+        g[i] = acceptance_drafts_allowed(roll, want, c.p_min);
         int accepted = 0;
         while (accepted < g[i]) {
           const RngKey key{c.seed, static_cast<uint64_t>(r.queue_index),
@@ -261,12 +252,7 @@ BatchedPrediction predict_batched(const CostProfile& one, const BatchedCostProfi
   SPECLAB_INPUT_CHECK(static_cast<int>(one.host_round_s.size()) >= g_max + 1, where1,
                       ": host(k) up to k = ", one.host_round_s.size(),
                       ", the setting needs k = ", g_max + 1);
-  for (const auto& p : acceptance.prompts)
-    for (const auto& r : p.positions)
-      SPECLAB_INPUT_CHECK(
-          r.top_prob.size() == r.accept.size() && r.entropy.size() == r.accept.size(),
-          "acceptance profile: prompt '", p.prompt_id,
-          "': accept, top_prob and entropy lengths differ");
+  acceptance_profile_check(acceptance);
 
   // The plain loop has no randomness: one replay. The speculative loop: the mean of walks.
   const LoopTotals base = replay(one, many, acceptance, s, /*spec=*/false, 0);

@@ -23,15 +23,6 @@ double round_seconds(const CostProfile& cost, int g, int tree_nodes) {
          cost.host_round_s[k - 1];
 }
 
-// How many of the rollout's tokens a round may draft: the p_min rule stops before the first
-// token whose top probability is below p_min (llama.cpp's common/speculative.cpp).
-int drafts_allowed(const AcceptanceRollout& r, int cap, double p_min) {
-  int m = std::min<int>(cap, static_cast<int>(r.accept.size()));
-  for (int j = 0; j < m; j++)
-    if (r.top_prob[static_cast<size_t>(j)] < p_min) return j;
-  return m;
-}
-
 std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {
   return gamma_policy_create(s.policy, s.gamma);  // the decoder's own factory
 }
@@ -51,8 +42,8 @@ PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
   for (int64_t t = n - 1; t >= 0; t--) {
     const AcceptanceRollout& roll = p.positions[static_cast<size_t>(t)];
     const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
-    const int g =
-        drafts_allowed(roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
+    const int g = acceptance_drafts_allowed(
+        roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
     double vt = round_seconds(cost, g, s.tree_nodes), rt = 1, dt = g;
     double survive = 1;  // S_t(i)
     for (int i = 0; i <= g; i++) {
@@ -85,7 +76,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
       const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
       const int want = std::min<int>(std::min(policy->next_gamma(), cost.max_gamma()),
                                      static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
-      const int g = drafts_allowed(roll, want, s.p_min);
+      const int g = acceptance_drafts_allowed(roll, want, s.p_min);
       sum.seconds +=
           round_seconds(cost, g, s.tree_nodes) + (pending_catchup ? cost.draft_catchup_s : 0.0);
       sum.rounds += 1;
@@ -108,6 +99,22 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
 }
 
 }  // namespace
+
+int acceptance_drafts_allowed(const AcceptanceRollout& r, int cap, double p_min) {
+  int m = std::min<int>(cap, static_cast<int>(r.accept.size()));
+  for (int j = 0; j < m; j++)
+    if (r.top_prob[static_cast<size_t>(j)] < p_min) return j;
+  return m;
+}
+
+void acceptance_profile_check(const AcceptanceProfile& acceptance) {
+  for (const auto& p : acceptance.prompts)
+    for (const auto& r : p.positions)
+      SPECLAB_INPUT_CHECK(
+          r.top_prob.size() == r.accept.size() && r.entropy.size() == r.accept.size(),
+          "acceptance profile: prompt '", p.prompt_id,
+          "': accept, top_prob and entropy lengths differ");
+}
 
 void cost_profile_validate(const CostProfile& c, const std::string& where) {
   SPECLAB_INPUT_CHECK(!c.target_s.empty(), where, ": target_s: expected T(k) for k = 1.. (empty)");
@@ -230,12 +237,7 @@ Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& accep
                       ": T(k) up to k = ", cost.target_s.size(), ", the setting needs k = ", k_max);
   SPECLAB_INPUT_CHECK(cost.max_gamma() >= g_max, where, ": draft cost for up to ", cost.max_gamma(),
                       " tokens per round, the setting needs ", g_max);
-  for (const auto& p : acceptance.prompts)
-    for (const auto& r : p.positions)
-      SPECLAB_INPUT_CHECK(
-          r.top_prob.size() == r.accept.size() && r.entropy.size() == r.accept.size(),
-          "acceptance profile: prompt '", p.prompt_id,
-          "': accept, top_prob and entropy lengths differ");
+  acceptance_profile_check(acceptance);
 
   Prediction out;
   out.base_s_per_token = cost.target_s[0] + cost.host_round_s[0];

@@ -128,6 +128,15 @@ struct Prediction {
 Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& acceptance,
                          const ChainSetting& setting);
 
+// How many of the rollout's tokens a round may draft, at most `cap`: the p_min rule stops
+// before the first token whose top probability is below p_min (llama.cpp's
+// common/speculative.cpp).
+int acceptance_drafts_allowed(const AcceptanceRollout& r, int cap, double p_min);
+
+// Checks that every rollout's accept, top_prob and entropy lists have one length; InputError
+// naming the prompt.
+void acceptance_profile_check(const AcceptanceProfile& acceptance);
+
 // Checks a cost profile's fields (sizes, finite non-negative seconds, positive T(1)); InputError
 // naming `where` and the field.
 void cost_profile_validate(const CostProfile& cost, const std::string& where);

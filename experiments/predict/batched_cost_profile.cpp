@@ -11,12 +11,6 @@ namespace speclab {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-double fastest(const std::vector<double>& v) {
-  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
-}
 
 }  // namespace
 
@@ -65,7 +59,7 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
     }
     const auto t0 = Clock::now();
     drafter.propose_batch(reqs, r.draft_sampling, no_stop, &props);
-    return since(t0);
+    return timing_since(t0);
   };
   // A one-row target forward on slot 0, undone: in the loop the draft runs right after the
   // target's verify, whose weights have displaced the draft's from the caches.
@@ -93,7 +87,7 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
           for (int i = 0; i < k; i++) rows.push_back({s, ctx[static_cast<size_t>(L + i)]});
         const auto t0 = Clock::now();
         target.forward_batch(rows, /*last_only=*/false);  // every row's logits, as a verify
-        const double sec = since(t0);
+        const double sec = timing_since(t0);
         for (int s = 0; s < b; s++) target.truncate(s, L);
         if (keep) t_bk[bi][static_cast<size_t>(k - 1)].push_back(sec);
       }
@@ -116,7 +110,7 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
       rows.push_back({0, prompt[static_cast<size_t>(i)]});
     auto t0 = Clock::now();
     target.forward_batch(rows, /*last_only=*/true);
-    const double pre = since(t0);
+    const double pre = timing_since(t0);
     fill_slot(0);
     drafter.reset_slot(0);
     const double first = propose_s(1, prompt, 1);
@@ -136,16 +130,17 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
   c.slots = r.slots;
   for (size_t bi = 0; bi < B; bi++) {
     std::vector<double> t, d{0.0};
-    for (const auto& v : t_bk[bi]) t.push_back(fastest(v));
-    for (int n = 1; n <= r.g_max; n++) d.push_back(fastest(d_bn[bi][static_cast<size_t>(n)]));
+    for (const auto& v : t_bk[bi]) t.push_back(timing_fastest(v));
+    for (int n = 1; n <= r.g_max; n++)
+      d.push_back(timing_fastest(d_bn[bi][static_cast<size_t>(n)]));
     c.target_s.push_back(t);
-    c.draft_catchup_s.push_back(std::max(0.0, fastest(two_b[bi]) - d[1]));
+    c.draft_catchup_s.push_back(std::max(0.0, timing_fastest(two_b[bi]) - d[1]));
     c.draft_round_s.push_back(d);
   }
   const double extra_tokens = static_cast<double>(std::max<int64_t>(1, prompt_len - 1));
-  c.target_prefill_s_per_token = fastest(prefill) / extra_tokens;
+  c.target_prefill_s_per_token = timing_fastest(prefill) / extra_tokens;
   c.draft_prefill_s_per_token =
-      std::max(0.0, fastest(first_call) - c.draft_round_s[0][1]) / extra_tokens;
+      std::max(0.0, timing_fastest(first_call) - c.draft_round_s[0][1]) / extra_tokens;
   if (spread) {
     *spread = BatchedCostSpread{};
     spread->reps = r.reps;

@@ -12,17 +12,19 @@ namespace speclab {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-double fastest(const std::vector<double>& v) {
-  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
-}
 std::vector<int32_t> head(const std::vector<int32_t>& v, int64_t n) {
   return std::vector<int32_t>(v.begin(), v.begin() + n);
 }
 
 }  // namespace
+
+double timing_fastest(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
+}
+
+double timing_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 void timing_spread_add(TimingSpread* out, std::vector<double> v) {
   SPECLAB_ASSERT(!v.empty());
@@ -64,14 +66,14 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     const auto t0 = Clock::now();
     // As the decoder drafts: on the runner's device when it samples there.
     drafter.propose_keeping_q_on_device(c, n, r.draft_sampling, no_stop, key, &prop);
-    return since(t0);
+    return timing_since(t0);
   };
   for (int rep = 0; rep <= r.reps; rep++) {  // rep 0 warms every call and is not kept
     const bool keep = rep > 0;
     for (int k = 1; k <= r.k_max; k++) {
       const auto t0 = Clock::now();
       target.forward(ctx.data() + L, k);
-      const double s = since(t0);
+      const double s = timing_since(t0);
       target.truncate(L);
       if (keep) t_k[static_cast<size_t>(k - 1)].push_back(s);
     }
@@ -122,7 +124,7 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
         vc.greedy = r.target_sampling.temperature == 0.0f;
         speculative_verify(round, vc, key);
       }
-      if (keep) host_k[static_cast<size_t>(k - 1)].push_back(since(t0));
+      if (keep) host_k[static_cast<size_t>(k - 1)].push_back(timing_since(t0));
     }
   }
   target.truncate(0);
@@ -131,14 +133,14 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   CostProfile c;
   c.source = "measured";
   c.context_len = L;
-  for (const auto& v : t_k) c.target_s.push_back(fastest(v));
-  for (const auto& v : host_k) c.host_round_s.push_back(fastest(v));
+  for (const auto& v : t_k) c.target_s.push_back(timing_fastest(v));
+  for (const auto& v : host_k) c.host_round_s.push_back(timing_fastest(v));
   c.draft_round_s.push_back(0.0);
   for (int n = 1; n <= r.g_max; n++)
-    c.draft_round_s.push_back(fastest(draft_n[static_cast<size_t>(n)]));
+    c.draft_round_s.push_back(timing_fastest(draft_n[static_cast<size_t>(n)]));
   c.draft_step_s = c.draft_round_s[1];
-  c.draft_catchup_s = std::max(0.0, fastest(two_behind) - fastest(one_behind));
-  c.draft_prefill_s = std::max(0.0, fastest(first_call) - fastest(one_behind));
+  c.draft_catchup_s = std::max(0.0, timing_fastest(two_behind) - timing_fastest(one_behind));
+  c.draft_prefill_s = std::max(0.0, timing_fastest(first_call) - timing_fastest(one_behind));
   if (spread) {
     *spread = CostProfileSpread{};
     spread->reps = r.reps;

@@ -15,6 +15,7 @@
 // kept beside the figures, in the profile's file (experiments/predict/profile_io.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,6 +46,10 @@ struct TimingSpread {
 // Appends the min, median (the mean of the middle two for an even count) and max of the
 // repetitions v (not empty) as one more entry of `out`.
 void timing_spread_add(TimingSpread* out, std::vector<double> v);
+// The fastest of repeated timings, the figure a profile keeps (0 for none).
+double timing_fastest(const std::vector<double>& v);
+// Seconds since t0 on the steady clock.
+double timing_since(std::chrono::steady_clock::time_point t0);
 
 // The spread of everything cost_profile_measure times. Catch-up and prefill are differences
 // of minima, so the spreads of their parts are kept: the steady one-token proposal (one token

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 
 #include "core/batched_speedup_prediction.h"
 #include "core/error.h"
@@ -182,8 +183,12 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
     const std::vector<std::string> key{r->cell.drafter, f.fmt(r->cell.temperature, 1),
                                        std::to_string(r->cell.gamma), r->cell.gamma_policy,
                                        set.empty() ? f.none() : set};
-    curves[key][r->cell.concurrency] = tput;
-    if (!std::isnan(pred)) predicted[key][r->cell.concurrency] = pred;
+    // The load-following policy has no crossover of its own (it stops drafting where
+    // speculation would lose): its curve is in gamma_policy_regret.
+    if (r->cell.gamma_policy != "predicted") {
+      curves[key][r->cell.concurrency] = tput;
+      if (!std::isnan(pred)) predicted[key][r->cell.concurrency] = pred;
+    }
     all_n.insert(r->cell.concurrency);
   }
   out.push_back(tc);
@@ -236,55 +241,64 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
   }
   out.push_back(tn);
 
-  // gamma_policy predicted against every fixed gamma of the same settings, per N.
-  struct PolicyCell {
-    double best_fixed = NAN, predicted = NAN;
-    int best_gamma = 0, predicted_gamma = -1;
+  // gamma_policy predicted against every fixed gamma of the same settings, per N: one row per
+  // predicted-policy cell (its gamma is the ceiling), the best fixed gamma of its N beside it.
+  struct BestFixed {
+    double speedup = NAN;
+    int gamma = 0;
   };
-  std::map<std::vector<std::string>, std::map<int, PolicyCell>> by_setting;
-  for (const auto* r : rows) {
-    const bool one = r->cell.concurrency <= 1;
-    const double tput = one ? row_value(r->speedup) : row_value(r->throughput_speedup);
-    if (std::isnan(tput)) continue;
+  std::map<std::pair<std::vector<std::string>, int>, BestFixed> best_fixed;
+  std::vector<const ResultRow*> policy_rows;
+  auto setting_key = [&](const ResultRow& r) {
     std::string set;
-    for (double a : r->cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
-    PolicyCell& pc = by_setting[{r->cell.drafter, f.fmt(r->cell.temperature, 1),
-                                 set.empty() ? f.none() : set}][r->cell.concurrency];
+    for (double a : r.cell.synthetic_acceptance) set += (set.empty() ? "" : "/") + f.fmt(a);
+    return std::vector<std::string>{r.cell.drafter, f.fmt(r.cell.temperature, 1),
+                                    set.empty() ? f.none() : set};
+  };
+  auto speedup_of = [](const ResultRow& r) {
+    return r.cell.concurrency <= 1 ? row_value(r.speedup) : row_value(r.throughput_speedup);
+  };
+  for (const auto* r : rows) {
+    const double tput = speedup_of(*r);
+    if (std::isnan(tput)) continue;
     if (r->cell.gamma_policy == "predicted") {
-      pc.predicted = tput;
-      const std::vector<int64_t> table =
-          r->predicted_gamma_by_load.value_or(std::vector<int64_t>{});
-      const size_t n = static_cast<size_t>(r->cell.concurrency);
-      if (!table.empty())
-        pc.predicted_gamma = static_cast<int>(table[std::min(n, table.size() - 1)]);
-    } else if (r->cell.gamma_policy == "fixed" &&
-               (std::isnan(pc.best_fixed) || tput > pc.best_fixed)) {
-      pc.best_fixed = tput;
-      pc.best_gamma = r->cell.gamma;
+      policy_rows.push_back(r);
+    } else if (r->cell.gamma_policy == "fixed") {
+      BestFixed& b = best_fixed[{setting_key(*r), r->cell.concurrency}];
+      if (std::isnan(b.speedup) || tput > b.speedup) b = {tput, r->cell.gamma};
     }
   }
   Table tr{"gamma_policy_regret",
-           "gamma_policy predicted (the gamma the profiles predict best at N requests in flight, "
-           "0 = no drafting) against the best fixed gamma measured at the same N: throughput "
-           "speedups (one-at-a-time speedup at N = 1) and regret = 1 - predicted policy / best "
-           "fixed (negative: the policy beat every fixed gamma)",
-           {"draft", "T", "alpha set", "N", "best fixed gamma", "its speedup", "policy gamma",
-            "policy speedup", "regret"},
+           "gamma_policy predicted (the gamma the profiles predict best at N requests in flight "
+           "up to the cell's gamma, its ceiling; 0 = no drafting; at N = 1 at least 1) against "
+           "the best fixed gamma measured at the same N: throughput speedups (one-at-a-time "
+           "speedup at N = 1) and regret = 1 - predicted policy / best fixed (negative: the "
+           "policy beat every fixed gamma)",
+           {"draft", "T", "alpha set", "N", "ceiling", "best fixed gamma", "its speedup",
+            "policy gamma", "policy speedup", "regret"},
            {},
            {},
            {}};
-  for (const auto& [key, by_n] : by_setting)
-    for (const auto& [n, pc] : by_n) {
-      if (std::isnan(pc.predicted)) continue;
-      std::vector<std::string> row = key;
-      row.push_back(std::to_string(n));
-      row.push_back(std::isnan(pc.best_fixed) ? f.none() : std::to_string(pc.best_gamma));
-      row.push_back(f.maybe(pc.best_fixed));
-      row.push_back(pc.predicted_gamma < 0 ? f.none() : std::to_string(pc.predicted_gamma));
-      row.push_back(f.maybe(pc.predicted));
-      row.push_back(std::isnan(pc.best_fixed) ? f.none() : f.pct(1 - pc.predicted / pc.best_fixed));
-      tr.rows.push_back(row);
-    }
+  for (const ResultRow* r : policy_rows) {
+    const size_t n = static_cast<size_t>(r->cell.concurrency);
+    const std::vector<int64_t> table = r->predicted_gamma_by_load.value_or(std::vector<int64_t>{});
+    // One request at a time the cell ran the table's first entry, at least 1.
+    const int k = table.empty() ? -1
+                                : std::max(n == 1 ? 1 : 0,
+                                           static_cast<int>(table[std::min(n, table.size() - 1)]));
+    const auto it = best_fixed.find({setting_key(*r), r->cell.concurrency});
+    const BestFixed b = it == best_fixed.end() ? BestFixed{} : it->second;
+    const double policy = speedup_of(*r);
+    std::vector<std::string> row = setting_key(*r);
+    row.push_back(std::to_string(n));
+    row.push_back(std::to_string(r->cell.gamma));
+    row.push_back(std::isnan(b.speedup) ? f.none() : std::to_string(b.gamma));
+    row.push_back(f.maybe(b.speedup));
+    row.push_back(k < 0 ? f.none() : std::to_string(k));
+    row.push_back(f.maybe(policy));
+    row.push_back(std::isnan(b.speedup) ? f.none() : f.pct(1 - policy / b.speedup));
+    tr.rows.push_back(row);
+  }
   if (!tr.rows.empty()) out.push_back(tr);
   return out;
 }

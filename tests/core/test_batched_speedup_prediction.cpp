@@ -47,6 +47,16 @@ BatchedCostProfile many_profile(const CostProfile& one, double (*scale)(int)) {
 double proportional(int b) { return b; }
 double flat(int) { return 1.0; }
 
+// Slots 1 and 2, T(b, k) for k = 1..3, draft(b, n) for n = 0..2: the hand-worked loops.
+BatchedCostProfile two_slot_profile() {
+  BatchedCostProfile many;
+  many.slots = {1, 2};
+  many.target_s = {{1.0, 1.1, 1.2}, {1.5, 1.8, 2.0}};
+  many.draft_round_s = {{0, 0.2, 0.4}, {0, 0.3, 0.5}};
+  many.draft_catchup_s = {0.05, 0.07};
+  return many;
+}
+
 BatchedSetting setting(int gamma, int concurrency, int64_t max_new_tokens) {
   BatchedSetting s;
   s.chain.gamma = gamma;
@@ -60,11 +70,7 @@ TEST(BatchedSpeedupPrediction, EveryDraftAcceptedByHand) {
   // Two requests of 6 tokens, both drafts always accepted, gamma 2, N = 2: two rounds of 3
   // tokens each; the second round catches both slots up by two tokens.
   const CostProfile one = one_profile(4);
-  BatchedCostProfile many;
-  many.slots = {1, 2};
-  many.target_s = {{1.0, 1.1, 1.2}, {1.5, 1.8, 2.0}};
-  many.draft_round_s = {{0, 0.2, 0.4}, {0, 0.3, 0.5}};
-  many.draft_catchup_s = {0.05, 0.07};
+  BatchedCostProfile many = two_slot_profile();
   const AcceptanceProfile acc = acceptance_profile_configured({1.0}, 2, 2, 6);
   BatchedSetting s = setting(2, 2, 6);
   const BatchedPrediction p = predict_batched(one, many, acc, s);
@@ -85,11 +91,7 @@ TEST(BatchedSpeedupPrediction, AdmissionAndDraftPrefillByHand) {
   // As above, with prompts of 5 and 3 tokens: admission prefills 4 + 2 tokens in both loops
   // (0.1 s each); the drafter reads them in the first round (0.05 s each).
   const CostProfile one = one_profile(4);
-  BatchedCostProfile many;
-  many.slots = {1, 2};
-  many.target_s = {{1.0, 1.1, 1.2}, {1.5, 1.8, 2.0}};
-  many.draft_round_s = {{0, 0.2, 0.4}, {0, 0.3, 0.5}};
-  many.draft_catchup_s = {0.05, 0.07};
+  BatchedCostProfile many = two_slot_profile();
   many.target_prefill_s_per_token = 0.1;
   many.draft_prefill_s_per_token = 0.05;
   const AcceptanceProfile acc = acceptance_profile_configured({1.0}, 2, 2, 6);
