@@ -43,39 +43,47 @@ struct CellMeasurement {
 
 }  // namespace
 
-// Percentile bootstrap of the ratio of per-token times, prompts resampled as clusters (a
-// prompt's repeats share its text, so they are not independent draws).
+Interval speedup_cluster_interval(const std::vector<SpeedupCluster>& clusters, int resamples,
+                                  double confidence, uint64_t seed, double* whole) {
+  const auto ratio = [&](const std::vector<size_t>& picks) {
+    SpeedupCluster sum;
+    for (size_t i : picks) {
+      sum.base_s += clusters[i].base_s;
+      sum.base_tokens += clusters[i].base_tokens;
+      sum.spec_s += clusters[i].spec_s;
+      sum.spec_tokens += clusters[i].spec_tokens;
+    }
+    return sum.base_tokens > 0 && sum.spec_tokens > 0 && sum.spec_s > 0
+               ? (sum.base_s / sum.base_tokens) / (sum.spec_s / sum.spec_tokens)
+               : NAN;
+  };
+  if (whole) {
+    std::vector<size_t> all(clusters.size());
+    for (size_t i = 0; i < all.size(); i++) all[i] = i;
+    *whole = ratio(all);
+  }
+  if (clusters.empty() || resamples < 2) return {0, 0};
+  const Interval ci =
+      stats_cluster_bootstrap_interval(clusters.size(), ratio, resamples, 1 - confidence, seed);
+  return std::isfinite(ci.lo) ? ci : Interval{0, 0};
+}
+
+// Prompts resampled as clusters: a prompt's repeats share its text, so they are not
+// independent draws.
 Interval cell_bootstrap_speedup(const ResultSamples& s, int resamples, double confidence,
                                 uint64_t seed) {
-  struct Cluster {
-    double bs = 0, bt = 0, ss = 0, st = 0;
-  };
-  std::vector<Cluster> clusters;
+  std::vector<SpeedupCluster> clusters;
   std::map<std::string, size_t> index;
   for (const auto& x : s) {
     auto [it, fresh] = index.try_emplace(*x.prompt_id, clusters.size());
     if (fresh) clusters.emplace_back();
-    Cluster& c = clusters[it->second];
-    c.bs += *x.baseline_s;
-    c.bt += static_cast<double>(*x.baseline_tokens);
-    c.ss += *x.spec_s;
-    c.st += static_cast<double>(*x.spec_tokens);
+    SpeedupCluster& c = clusters[it->second];
+    c.base_s += *x.baseline_s;
+    c.base_tokens += static_cast<double>(*x.baseline_tokens);
+    c.spec_s += *x.spec_s;
+    c.spec_tokens += static_cast<double>(*x.spec_tokens);
   }
-  if (clusters.empty() || resamples < 2) return {0, 0};
-  const Interval ci = stats_cluster_bootstrap_interval(
-      clusters.size(),
-      [&](const std::vector<size_t>& picks) {
-        Cluster sum;
-        for (size_t i : picks) {
-          sum.bs += clusters[i].bs;
-          sum.bt += clusters[i].bt;
-          sum.ss += clusters[i].ss;
-          sum.st += clusters[i].st;
-        }
-        return sum.bt > 0 && sum.st > 0 && sum.ss > 0 ? (sum.bs / sum.bt) / (sum.ss / sum.st) : NAN;
-      },
-      resamples, 1 - confidence, seed);
-  return std::isfinite(ci.lo) ? ci : Interval{0, 0};
+  return speedup_cluster_interval(clusters, resamples, confidence, seed);
 }
 
 namespace {

@@ -76,8 +76,20 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& drafter);
 // draft identities and the target's cost curve.
 ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDrafter& d);
 
-// Percentile bootstrap over prompts (a prompt's repeats resampled together, as one cluster) of
-// (sum baseline s / sum baseline tokens) / (sum speculative s / sum speculative tokens).
+// One cluster of a speedup bootstrap (a prompt with its repeats): seconds and tokens of each
+// loop, summed.
+struct SpeedupCluster {
+  double base_s = 0, base_tokens = 0, spec_s = 0, spec_tokens = 0;
+};
+// Percentile bootstrap over clusters of
+// (sum baseline s / sum baseline tokens) / (sum speculative s / sum speculative tokens);
+// {0, 0} without clusters, with resamples < 2 or when a resample has no time or tokens.
+// whole (may be null) receives the statistic over every cluster.
+Interval speedup_cluster_interval(const std::vector<SpeedupCluster>& clusters, int resamples,
+                                  double confidence, uint64_t seed, double* whole = nullptr);
+
+// speedup_cluster_interval over prompts (a prompt's repeats resampled together, as one cluster)
+// of the samples' decode seconds and tokens.
 Interval cell_bootstrap_speedup(const ResultSamples& samples, int resamples, double confidence,
                                 uint64_t seed);
 

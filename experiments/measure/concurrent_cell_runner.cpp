@@ -48,39 +48,21 @@ void request_times(const BatchedGeneration& g, std::vector<double>* tpot,
 Interval bootstrap_throughput(const std::vector<std::string>& prompt_of,
                               const BatchedGeneration& base, const BatchedGeneration& spec,
                               double point, int resamples, double confidence, uint64_t seed) {
-  struct Cluster {
-    double base_tok = 0, base_flight = 0, spec_tok = 0, spec_flight = 0;
-  };
-  std::vector<Cluster> clusters;
+  std::vector<SpeedupCluster> clusters;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < prompt_of.size(); i++) {
     auto [it, fresh] = index.try_emplace(prompt_of[i], clusters.size());
     if (fresh) clusters.emplace_back();
-    Cluster& c = clusters[it->second];
-    c.base_tok += static_cast<double>(base.results[i].tokens.size());
-    c.base_flight += base.timing[i].finished_s - base.timing[i].admitted_s;
-    c.spec_tok += static_cast<double>(spec.results[i].tokens.size());
-    c.spec_flight += spec.timing[i].finished_s - spec.timing[i].admitted_s;
+    SpeedupCluster& c = clusters[it->second];
+    c.base_s += base.timing[i].finished_s - base.timing[i].admitted_s;
+    c.base_tokens += static_cast<double>(base.results[i].tokens.size());
+    c.spec_s += spec.timing[i].finished_s - spec.timing[i].admitted_s;
+    c.spec_tokens += static_cast<double>(spec.results[i].tokens.size());
   }
-  if (clusters.empty() || resamples < 2) return {0, 0};
-  const auto ratio = [&](const std::vector<size_t>& picks) {
-    Cluster s;
-    for (size_t i : picks) {
-      s.base_tok += clusters[i].base_tok;
-      s.base_flight += clusters[i].base_flight;
-      s.spec_tok += clusters[i].spec_tok;
-      s.spec_flight += clusters[i].spec_flight;
-    }
-    return s.base_tok > 0 && s.spec_flight > 0 && s.base_flight > 0
-               ? (s.spec_tok / s.spec_flight) / (s.base_tok / s.base_flight)
-               : NAN;
-  };
-  std::vector<size_t> all(clusters.size());
-  for (size_t i = 0; i < all.size(); i++) all[i] = i;
-  const double whole = ratio(all);
-  const Interval ci =
-      stats_cluster_bootstrap_interval(clusters.size(), ratio, resamples, 1 - confidence, seed);
-  if (!std::isfinite(ci.lo) || !(whole > 0)) return {0, 0};
+  double whole = 0;
+  const Interval ci = speedup_cluster_interval(clusters, resamples, confidence, seed, &whole);
+  if (ci.lo == 0 && ci.hi == 0) return ci;
+  if (!(whole > 0)) return {0, 0};
   // The statistic (times in flight) is not the loop's wall time, which also holds the tail
   // where fewer than N requests remain: the interval is the statistic's relative spread
   // around the measured throughput ratio, so that it brackets the figure it is quoted with.

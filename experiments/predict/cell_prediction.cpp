@@ -327,9 +327,13 @@ void CellPredictor::predict_batched_into(const Cell& cell, const Profiles& prof,
   bs.chain = chain;
   bs.concurrency = cell.concurrency;
   bs.repeats = config_.generation.repeats;
+  // The loaded prompts' lengths; without prompts (profiles reused offline), those the batched
+  // profile was measured for.
   bs.prompt_lens = prof.queue_prompt_lens;
-  for (size_t i = 0; i < prompts_.size() && i < bs.prompt_lens.size(); i++)
-    bs.prompt_lens[i] = static_cast<int64_t>(prompts_[i].ids.size());
+  if (!prompts_.empty()) {
+    bs.prompt_lens.clear();
+    for (const auto& p : prompts_) bs.prompt_lens.push_back(static_cast<int64_t>(p.ids.size()));
+  }
   bs.draft_prefill = prof.batched.cost.draft_prefill_s_per_token > 0;
   if (!out->gamma_by_load.empty()) {
     bs.gamma_by_load = out->gamma_by_load;
@@ -345,8 +349,6 @@ void CellPredictor::predict_batched_into(const Cell& cell, const Profiles& prof,
   out->prediction.speedup = b.speedup;
   out->prediction.tokens_per_round = b.tokens_per_round;
   out->prediction.mean_drafted_per_round = b.mean_drafted_per_round;
-  out->prediction.spec_s_per_token = 0;
-  out->prediction.base_s_per_token = 0;
 }
 
 CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,15 @@ inline CliResult run_speclab(const std::string& args, const std::string& env = "
 }
 
 inline bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
+
+// The rows of a JSONL file (results.jsonl, predictions.jsonl), blank lines skipped.
+inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> rows;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+  return rows;
+}
 
 // "1,2,3" for --prompt-ids.
 inline std::string ids_arg(const std::vector<int32_t>& ids) {

@@ -23,14 +23,7 @@ const std::string kSrc = SPECLAB_SOURCE_DIR;
 const std::string kConfig = kSrc + "/configs/gate.yaml";
 const std::string kBaseline = kSrc + "/results/baselines/gate.jsonl";
 
-std::vector<nlohmann::json> read_rows(const std::string& path) {
-  std::vector<nlohmann::json> rows;
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line))
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
+using testing_util::read_jsonl;
 
 std::string write_rows(const ScratchDir& dir, const std::vector<nlohmann::json>& rows) {
   std::ostringstream s;
@@ -48,7 +41,7 @@ TEST(CliCheck, PassesAgainstCommittedBaseline) {
 // (what a real regression looks like from the other side), in one cell.
 TEST(CliCheck, FailsOnPlantedRegression) {
   ScratchDir dir;
-  auto rows = read_rows(kBaseline);
+  auto rows = read_jsonl(kBaseline);
   ASSERT_EQ(rows.size(), 12u);
   rows[3]["alpha_empirical"] = rows[3]["alpha_empirical"].get<double>() + 0.2;
   rows[3]["tau"] = rows[3]["tau"].get<double>() + 0.5;
@@ -64,7 +57,7 @@ const std::string kLookupOnly = " --set 'sweep.drafter=[lookup]'";
 
 std::vector<nlohmann::json> lookup_rows() {
   std::vector<nlohmann::json> out;
-  for (auto& r : read_rows(kBaseline))
+  for (auto& r : read_jsonl(kBaseline))
     if (r["drafter"] == "lookup") out.push_back(r);
   return out;
 }
@@ -125,7 +118,7 @@ TEST(CliCheck, DrafterNameOnOtherWeightsFails) {
   EXPECT_TRUE(has(r.err, "8 of 12 cells failed")) << r.err;
   EXPECT_TRUE(has(r.err, "drafter draft-2m identity changed")) << r.err;
   EXPECT_TRUE(has(r.err, "draft_sha256")) << r.err;
-  for (const auto& row : read_rows(kBaseline)) {
+  for (const auto& row : read_jsonl(kBaseline)) {
     const std::string id = row["cell_id"];
     if (row["drafter"] == "draft-2m") {
       EXPECT_TRUE(has(r.err, id + "] missing")) << id;
@@ -141,7 +134,7 @@ TEST(CliCheck, DrafterNameOnOtherWeightsFails) {
 TEST(CliCheck, ChangedWeightsBehindTheSameNameFail) {
   ScratchDir dir;
   std::vector<nlohmann::json> rows;
-  for (auto& row : read_rows(kBaseline))
+  for (auto& row : read_jsonl(kBaseline))
     if (row["drafter"] == "draft-0.5m") {
       row["draft_sha256"] = std::string(64, 'a');
       rows.push_back(row);
@@ -244,7 +237,7 @@ TEST(CliCheck, CalibrateWritesBandsTheCheckUses) {
   const nlohmann::json bands = nlohmann::json::parse(bf);
   EXPECT_EQ(bands["format"], "speclab-gate-bands/1");
   EXPECT_EQ(bands["seeds"], nlohmann::json::array({1, 2, 3}));
-  auto rows = read_rows(base);
+  auto rows = read_jsonl(base);
   ASSERT_EQ(rows.size(), 2u);
   bool some_spread = false;
   for (const auto& row : rows) {

@@ -23,12 +23,7 @@ using testing_util::CliResult;
 using testing_util::run_speclab;
 using testing_util::ScratchDir;
 
-std::vector<nlohmann::json> read_rows(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
+using testing_util::read_jsonl;
 
 std::string small_config(ScratchDir& d, const std::string& gammas) {
   const std::string src = SPECLAB_SOURCE_DIR;
@@ -49,7 +44,7 @@ TEST(CliPredict, DefaultConfigRunsNoSpeculativeRoundAndPredictsTheRunsCells) {
   const std::string cfg = std::string(SPECLAB_SOURCE_DIR) + "/configs/default.yaml";
   const CliResult r = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto rows = read_rows(d.file("P/predictions.jsonl"));
+  const auto rows = read_jsonl(d.file("P/predictions.jsonl"));
   std::set<std::string> predicted;
   std::set<int> gammas;
   int groups = 0;
@@ -85,8 +80,8 @@ TEST(CliPredict, ProfilesAreReusedOfflineForOtherGammasAndRefusedWhenTooShallow)
   const CliResult again = run_speclab("predict '" + cfg + "' --out '" + d.file("B") +
                                       "' --profiles '" + d.file("A") + "'");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  const auto a = read_rows(d.file("A/predictions.jsonl"));
-  const auto b = read_rows(d.file("B/predictions.jsonl"));
+  const auto a = read_jsonl(d.file("A/predictions.jsonl"));
+  const auto b = read_jsonl(d.file("B/predictions.jsonl"));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); i++)
     if (a[i]["row_type"] == "cell") {
@@ -120,7 +115,7 @@ TEST(CliPredict, ImportsCostProfilesFromCsvAndLlamaBench) {
   const CliResult r =
       run_speclab("predict '" + cfg + "' --out '" + d.file("A") + "' --cost-profile '" + csv + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& row : read_rows(d.file("A/predictions.jsonl"))) {
+  for (const auto& row : read_jsonl(d.file("A/predictions.jsonl"))) {
     if (row["row_type"] != "cell") continue;
     EXPECT_EQ(row["cost_profile_source"], "csv");
     EXPECT_NEAR(row["c_profile"].get<double>(), 0.1, 1e-12);
@@ -136,7 +131,7 @@ TEST(CliPredict, ImportsCostProfilesFromCsvAndLlamaBench) {
   const CliResult lb = run_speclab("predict '" + cfg + "' --out '" + d.file("B") +
                                    "' --cost-profile '" + bench + "'");
   ASSERT_EQ(lb.exit_code, 0) << lb.err;
-  for (const auto& row : read_rows(d.file("B/predictions.jsonl"))) {
+  for (const auto& row : read_jsonl(d.file("B/predictions.jsonl"))) {
     if (row["row_type"] != "cell") continue;
     EXPECT_EQ(row["cost_profile_source"], "llama-bench");
     EXPECT_NEAR(row["c_profile"].get<double>(), 0.008 / 0.020, 1e-9);
@@ -183,7 +178,7 @@ TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("R") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::map<std::string, std::set<double>> alpha;  // drafter/T -> alpha_profile values
-  for (const auto& row : read_rows(d.file("R/results.jsonl"))) {
+  for (const auto& row : read_jsonl(d.file("R/results.jsonl"))) {
     const std::string key = row["drafter"].get<std::string>() + "/" + row["temperature"].dump();
     alpha[key].insert(row["alpha_profile"].get<double>());
     EXPECT_LE(row["alpha_profile_ci_lo"].get<double>(), row["alpha_profile"].get<double>());
@@ -249,7 +244,7 @@ TEST(CliPredict, SelfDraftingProfilesAcceptEverything) {
   const CliResult r = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int cells = 0;
-  for (const auto& row : read_rows(d.file("P/predictions.jsonl"))) {
+  for (const auto& row : read_jsonl(d.file("P/predictions.jsonl"))) {
     if (row["row_type"] != "cell") continue;
     cells++;
     EXPECT_NEAR(row["alpha_profile"].get<double>(), 1.0, 1e-5) << row["temperature"];

@@ -58,9 +58,7 @@ TEST(CliRunConcurrency, RowsCarryThroughputAndMatchTheOneAtATimeCell) {
   const std::string cfg = d.write("conc.yaml", config_text("  concurrency: [1, 3]\n"));
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::ifstream in(d.file("out/results.jsonl"));
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> rows = testing_util::read_jsonl(d.file("out/results.jsonl"));
   ASSERT_EQ(rows.size(), 2u);
   const auto& one = rows[0];
   const auto& three = rows[1];
@@ -107,13 +105,7 @@ TEST(CliRunConcurrency, CellsArePredictedFromTheBatchedCostProfile) {
   const std::string cfg = d.write("conc.yaml", config_text("  concurrency: [1, 2, 3]\n"));
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto read_rows = [](const std::string& path) {
-    std::ifstream in(path);
-    std::vector<nlohmann::json> rows;
-    for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
-    return rows;
-  };
-  const std::vector<nlohmann::json> rows = read_rows(d.file("out/results.jsonl"));
+  const std::vector<nlohmann::json> rows = testing_util::read_jsonl(d.file("out/results.jsonl"));
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_FALSE(rows[0].contains("predicted_throughput_speedup"));  // one at a time: as before
   EXPECT_TRUE(rows[0].contains("predicted_speedup"));
@@ -161,7 +153,7 @@ TEST(CliRunConcurrency, CellsArePredictedFromTheBatchedCostProfile) {
                                   "' --profiles '" + d.file("out") + "'");
   ASSERT_EQ(p.exit_code, 0) << p.err;
   std::vector<nlohmann::json> cells;
-  for (const auto& row : read_rows(d.file("pred/predictions.jsonl")))
+  for (const auto& row : testing_util::read_jsonl(d.file("pred/predictions.jsonl")))
     if (row.value("row_type", "") == "cell") cells.push_back(row);
   ASSERT_EQ(cells.size(), 3u);
   for (size_t i = 1; i < 3; i++) {
@@ -197,9 +189,7 @@ TEST(CliRunConcurrency, PredictedGammaPolicyRunsItsTableAndReportsItsRegret) {
       "conc.yaml", config_text("  concurrency: [1, 2]\n  gamma_policy: [fixed, predicted]\n"));
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::ifstream in(d.file("out/results.jsonl"));
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
+  const std::vector<nlohmann::json> rows = testing_util::read_jsonl(d.file("out/results.jsonl"));
   ASSERT_EQ(rows.size(), 4u);
   int predicted_rows = 0;
   for (const auto& row : rows) {

@@ -38,12 +38,7 @@ std::string read_bytes(const std::string& path) {
   return ss.str();
 }
 
-std::vector<nlohmann::json> read_rows(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<nlohmann::json> rows;
-  for (std::string line; std::getline(in, line);) rows.push_back(nlohmann::json::parse(line));
-  return rows;
-}
+using testing_util::read_jsonl;
 
 // Drops the last row of a results file, as if the run had been killed before writing it.
 void drop_last_row(const std::string& path) {
@@ -95,7 +90,7 @@ TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRo
   const std::string cfg = tiny_config(d);
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("R") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto rows = read_rows(d.file("R/results.jsonl"));
+  const auto rows = read_jsonl(d.file("R/results.jsonl"));
   ASSERT_EQ(rows.size(), 2u);
   const std::string cost_file =
       d.file("R/profiles/cost-" + rows[0]["prediction_group"].get<std::string>() + ".json");
@@ -146,7 +141,7 @@ TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRo
   const CliResult again = run_speclab("predict '" + cfg + "' --out '" + d.file("P") +
                                       "' --profiles '" + d.file("R") + "'");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  for (const auto& row : read_rows(d.file("P/predictions.jsonl"))) {
+  for (const auto& row : read_jsonl(d.file("P/predictions.jsonl"))) {
     if (row["row_type"] != "cell") continue;
     EXPECT_EQ(row["cost_profile_source"], "reused");
     EXPECT_EQ(row["cost_profile_file"], cost_file);
@@ -167,8 +162,8 @@ TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRo
   const CliResult from_old = run_speclab("predict '" + cfg + "' --out '" + d.file("Q") +
                                          "' --profiles '" + d.file("O") + "'");
   ASSERT_EQ(from_old.exit_code, 0) << from_old.err;
-  const auto p_rows = read_rows(d.file("P/predictions.jsonl"));
-  const auto q_rows = read_rows(d.file("Q/predictions.jsonl"));
+  const auto p_rows = read_jsonl(d.file("P/predictions.jsonl"));
+  const auto q_rows = read_jsonl(d.file("Q/predictions.jsonl"));
   ASSERT_EQ(p_rows.size(), q_rows.size());
   for (size_t i = 0; i < q_rows.size(); i++) {
     if (q_rows[i]["row_type"] != "cell") continue;
@@ -295,7 +290,7 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
   const std::string cfg = tiny_config(d);
   const std::string out = d.file("R");
   ASSERT_EQ(run_speclab("run '" + cfg + "' --out '" + out + "' --no-plots").exit_code, 0);
-  const auto full = read_rows(out + "/results.jsonl");
+  const auto full = read_jsonl(out + "/results.jsonl");
   ASSERT_EQ(full.size(), 2u);
   const std::string g = full[0]["prediction_group"].get<std::string>();
   ASSERT_EQ(full[1]["prediction_group"], g);
@@ -309,7 +304,7 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
   const CliResult resumed =
       run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  const auto rows = read_rows(out + "/results.jsonl");
+  const auto rows = read_jsonl(out + "/results.jsonl");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1]["cell_id"], full[1]["cell_id"]);
   EXPECT_EQ(rows[0]["cost_profile_source"], "measured");
@@ -331,7 +326,7 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
   ASSERT_EQ(partial.exit_code, 0) << partial.err;
   EXPECT_EQ(read_bytes(cost_file), cost_bytes);
   EXPECT_TRUE(testing_util::file_exists(acc_file));
-  const auto again = read_rows(out + "/results.jsonl");
+  const auto again = read_jsonl(out + "/results.jsonl");
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[1]["cost_profile_source"], "reused");
 

@@ -154,7 +154,8 @@ TEST_F(ConfigTest, OutOfRange) {
             f() + ":13: sweep.p_min[0]: expected a number in [0, 1], got 2");
   EXPECT_EQ(error_of(std::string(kBase) + "  gamma_policy: [fixed, greedy]\n"),
             f() +
-                ":13: sweep.gamma_policy[1]: expected one of fixed | heuristic | entropy | predicted, got "
+                ":13: sweep.gamma_policy[1]: expected one of fixed | heuristic | entropy | "
+                "predicted, got "
                 "'greedy'");
   EXPECT_EQ(error_of(std::string(kBase) + "  draft_temperature: -2\n"),
             f() + ":13: sweep.draft_temperature[0]: expected \"same\" or a number >= 0, got -2");
