@@ -105,7 +105,7 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
     const double b = static_cast<double>(active.size());
     double step_s = 0;
     if (!spec) {
-      step_s = many.target_at(b, 1) + b * one.host_round_s[0];
+      step_s = many.plain_step_at(b) + b * one.host_round_s[0];
       for (SimRequest& r : active) r.t++;
       out.request_rounds += b;
     } else {
@@ -137,8 +137,11 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
         if (r.pending_catchup && g[i] > 0) behind_two += 1;
       }
       const double g_mean = g_sum / b;
+      // A round in which nobody drafts is a plain step (it follows a target forward, not a
+      // proposal).
+      const double verify_s = g_sum > 0 ? many.target_at(b, g_mean + 1) : many.plain_step_at(b);
       step_s = pending_draft_prefill + (g_sum > 0 ? many.draft_at(b, g_mean) : 0.0) +
-               many.catchup_at(b) * behind_two / b + many.target_at(b, g_mean + 1) + host_s;
+               many.catchup_at(b) * behind_two / b + verify_s + host_s;
       pending_draft_prefill = 0;
       for (size_t i = 0; i < active.size(); i++) {
         SimRequest& r = active[i];
@@ -193,6 +196,14 @@ double BatchedCostProfile::catchup_at(double b) const {
   return f > 0 ? (1 - f) * draft_catchup_s[i] + f * draft_catchup_s[i + 1] : draft_catchup_s[i];
 }
 
+double BatchedCostProfile::plain_step_at(double b) const {
+  if (baseline_step_s.empty()) return target_at(b, 1);
+  size_t i;
+  double f;
+  slot_bracket(slots, b, &i, &f);
+  return f > 0 ? (1 - f) * baseline_step_s[i] + f * baseline_step_s[i + 1] : baseline_step_s[i];
+}
+
 void batched_cost_profile_validate(const BatchedCostProfile& c, const std::string& where) {
   const size_t n = c.slots.size();
   SPECLAB_INPUT_CHECK(n >= 1 && c.slots[0] == 1, where,
@@ -224,6 +235,12 @@ void batched_cost_profile_validate(const BatchedCostProfile& c, const std::strin
     SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_catchup_s[i]), where, ": draft_catchup_s[", i,
                         "]: expected finite seconds >= 0, got ", c.draft_catchup_s[i]);
   }
+  SPECLAB_INPUT_CHECK(c.baseline_step_s.empty() || c.baseline_step_s.size() == n, where,
+                      ": baseline_step_s: expected one entry per slot count (", n, ") or none");
+  for (size_t i = 0; i < c.baseline_step_s.size(); i++)
+    SPECLAB_INPUT_CHECK(std::isfinite(c.baseline_step_s[i]) && c.baseline_step_s[i] > 0, where,
+                        ": baseline_step_s[", i, "]: expected finite seconds > 0, got ",
+                        c.baseline_step_s[i]);
   SPECLAB_INPUT_CHECK(finite_non_negative(c.target_prefill_s_per_token), where,
                       ": target_prefill_s_per_token: expected finite seconds >= 0");
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_prefill_s_per_token), where,
@@ -292,7 +309,7 @@ std::vector<int> predicted_gamma_by_load(const CostProfile& one, const BatchedCo
   std::vector<int> best(static_cast<size_t>(many.max_slots() + 1), 0);
   for (int b = 1; b <= many.max_slots(); b++) {
     const double db = b;
-    double best_rate = db / (many.target_at(db, 1) + db * one.host_round_s[0]);  // k = 0
+    double best_rate = db / (many.plain_step_at(db) + db * one.host_round_s[0]);  // k = 0
     double tokens = 1, surv = 1;
     for (int k = 1; k <= g_max; k++) {
       surv =

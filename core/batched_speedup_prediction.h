@@ -11,6 +11,9 @@
 //                                        each one token behind (after a rejection);
 //                         catchup(b)     extra seconds when every slot is two tokens behind
 //                                        (after a fully accepted round);
+//                         plain(b)       one plain step of b slots x 1 token timed right
+//                                        after another (the plain loop's order; T(b, k) is
+//                                        timed right after a batched proposal, a verify's);
 //                         prefill        per prompt token, the target's and the drafter's
 //                                        first forward over a prompt (admission);
 //                         (experiments/predict/batched_cost_profile.h).
@@ -26,8 +29,8 @@
 // with the rollout's probabilities, costs
 //   draft(b, mean g) + catchup(b) x (share of requests fully accepted last round)
 //     + T(b, mean g + 1) + sum_r host(g_r + 1),
-// with b and k interpolated linearly between profiled points; a plain step costs
-// T(b, 1) + b host(1). Throughput = tokens of all requests / simulated time, for both
+// with b and k interpolated linearly between profiled points; a plain step (and a round in
+// which no request drafts) costs plain(b) + b host(1). Throughput = tokens of all requests / simulated time, for both
 // loops; the per-request figure is the measurement's: sum of decode seconds (prefill's end
 // to last token) over sum of tokens. Every input is a profile: nothing comes from the run
 // the prediction is compared with.
@@ -49,6 +52,7 @@ struct BatchedCostProfile {
   std::vector<std::vector<double>> target_s;       // [B][K] T(b, k), k = 1..K
   std::vector<std::vector<double>> draft_round_s;  // [B][G + 1] draft(b, n), n = 0..G ([0] = 0)
   std::vector<double> draft_catchup_s;             // [B] catchup(b)
+  std::vector<double> baseline_step_s;  // [B] plain(b); empty (older files): T(b, 1) stands in
   double target_prefill_s_per_token = 0;  // one prompt prefilled alone, seconds / prompt token
   double draft_prefill_s_per_token = 0;   // the drafter's first proposal over a prompt minus a
                                           // steady one, per prompt token (0: model-free)
@@ -61,6 +65,7 @@ struct BatchedCostProfile {
   double target_at(double b, double k) const;
   double draft_at(double b, double n) const;
   double catchup_at(double b) const;
+  double plain_step_at(double b) const;
 };
 
 // Checks sizes, order and that every figure is finite and >= 0; InputError naming `where`.
@@ -100,7 +105,7 @@ BatchedPrediction predict_batched(const CostProfile& one, const BatchedCostProfi
 //   b E[tokens | k] / (draft(b, k) + catchup(b) S(k) + T(b, k + 1) + b host(k + 1)),
 //   E[tokens | k] = 1 + sum_{i=1..k} S(i),
 // S(i) = survival[i - 1] (P(the first i drafts accepted), the acceptance profile's summary);
-// k = 0 is the plain step, T(b, 1) + b host(1) for b tokens: speculation off at that load.
+// k = 0 is the plain step, plain(b) + b host(1) for b tokens: speculation off at that load.
 // Returns [max_slots + 1] (index 0 unused, 0). vLLM's adaptive speculation decides the same
 // question inside the engine; here the choice is a table printed beside its regret.
 std::vector<int> predicted_gamma_by_load(const CostProfile& one, const BatchedCostProfile& many,

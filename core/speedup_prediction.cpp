@@ -130,6 +130,8 @@ void cost_profile_validate(const CostProfile& c, const std::string& where) {
       SPECLAB_INPUT_CHECK(finite_non_negative(v[i]), where, ": ", name, "[", i,
                           "]: expected finite seconds >= 0, got ", v[i]);
   };
+  SPECLAB_INPUT_CHECK(finite_non_negative(c.baseline_step_s), where,
+                      ": baseline_step_s: expected finite seconds >= 0, got ", c.baseline_step_s);
   check_all(c.target_s, "target_s");
   check_all(c.draft_round_s, "draft_round_s");
   check_all(c.host_round_s, "host_round_s");
@@ -240,7 +242,7 @@ Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& accep
   acceptance_profile_check(acceptance);
 
   Prediction out;
-  out.base_s_per_token = cost.target_s[0] + cost.host_round_s[0];
+  out.base_s_per_token = cost.plain_step_s() + cost.host_round_s[0];
   double seconds = 0, rounds = 0, drafted = 0, tokens = 0;
   for (size_t i = 0; i < acceptance.prompts.size(); i++) {
     const AcceptancePrompt& p = acceptance.prompts[i];

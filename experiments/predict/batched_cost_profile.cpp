@@ -75,7 +75,7 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
       B, std::vector<std::vector<double>>(static_cast<size_t>(r.k_max)));
   std::vector<std::vector<std::vector<double>>> d_bn(
       B, std::vector<std::vector<double>>(static_cast<size_t>(r.g_max + 1)));
-  std::vector<std::vector<double>> two_b(B);
+  std::vector<std::vector<double>> two_b(B), plain_b(B);
   std::vector<double> prefill, first_call;
   for (int rep = 0; rep <= r.reps; rep++) {  // rep 0 warms every call and is not kept
     const bool keep = rep > 0;
@@ -85,11 +85,24 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
         rows.clear();
         for (int32_t s = 0; s < b; s++)
           for (int i = 0; i < k; i++) rows.push_back({s, ctx[static_cast<size_t>(L + i)]});
+        // A verify follows the round's batched proposal: time it after one.
+        propose_s(b, at_l, 1);
         const auto t0 = Clock::now();
         target.forward_batch(rows, /*last_only=*/false);  // every row's logits, as a verify
         const double sec = timing_since(t0);
         for (int s = 0; s < b; s++) target.truncate(s, L);
         if (keep) t_bk[bi][static_cast<size_t>(k - 1)].push_back(sec);
+      }
+      // The plain loop's step of b rows follows its previous step: time one right after
+      // another (each slot's last row only, as that loop asks).
+      for (int rep_step = 0; rep_step < 2; rep_step++) {
+        rows.clear();
+        for (int32_t s = 0; s < b; s++) rows.push_back({s, ctx[static_cast<size_t>(L)]});
+        const auto t0 = Clock::now();
+        target.forward_batch(rows, /*last_only=*/true);
+        const double sec = timing_since(t0);
+        for (int s = 0; s < b; s++) target.truncate(s, L);
+        if (keep && rep_step == 1) plain_b[bi].push_back(sec);
       }
       for (int n = 1; n <= r.g_max; n++) {
         propose_s(b, at_l1, 1);  // every slot now holds the context but its last token
@@ -130,17 +143,17 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
   c.slots = r.slots;
   for (size_t bi = 0; bi < B; bi++) {
     std::vector<double> t, d{0.0};
-    for (const auto& v : t_bk[bi]) t.push_back(timing_fastest(v));
-    for (int n = 1; n <= r.g_max; n++)
-      d.push_back(timing_fastest(d_bn[bi][static_cast<size_t>(n)]));
+    for (const auto& v : t_bk[bi]) t.push_back(timing_median(v));
+    for (int n = 1; n <= r.g_max; n++) d.push_back(timing_median(d_bn[bi][static_cast<size_t>(n)]));
     c.target_s.push_back(t);
-    c.draft_catchup_s.push_back(std::max(0.0, timing_fastest(two_b[bi]) - d[1]));
+    c.draft_catchup_s.push_back(std::max(0.0, timing_median(two_b[bi]) - d[1]));
     c.draft_round_s.push_back(d);
+    c.baseline_step_s.push_back(timing_median(plain_b[bi]));
   }
   const double extra_tokens = static_cast<double>(std::max<int64_t>(1, prompt_len - 1));
-  c.target_prefill_s_per_token = timing_fastest(prefill) / extra_tokens;
+  c.target_prefill_s_per_token = timing_median(prefill) / extra_tokens;
   c.draft_prefill_s_per_token =
-      std::max(0.0, timing_fastest(first_call) - c.draft_round_s[0][1]) / extra_tokens;
+      std::max(0.0, timing_median(first_call) - c.draft_round_s[0][1]) / extra_tokens;
   if (spread) {
     *spread = BatchedCostSpread{};
     spread->reps = r.reps;
@@ -150,6 +163,7 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
       for (int n = 1; n <= r.g_max; n++)
         timing_spread_add(&spread->draft_round_s, d_bn[bi][static_cast<size_t>(n)]);
       timing_spread_add(&spread->draft_two_behind_s, two_b[bi]);
+      timing_spread_add(&spread->baseline_step_s, plain_b[bi]);
     }
     timing_spread_add(&spread->target_prefill_s, prefill);
     timing_spread_add(&spread->draft_first_call_s, first_call);

@@ -3,14 +3,18 @@
 // round runs. Every slot holds the same context of context_len tokens; one repetition times,
 // for each profiled slot count b (ascending),
 //   T(b, k)        one target forward of b slots x k tokens, all rows' logits (the verify of
-//                  b requests), the slots truncated back after it, k = 1..K;
+//                  b requests), right after an untimed batched proposal (a verify follows
+//                  the round's drafting), the slots truncated back after it, k = 1..K;
+//   plain(b)       one forward of b slots x 1 token, each slot's last row, right after an
+//                  untimed one (the plain loop's steps follow each other);
 //   draft(b, n)    one batched proposal of n tokens for each of b slots, each one token
 //                  behind (the state after a rejection), after a target forward (which, as
 //                  in the loop, has pushed the draft's weights out of the caches), n = 1..G;
 //   two behind(b)  the same one-token proposal with every slot two tokens behind;
 // then, on slot 0 alone, the target's prefill of prompt_len - 1 tokens (as admission
 // prefills) and the drafter's first proposal after a reset over a prompt_len context. Each
-// figure is the minimum over repetitions (rep 0 warms and is not kept); catch-up(b) = two
+// figure is the median over repetitions (rep 0 warms and is not kept; the loop pays
+// interference as it comes, as cost_profile.h says); catch-up(b) = two
 // behind(b) - draft(b, 1) and the drafter's prefill per token = (first proposal - draft(1, 1))
 // / (prompt_len - 1). Host costs are the one-request profile's (per request).
 #pragma once
@@ -33,16 +37,17 @@ struct BatchedCostRequest {
   std::vector<int> slots;        // ascending, starting at 1; at most the runners' slots
   int k_max = 5;                 // T(b, k) for k = 1..k_max
   int g_max = 4;                 // draft(b, n) for n = 1..g_max
-  int reps = 3;
+  int reps = 5;
   SamplingParams draft_sampling;
 };
 
 // The spread of every timed figure over the repetitions (min, median, max), flattened b-major:
-// target_s [B * K], draft_round_s [B * (G + 1)] (n = 0 entries are 0), two_behind [B], the
-// prefill figures [1] each.
+// target_s [B * K], draft_round_s [B * (G + 1)] (n = 0 entries are 0), two_behind [B],
+// baseline_step_s [B] (empty in older files), the prefill figures [1] each.
 struct BatchedCostSpread {
   int reps = 0;  // 0: no spread recorded
-  TimingSpread target_s, draft_round_s, draft_two_behind_s, target_prefill_s, draft_first_call_s;
+  TimingSpread target_s, draft_round_s, draft_two_behind_s, baseline_step_s, target_prefill_s,
+      draft_first_call_s;
 };
 
 struct BatchedCostProfileRecord {

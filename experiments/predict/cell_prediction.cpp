@@ -93,6 +93,7 @@ void CellPrediction::put_into(ResultRow* row) const {
   if (!cost_taken_utc.empty()) r.cost_profile_taken_utc = cost_taken_utc;
   r.cost_profile_context_len = cost.context_len;
   r.cost_profile_target_s = cost.target_s;
+  if (cost.baseline_step_s > 0) r.cost_profile_baseline_step_s = cost.baseline_step_s;
   r.cost_profile_draft_round_s = cost.draft_round_s;
   r.cost_profile_draft_catchup_s = cost.draft_catchup_s;
   r.cost_profile_draft_prefill_s = cost.draft_prefill_s;

@@ -22,6 +22,13 @@ double timing_fastest(const std::vector<double>& v) {
   return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
 }
 
+double timing_median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 double timing_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -29,10 +36,9 @@ double timing_since(Clock::time_point t0) {
 void timing_spread_add(TimingSpread* out, std::vector<double> v) {
   SPECLAB_ASSERT(!v.empty());
   std::sort(v.begin(), v.end());
-  const size_t n = v.size();
   out->min.push_back(v.front());
-  out->median.push_back(n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
   out->max.push_back(v.back());
+  out->median.push_back(timing_median(std::move(v)));
 }
 
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const CostProfileRequest& r,
@@ -57,7 +63,7 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
 
   std::vector<std::vector<double>> t_k(static_cast<size_t>(r.k_max)),
       host_k(static_cast<size_t>(r.k_max)), draft_n(static_cast<size_t>(r.g_max + 1));
-  std::vector<double> two_behind, one_behind, first_call;
+  std::vector<double> two_behind, one_behind, first_call, plain_step;
   std::vector<float> p(static_cast<size_t>(r.k_max * vocab));
   DraftProposal prop;
   const RngKey key{0x5eed, 0, static_cast<uint64_t>(L), 0, 0};
@@ -71,11 +77,24 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   for (int rep = 0; rep <= r.reps; rep++) {  // rep 0 warms every call and is not kept
     const bool keep = rep > 0;
     for (int k = 1; k <= r.k_max; k++) {
+      // A verify follows the round's drafting, not another target call: time it after a
+      // proposal, as it runs in the decoder.
+      propose_s(at_l, 1);
       const auto t0 = Clock::now();
       target.forward(ctx.data() + L, k);
       const double s = timing_since(t0);
       target.truncate(L);
       if (keep) t_k[static_cast<size_t>(k - 1)].push_back(s);
+    }
+    // The plain loop's step follows its previous step: time one T(1) right after another.
+    target.forward(ctx.data() + L, 1);
+    target.truncate(L);
+    {
+      const auto t0 = Clock::now();
+      target.forward(ctx.data() + L, 1);
+      const double s = timing_since(t0);
+      target.truncate(L);
+      if (keep) plain_step.push_back(s);
     }
     for (int n = 1; n <= r.g_max; n++) {
       propose_s(at_l1, 1);  // the drafter now holds the context but its last token
@@ -133,18 +152,20 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   CostProfile c;
   c.source = "measured";
   c.context_len = L;
-  for (const auto& v : t_k) c.target_s.push_back(timing_fastest(v));
-  for (const auto& v : host_k) c.host_round_s.push_back(timing_fastest(v));
+  for (const auto& v : t_k) c.target_s.push_back(timing_median(v));
+  for (const auto& v : host_k) c.host_round_s.push_back(timing_median(v));
+  c.baseline_step_s = timing_median(plain_step);
   c.draft_round_s.push_back(0.0);
   for (int n = 1; n <= r.g_max; n++)
-    c.draft_round_s.push_back(timing_fastest(draft_n[static_cast<size_t>(n)]));
+    c.draft_round_s.push_back(timing_median(draft_n[static_cast<size_t>(n)]));
   c.draft_step_s = c.draft_round_s[1];
-  c.draft_catchup_s = std::max(0.0, timing_fastest(two_behind) - timing_fastest(one_behind));
-  c.draft_prefill_s = std::max(0.0, timing_fastest(first_call) - timing_fastest(one_behind));
+  c.draft_catchup_s = std::max(0.0, timing_median(two_behind) - timing_median(one_behind));
+  c.draft_prefill_s = std::max(0.0, timing_median(first_call) - timing_median(one_behind));
   if (spread) {
     *spread = CostProfileSpread{};
     spread->reps = r.reps;
     for (const auto& v : t_k) timing_spread_add(&spread->target_s, v);
+    timing_spread_add(&spread->baseline_step_s, plain_step);
     for (const auto& v : host_k) timing_spread_add(&spread->host_round_s, v);
     timing_spread_add(&spread->draft_round_s, {0.0});
     for (int n = 1; n <= r.g_max; n++)

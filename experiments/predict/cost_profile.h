@@ -1,6 +1,9 @@
 // The cost profile of a draft/target pair (core/speedup_prediction.h), measured in isolation:
 // no speculative round runs. One repetition times, in this order,
-//   T(k)            the target's call over k tokens at a fixed cache length, k = 1..K;
+//   T(k)            the target's call over k tokens at a fixed cache length, k = 1..K, each
+//                   right after a (untimed) draft proposal, as a verify follows the drafting;
+//   plain step      T(1) right after an untimed T(1), as the plain loop's steps follow each
+//                   other;
 //   draft round(n)  a steady-state proposal of n tokens (the drafter has the context but its
 //                   last token, as after a round that rejected a draft), n = 1..G;
 //   catch-up        the same one-token proposal with two tokens to catch up (as after a
@@ -9,7 +12,10 @@
 //   host(k)         standardizing k target rows and verifying k - 1 drafts (k = 1: the
 //                   baseline's standardize + draw), on real logits of this target;
 // and repetitions alternate, so load on a shared machine touches every figure alike; each
-// figure is the minimum over repetitions. c (the paper's Definition 3.7) = round(1) / T(1):
+// figure is the median over repetitions: the loop pays a machine's interference as it comes,
+// so its typical cost, not its luckiest, is what a round costs there (on the Llama-3.2 1B/3B
+// shapes the minima were 4-14% below the same calls' mean time inside the decoder, unevenly
+// across figures; docs/prediction.md). c (the paper's Definition 3.7) = round(1) / T(1):
 // one draft step over one target step at the same context length. The spread of every timed
 // figure (min, median, max over the repetitions) and the circumstances of the measurement are
 // kept beside the figures, in the profile's file (experiments/predict/profile_io.h).
@@ -38,16 +44,19 @@ struct CostProfileRequest {
 };
 
 // One timed figure's spread over the repetitions, entry by entry: min <= median <= max. The
-// figure the predictor uses is the min (interference on a shared machine only adds time); the
-// median and max show how far the repetitions strayed from it.
+// figure the predictor uses is the median; the min and max show how far the repetitions
+// strayed from it.
 struct TimingSpread {
   std::vector<double> min, median, max;  // [n] seconds
 };
 // Appends the min, median (the mean of the middle two for an even count) and max of the
 // repetitions v (not empty) as one more entry of `out`.
 void timing_spread_add(TimingSpread* out, std::vector<double> v);
-// The fastest of repeated timings, the figure a profile keeps (0 for none).
+// The fastest of repeated timings (0 for none).
 double timing_fastest(const std::vector<double>& v);
+// The median of repeated timings (the mean of the middle two for an even count; 0 for none):
+// the figure a profile keeps.
+double timing_median(std::vector<double> v);
 // Seconds since t0 on the steady clock.
 double timing_since(std::chrono::steady_clock::time_point t0);
 
@@ -57,6 +66,7 @@ double timing_since(std::chrono::steady_clock::time_point t0);
 struct CostProfileSpread {
   int reps = 0;                     // repetitions behind each figure; 0: no spread recorded
   TimingSpread target_s;            // [K] T(k)
+  TimingSpread baseline_step_s;     // [1] the plain step (empty in older files)
   TimingSpread draft_round_s;       // [G + 1] round(n), [0] = 0
   TimingSpread host_round_s;        // [K] host(k)
   TimingSpread draft_one_behind_s;  // [1]

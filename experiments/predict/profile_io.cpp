@@ -237,8 +237,9 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
                       {"draft_prefill_s", c.draft_prefill_s},
                       {"host_round_s", c.host_round_s},
                       {"c", c.c()}};
+  if (c.baseline_step_s > 0) j["baseline_step_s"] = c.baseline_step_s;
   const CostProfileSpread& s = r.spread;
-  if (s.reps > 0)
+  if (s.reps > 0) {
     j["spread"] = {{"reps", s.reps},
                    {"target_s", timing_spread_to_json(s.target_s)},
                    {"draft_round_s", timing_spread_to_json(s.draft_round_s)},
@@ -246,6 +247,9 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
                    {"draft_one_behind_s", timing_spread_to_json(s.draft_one_behind_s)},
                    {"draft_two_behind_s", timing_spread_to_json(s.draft_two_behind_s)},
                    {"draft_first_call_s", timing_spread_to_json(s.draft_first_call_s)}};
+    if (!s.baseline_step_s.min.empty())
+      j["spread"]["baseline_step_s"] = timing_spread_to_json(s.baseline_step_s);
+  }
   if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
   return j;
 }
@@ -266,6 +270,8 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
   c.draft_step_s = number(j, "draft_step_s", where, 0, true);
   c.draft_catchup_s = number(j, "draft_catchup_s", where, 0, false);
   c.draft_prefill_s = number(j, "draft_prefill_s", where, 0, false);
+  // Files written before the plain step was timed apart have none: T(1) stands in.
+  c.baseline_step_s = number(j, "baseline_step_s", where, 0, false);
   cost_profile_validate(c, where);
   c.origin = where;
   // Files written before the spread and the circumstances were recorded have neither.
@@ -284,6 +290,8 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
     s.draft_one_behind_s = timing_spread_from_json(sj, "draft_one_behind_s", 1, where);
     s.draft_two_behind_s = timing_spread_from_json(sj, "draft_two_behind_s", 1, where);
     s.draft_first_call_s = timing_spread_from_json(sj, "draft_first_call_s", 1, where);
+    if (sj.contains("baseline_step_s"))
+      s.baseline_step_s = timing_spread_from_json(sj, "baseline_step_s", 1, where);
   }
   if (j.contains("taken")) r.taken = cost_taken_from_json(j["taken"], where + ": taken");
   return r;
@@ -301,14 +309,18 @@ nlohmann::json batched_cost_profile_to_json(const BatchedCostProfileRecord& r) {
                       {"draft_catchup_s", c.draft_catchup_s},
                       {"target_prefill_s_per_token", c.target_prefill_s_per_token},
                       {"draft_prefill_s_per_token", c.draft_prefill_s_per_token}};
+  if (!c.baseline_step_s.empty()) j["baseline_step_s"] = c.baseline_step_s;
   const BatchedCostSpread& s = r.spread;
-  if (s.reps > 0)
+  if (s.reps > 0) {
     j["spread"] = {{"reps", s.reps},
                    {"target_s", timing_spread_to_json(s.target_s)},
                    {"draft_round_s", timing_spread_to_json(s.draft_round_s)},
                    {"draft_two_behind_s", timing_spread_to_json(s.draft_two_behind_s)},
                    {"target_prefill_s", timing_spread_to_json(s.target_prefill_s)},
                    {"draft_first_call_s", timing_spread_to_json(s.draft_first_call_s)}};
+    if (!s.baseline_step_s.min.empty())
+      j["spread"]["baseline_step_s"] = timing_spread_to_json(s.baseline_step_s);
+  }
   if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
   return j;
 }
@@ -345,6 +357,8 @@ BatchedCostProfileRecord batched_cost_profile_record_from_json(const nlohmann::j
   c.draft_catchup_s = number_list(j, "draft_catchup_s", where);
   c.target_prefill_s_per_token = number(j, "target_prefill_s_per_token", where, 0, true);
   c.draft_prefill_s_per_token = number(j, "draft_prefill_s_per_token", where, 0, true);
+  // Files written before the plain step was timed apart have none: T(b, 1) stands in.
+  if (j.contains("baseline_step_s")) c.baseline_step_s = number_list(j, "baseline_step_s", where);
   batched_cost_profile_validate(c, where);
   c.origin = where;
   if (j.contains("spread")) {
@@ -363,6 +377,8 @@ BatchedCostProfileRecord batched_cost_profile_record_from_json(const nlohmann::j
     s.draft_two_behind_s = timing_spread_from_json(sj, "draft_two_behind_s", B, where);
     s.target_prefill_s = timing_spread_from_json(sj, "target_prefill_s", 1, where);
     s.draft_first_call_s = timing_spread_from_json(sj, "draft_first_call_s", 1, where);
+    if (sj.contains("baseline_step_s"))
+      s.baseline_step_s = timing_spread_from_json(sj, "baseline_step_s", B, where);
   }
   if (j.contains("taken")) r.taken = cost_taken_from_json(j["taken"], where + ": taken");
   return r;

@@ -226,11 +226,15 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, std::string, cost_profile_taken_utc, "",                                           \
     "when the cost profile was measured (UTC); absent when its file does not say")                 \
   X(prediction, int64_t, cost_profile_context_len, "tokens", "context length of the cost profile") \
-  X(prediction, std::vector<double>, cost_profile_target_s, "s", "profile: T(k)")                  \
+  X(prediction, std::vector<double>, cost_profile_target_s, "s",                                   \
+    "profile: T(k), timed right after a draft proposal (a verify's place in the loop)")           \
+  X(prediction, double, cost_profile_baseline_step_s, "s",                                         \
+    "profile: the plain loop's step, T(1) timed right after another; absent when the profile "    \
+    "has none (T(1) stands in)")                                                                   \
   X(prediction, std::vector<double>, cost_profile_draft_round_s, "s",                              \
     "profile: a draft round of k tokens")                                                          \
   X(prediction, double, cost_profile_draft_catchup_s, "s",                                         \
-    "profile: the draft's catch-up after a rejection")                                             \
+    "profile: the draft's catch-up after a fully accepted round")                                 \
   X(prediction, double, cost_profile_draft_prefill_s, "s", "profile: the draft's prefill")         \
   X(prediction, std::vector<double>, cost_profile_host_round_s, "s",                               \
     "profile: the host's cost of a round of k")                                                    \

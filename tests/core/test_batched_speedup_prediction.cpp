@@ -87,6 +87,32 @@ TEST(BatchedSpeedupPrediction, EveryDraftAcceptedByHand) {
   EXPECT_NEAR(p.prefill_share_spec, 0.0, 1e-12);
 }
 
+TEST(BatchedSpeedupPrediction, ThePlainStepPricesThePlainLoopAndRoundsWithoutDrafts) {
+  // EveryDraftAcceptedByHand with the plain step timed apart: plain(1) = 0.9, plain(2) = 1.2
+  // (a step after a step), where T(b, 1) after a proposal is 1.0 and 1.5. The plain loop
+  // pays plain(2); the speculative rounds still pay T(2, 3).
+  const CostProfile one = one_profile(4);
+  BatchedCostProfile many = two_slot_profile();
+  many.baseline_step_s = {0.9, 1.2};
+  const AcceptanceProfile acc = acceptance_profile_configured({1.0}, 2, 2, 6);
+  BatchedSetting s = setting(2, 2, 6);
+  const double round = 0.5 + 2.0 + 2 * one.host_round_s[2];
+  const double spec = 2 * round + 0.07;
+  const double base = 6 * (1.2 + 2 * one.host_round_s[0]);
+  EXPECT_NEAR(predict_batched(one, many, acc, s).throughput_speedup, base / spec, 1e-12);
+  EXPECT_NEAR(many.plain_step_at(1.5), 1.05, 1e-12);  // interpolated between slots
+  // A load-following table that never drafts runs the plain loop's steps: exactly 1x.
+  s.gamma_by_load = {0, 0, 0};
+  const BatchedPrediction none = predict_batched(one, many, acc, s);
+  EXPECT_NEAR(none.throughput_speedup, 1.0, 1e-12);
+  EXPECT_NEAR(none.mean_drafted_per_round, 0.0, 1e-12);
+  // Without the figure (a file from before it was timed apart) T(b, 1) stands in.
+  many.baseline_step_s.clear();
+  EXPECT_EQ(many.plain_step_at(2), 1.5);
+  many.baseline_step_s = {0.9};
+  EXPECT_THROW(predict_batched(one, many, acc, s), InputError);
+}
+
 TEST(BatchedSpeedupPrediction, AdmissionAndDraftPrefillByHand) {
   // As above, with prompts of 5 and 3 tokens: admission prefills 4 + 2 tokens in both loops
   // (0.1 s each); the drafter reads them in the first round (0.05 s each).

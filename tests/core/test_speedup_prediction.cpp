@@ -82,6 +82,30 @@ TEST(SpeedupPrediction, ShortTextByHand) {
   EXPECT_NEAR(p.tokens_per_round, 2 / 1.5, 1e-12);
 }
 
+TEST(SpeedupPrediction, ThePlainStepPricesTheBaseline) {
+  // The profile of ShortTextByHand with the plain loop's step timed apart (0.8 s after another
+  // step, where a verify's T(1) after a proposal is 1 s): the baseline is 0.8 + 0.1 per token,
+  // the speculative loop unchanged (its k = 1 round still follows a proposal's place).
+  CostProfile c;
+  c.target_s = {1.0, 1.5};
+  c.host_round_s = {0.1, 0.1};
+  c.draft_round_s = {0.0, 0.25};
+  c.draft_step_s = 0.25;
+  c.draft_catchup_s = 0.2;
+  c.draft_prefill_s = 0.3;
+  c.baseline_step_s = 0.8;
+  const AcceptanceProfile acc = acceptance_profile_configured({0.5}, 1, 1, 2);
+  ChainSetting s;
+  s.gamma = 1;
+  s.max_new_tokens = 2;
+  const Prediction p = predict_chain(c, acc, s);
+  EXPECT_NEAR(p.base_s_per_token, 0.9, 1e-12);
+  EXPECT_NEAR(p.spec_s_per_token, 2.8 / 2, 1e-12);
+  EXPECT_NEAR(p.speedup, 0.9 / 1.4, 1e-12);
+  c.baseline_step_s = -1;
+  EXPECT_THROW(predict_chain(c, acc, s), InputError);
+}
+
 TEST(SpeedupPrediction, PerPositionAcceptanceGivesTheRefinedTokensPerRound) {
   // Eq. (1) generalized: E[tokens] = 1 + sum_i prod_{j<=i} a_j.
   const std::vector<double> a = {0.9, 0.7, 0.5, 0.3};

@@ -73,8 +73,11 @@ TEST(BatchedCostProfile, EveryFigureOfAModelDrafter) {
   expect_spread_ordered(spread.draft_two_behind_s, 3, "two behind");
   expect_spread_ordered(spread.target_prefill_s, 1, "prefill");
   expect_spread_ordered(spread.draft_first_call_s, 1, "first call");
-  // The minimum over repetitions is the figure.
-  EXPECT_EQ(spread.target_s.min[3 + 1], p.target_s[1][1]);
+  // The median over repetitions is the figure.
+  EXPECT_EQ(spread.target_s.median[3 + 1], p.target_s[1][1]);
+  ASSERT_EQ(p.baseline_step_s.size(), 3u);
+  for (double t : p.baseline_step_s) EXPECT_GT(t, 0.0);
+  expect_spread_ordered(spread.baseline_step_s, 3, "plain step");
   for (int64_t s = 0; s < 4; s++) EXPECT_EQ(runner.n_past(s), 0) << s;
 }
 
@@ -101,6 +104,7 @@ BatchedCostProfileRecord a_record() {
   c.target_s = {{0.01, 0.012}, {0.015, 0.02}};
   c.draft_round_s = {{0, 0.002, 0.004}, {0, 0.003, 0.005}};
   c.draft_catchup_s = {0.0005, 0.0007};
+  c.baseline_step_s = {0.009, 0.013};
   c.target_prefill_s_per_token = 0.001;
   c.draft_prefill_s_per_token = 0.0002;
   r.spread.reps = 3;
@@ -108,6 +112,7 @@ BatchedCostProfileRecord a_record() {
   for (double x : {0.0, 0.002, 0.004, 0.0, 0.003, 0.005})
     timing_spread_add(&r.spread.draft_round_s, {x, x * 1.2});
   for (double x : {0.0025, 0.0037}) timing_spread_add(&r.spread.draft_two_behind_s, {x});
+  for (double x : {0.009, 0.013}) timing_spread_add(&r.spread.baseline_step_s, {x, x * 1.3});
   timing_spread_add(&r.spread.target_prefill_s, {0.011});
   timing_spread_add(&r.spread.draft_first_call_s, {0.0042});
   r.taken.utc = "2026-11-24T22:00:00Z";
@@ -126,6 +131,8 @@ TEST(BatchedCostProfile, FileRoundTrip) {
   EXPECT_EQ(back.cost.target_s, r.cost.target_s);
   EXPECT_EQ(back.cost.draft_round_s, r.cost.draft_round_s);
   EXPECT_EQ(back.cost.draft_catchup_s, r.cost.draft_catchup_s);
+  EXPECT_EQ(back.cost.baseline_step_s, r.cost.baseline_step_s);
+  EXPECT_EQ(back.spread.baseline_step_s.max, r.spread.baseline_step_s.max);
   EXPECT_EQ(back.cost.target_prefill_s_per_token, r.cost.target_prefill_s_per_token);
   EXPECT_EQ(back.cost.draft_prefill_s_per_token, r.cost.draft_prefill_s_per_token);
   EXPECT_EQ(back.cost.context_len, 40);
@@ -162,6 +169,10 @@ TEST(BatchedCostProfile, DamagedFilesAreRefusedByField) {
                    "f.json: draft_catchup_s[1]: expected finite seconds >= 0"});
   cases.push_back({"not a list", with("draft_round_s", {1, 2}),
                    "f.json: draft_round_s[0]: expected a list of seconds"});
+  cases.push_back({"plain steps", with("baseline_step_s", {0.009}),
+                   "f.json: baseline_step_s: expected one entry per slot count (2) or none"});
+  cases.push_back({"plain step 0", with("baseline_step_s", {0.009, 0}),
+                   "f.json: baseline_step_s[1]: expected finite seconds > 0"});
   nlohmann::json no_prefill = good;
   no_prefill.erase("target_prefill_s_per_token");
   cases.push_back({"missing", no_prefill, "f.json: target_prefill_s_per_token: missing"});

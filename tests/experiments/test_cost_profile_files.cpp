@@ -65,7 +65,7 @@ std::string tiny_config(ScratchDir& d) {
                                   "sweep:\n  drafter: [d]\n  gamma: [1, 2]\n  temperature: [0]\n");
 }
 
-// min <= median <= max entry by entry, n entries; returns the mins.
+// min <= median <= max entry by entry, n entries; returns the medians.
 std::vector<double> expect_ordered_spread(const nlohmann::json& spread, const std::string& key,
                                           size_t n) {
   SCOPED_TRACE(key);
@@ -82,7 +82,7 @@ std::vector<double> expect_ordered_spread(const nlohmann::json& spread, const st
     EXPECT_LE(mn[i], med[i]) << i;
     EXPECT_LE(med[i], mx[i]) << i;
   }
-  return mn;
+  return med;
 }
 
 TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRowsSaySo) {
@@ -100,7 +100,7 @@ TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRo
   }
   const nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
 
-  // The spread: every timed figure, ordered, over the repetitions; the figure is its min.
+  // The spread: every timed figure, ordered, over the repetitions; the figure is its median.
   ASSERT_TRUE(p.contains("spread")) << p.dump();
   const nlohmann::json& s = p["spread"];
   EXPECT_EQ(s["reps"], 15);
@@ -112,6 +112,9 @@ TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRo
             p["host_round_s"].get<std::vector<double>>());
   for (const char* part : {"draft_one_behind_s", "draft_two_behind_s", "draft_first_call_s"})
     expect_ordered_spread(s, part, 1);
+  EXPECT_EQ(expect_ordered_spread(s, "baseline_step_s", 1),
+            std::vector<double>{p["baseline_step_s"].get<double>()});
+  EXPECT_EQ(rows[0]["cost_profile_baseline_step_s"], p["baseline_step_s"]);
   // The medians are not all the minima: the spread is measured, not copied.
   EXPECT_NE(s["target_s"]["median"], s["target_s"]["min"]);
 
@@ -191,12 +194,16 @@ TEST(CostProfileFile, OldFormatReadsWithoutSpreadOrCircumstances) {
   EXPECT_DOUBLE_EQ(r.cost.draft_step_s, 0.000101179);
   EXPECT_EQ(r.spread.reps, 0);
   EXPECT_TRUE(r.spread.target_s.min.empty());
+  // No plain step timed apart: T(1) stands in for it.
+  EXPECT_EQ(r.cost.baseline_step_s, 0.0);
+  EXPECT_EQ(r.cost.plain_step_s(), 0.000812828);
   EXPECT_EQ(r.taken.utc, "");
   EXPECT_EQ(r.taken.load_before, -1);
   // Written again, it stays in the old shape: no spread or circumstances are invented.
   const nlohmann::json back = cost_profile_to_json(r);
   EXPECT_FALSE(back.contains("spread"));
   EXPECT_FALSE(back.contains("taken"));
+  EXPECT_FALSE(back.contains("baseline_step_s"));
   EXPECT_EQ(back["target_s"], old["target_s"]);
 }
 
@@ -208,7 +215,9 @@ TEST(CostProfileFile, SpreadAndCircumstancesSurviveTheFile) {
   r.cost.draft_round_s = {0.0, 0.001};
   r.cost.draft_step_s = 0.001;
   r.cost.host_round_s = {0.0001, 0.0002};
+  r.cost.baseline_step_s = 0.0095;
   r.spread.reps = 3;
+  r.spread.baseline_step_s = {{0.009}, {0.0095}, {0.012}};
   r.spread.target_s = {{0.010, 0.012}, {0.011, 0.013}, {0.020, 0.013}};
   r.spread.draft_round_s = {{0.0, 0.001}, {0.0, 0.0015}, {0.0, 0.002}};
   r.spread.host_round_s = {{0.0001, 0.0002}, {0.0001, 0.0002}, {0.0003, 0.0002}};
@@ -235,6 +244,8 @@ TEST(CostProfileFile, SpreadAndCircumstancesSurviveTheFile) {
   EXPECT_EQ(b.spread.draft_round_s.max, r.spread.draft_round_s.max);
   EXPECT_EQ(b.spread.host_round_s.min, r.spread.host_round_s.min);
   EXPECT_EQ(b.spread.draft_first_call_s.median, r.spread.draft_first_call_s.median);
+  EXPECT_EQ(b.cost.baseline_step_s, 0.0095);
+  EXPECT_EQ(b.spread.baseline_step_s.max, r.spread.baseline_step_s.max);
   EXPECT_EQ(b.taken.utc, r.taken.utc);
   EXPECT_EQ(b.taken.load_before, 0.5);
   EXPECT_EQ(b.taken.load_after, 1.25);
@@ -263,6 +274,16 @@ TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
       {R"("spread":{"reps":3,"target_s":{"min":[0.01,0.02],"median":["x",0.02],)"
        R"("max":[0.03,0.02]}})",
        "f.json: spread.target_s: median[0]: expected a number"},
+      {R"("baseline_step_s":"fast")", "f.json: baseline_step_s: expected a number"},
+      {R"("baseline_step_s":-0.5)", "f.json: baseline_step_s: expected finite seconds >= 0"},
+      {R"("spread":{"reps":3,"target_s":{"min":[1,2],"median":[1,2],"max":[1,2]},)"
+       R"("draft_round_s":{"min":[0,1],"median":[0,1],"max":[0,1]},)"
+       R"("host_round_s":{"min":[0,0],"median":[0,0],"max":[0,0]},)"
+       R"("draft_one_behind_s":{"min":[1],"median":[1],"max":[1]},)"
+       R"("draft_two_behind_s":{"min":[1],"median":[1],"max":[1]},)"
+       R"("draft_first_call_s":{"min":[1],"median":[1],"max":[1]},)"
+       R"("baseline_step_s":{"min":[1,2],"median":[1,2],"max":[1,2]}})",
+       "f.json: spread.baseline_step_s: expected 1 entries in min, median and max, got 2, 2, 2"},
       {R"("taken":"yesterday")", "f.json: taken: expected an object"},
       {R"("taken":{"utc":5})", "f.json: taken: utc: expected a string"},
       {R"("taken":{"load_before":"high"})", "f.json: taken: load_before: expected a number"},
