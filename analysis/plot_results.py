@@ -275,8 +275,11 @@ def plot_speedup_vs_concurrency(plt, rows, colors, plots_dir, written, notes):
             pts = [(xv, v, l, h) for xv, v, l, h in zip(x, tput, lo, hi) if v is not None]
             if pts:
                 yerr = None
-                if all(p[2] is not None and p[3] is not None for p in pts):
-                    yerr = [[max(0.0, p[1] - p[2]) for p in pts], [max(0.0, p[3] - p[1]) for p in pts]]
+                if any(p[2] is not None and p[3] is not None for p in pts):
+                    # A point without an interval (every request in flight at once: not
+                    # estimated) gets no bar, not a zero-width one read as certainty.
+                    yerr = [[max(0.0, p[1] - p[2]) if p[2] is not None else 0.0 for p in pts],
+                            [max(0.0, p[3] - p[1]) if p[3] is not None else 0.0 for p in pts]]
                 ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=yerr, fmt=marker + "-",
                             color=colors[d], capsize=3, ms=5, lw=1.4,
                             label=label + ": throughput" if label not in handles_seen else None)

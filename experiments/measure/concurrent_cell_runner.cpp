@@ -242,17 +242,22 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
     const double base_tput = base.total_tokens() / base.total_s;
     row.throughput_baseline_tokens_per_s = base_tput;
     row.throughput_speedup = *row.throughput_spec_tokens_per_s / base_tput;
-    const Interval tci = bootstrap_throughput(prompt_of, base, out, *row.throughput_speedup,
-                                              cfg.measure.bootstrap_resamples,
-                                              cfg.measure.confidence, seed ^ 0x7407ULL);
-    row.throughput_speedup_ci_lo = tci.lo;
-    row.throughput_speedup_ci_hi = tci.hi;
     speedup = (base_s / base_tok) / (spec_s / spec_tok);
-    const Interval ci = cell_bootstrap_speedup(samples, cfg.measure.bootstrap_resamples,
-                                               cfg.measure.confidence, seed ^ 0x5eedULL);
     row.speedup = speedup;
-    row.speedup_ci_lo = ci.lo;
-    row.speedup_ci_hi = ci.hi;
+    // With every request of the queue in flight at once, the requests share the loop's whole
+    // time: resampling prompts moves nothing, and an interval of zero width would read as
+    // certainty. Both intervals are then left out (the tables say "not estimated").
+    if (queue.size() > static_cast<size_t>(n)) {
+      const Interval tci = bootstrap_throughput(prompt_of, base, out, *row.throughput_speedup,
+                                                cfg.measure.bootstrap_resamples,
+                                                cfg.measure.confidence, seed ^ 0x7407ULL);
+      row.throughput_speedup_ci_lo = tci.lo;
+      row.throughput_speedup_ci_hi = tci.hi;
+      const Interval ci = cell_bootstrap_speedup(samples, cfg.measure.bootstrap_resamples,
+                                                 cfg.measure.confidence, seed ^ 0x5eedULL);
+      row.speedup_ci_lo = ci.lo;
+      row.speedup_ci_hi = ci.hi;
+    }
     row.baseline_s_per_token = base_s / base_tok;
     row.spec_s_per_token = spec_s / spec_tok;
   }
@@ -268,6 +273,13 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
 
   RunFlagInputs f;
   f.predicted = prediction.has_value();
+  if (prediction && prediction->batched && row.throughput_baseline_tokens_per_s &&
+      prediction->batched_prediction.base_tokens_per_s > 0) {
+    // The plain batched loop's seconds per token of throughput, seen and profiled.
+    f.baseline_s_per_token = 1.0 / *row.throughput_baseline_tokens_per_s;
+    f.profile_baseline_s_per_token = 1.0 / prediction->batched_prediction.base_tokens_per_s;
+  }
+  if (prediction) f.profile_load = prediction->profile_load;
   f.speedup = speedup;
   f.tokens_per_round = acc.tau();
   f.n_prompts = static_cast<int64_t>(ctx.prompts.size());

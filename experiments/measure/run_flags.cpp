@@ -1,5 +1,6 @@
 #include "experiments/measure/run_flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -15,21 +16,48 @@ std::string fmt(const char* f, double a, double b) {
 
 std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
   std::vector<std::string> flags;
+  // T(k) >= T(1): a plain step cannot cost more than a verify of k tokens. The tokens per
+  // round bound the speedup with that; at any level (below 1x too), the run's own verify
+  // seconds per round bound the plain loop's step, so a plain loop slower than that was timed
+  // on a slower machine than the rounds it is compared with: with the plain step at most the
+  // verify's time, the speedup could be at most speedup x verify / plain step.
   if (in.speedup > 0 && in.tokens_per_round > 0 && in.speedup > in.tokens_per_round)
     flags.push_back(fmt("speedup_above_bound: speedup %.3g > tokens per round %.3g", in.speedup,
                         in.tokens_per_round));
+  else if (in.speedup > 0 && in.verify_s_per_round > 0 &&
+           in.baseline_s_per_token > in.verify_s_per_round * kFlagBoundSlack)
+    flags.push_back(
+        fmt("speedup_above_bound: speedup %.3g > %.3g, what a plain step no slower "
+            "than this run's verify of a round allows (T(1) <= T(k))",
+            in.speedup, in.speedup * in.verify_s_per_round / in.baseline_s_per_token));
   if (in.speedup > 0 && in.n_prompts < kFlagMinPrompts)
     flags.push_back(fmt("few_prompts: %.0f prompts behind the interval (< %.0f)",
                         static_cast<double>(in.n_prompts), kFlagMinPrompts));
   const double load = std::max(in.load_before, in.load_after);
   if (in.cores > 0 && load > in.cores)
     flags.push_back(fmt("load_above_cores: load average %.2f on %.0f cores", load, in.cores));
-  if (in.baseline_reference_s > 0 && in.baseline_s_per_token > 0 &&
-      std::fabs(in.baseline_s_per_token / in.baseline_reference_s - 1) > kFlagBaselineDrift)
+  // The plain loop against its reference: the cost profile's plain step (a file, the same
+  // across shards and resumes) when the cell was predicted, else the run's first cell.
+  const bool vs_profile = in.profile_baseline_s_per_token > 0;
+  const double reference = vs_profile ? in.profile_baseline_s_per_token : in.baseline_reference_s;
+  if (reference > 0 && in.baseline_s_per_token > 0 &&
+      std::fabs(in.baseline_s_per_token / reference - 1) > kFlagBaselineDrift)
+    flags.push_back(fmt(vs_profile ? "baseline_drift: plain loop %.4g ms/token vs %.4g ms/token in "
+                                     "the cost profile"
+                                   : "baseline_drift: plain loop %.4g ms/token vs %.4g ms/token in "
+                                     "the run's first cell",
+                        in.baseline_s_per_token * 1e3, reference * 1e3));
+  if (in.verify_s_per_round > 0 && in.profile_verify_s_per_round > 0 &&
+      std::fabs(in.verify_s_per_round / in.profile_verify_s_per_round - 1) > kFlagProfileStale)
     flags.push_back(
-        fmt("baseline_drift: baseline %.3g ms/token vs %.3g ms/token in the run's "
-            "first cell",
-            in.baseline_s_per_token * 1e3, in.baseline_reference_s * 1e3));
+        fmt("profile_stale: verify %.4g ms/round vs %.4g ms/round in the cost "
+            "profile",
+            in.verify_s_per_round * 1e3, in.profile_verify_s_per_round * 1e3));
+  if (in.cores > 0 && in.profile_load > in.cores)
+    flags.push_back(
+        fmt("profile_load_above_cores: load average %.2f on %.0f cores while a "
+            "profile was measured",
+            in.profile_load, in.cores));
   if (in.greedy_checked && !in.greedy_match)
     flags.push_back("greedy_mismatch: a greedy speculative output differs from the target's");
   if (in.predicted && in.rounds_on_device > 0)

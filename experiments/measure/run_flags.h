@@ -4,14 +4,26 @@
 // Rows carry them in "flags"; tables print them; `speclab run` summarizes them at the end.
 //
 //   speedup_above_bound   a round costs at least one target call, so the speedup cannot exceed
-//                         the tokens per round (T(k) >= T(1)); above it, load or drift
-//                         between the baseline and the speculative runs made the timing lie
+//                         the tokens per round (T(k) >= T(1)); nor, at any level (below 1x
+//                         too), can the plain loop's step cost more than the run's own verify
+//                         of a round (by more than 2%); past either, load or drift between the
+//                         baseline and the speculative runs made the timing lie
 //   few_prompts           fewer than 8 prompts behind the bootstrap interval
 //   load_above_cores      the 1-minute load average exceeded the core count during the cell
-//   baseline_drift        the baseline's seconds per token moved more than 20% from the
-//                         run's first cell: the machine changed speed during the run
+//   baseline_drift        the plain loop's seconds per token moved more than 20% from its
+//                         reference: the cost profile's plain step (+ sampling) when the cell
+//                         was predicted (at N > 1 the batched profile's replay of the plain
+//                         loop), else the run's first cell: the machine changed speed since
 //   greedy_mismatch       a greedy run differed from the target's own greedy output: the
 //                         decoder is not exact
+//   profile_stale         the run's verify seconds per round depart by more than 20% from the
+//                         cost profile's T(k) at the round's mean k (one request at a time,
+//                         chains): the machine or the code changed since the profile was
+//                         taken, or the profile never described this loop (the plain loop's
+//                         departure from the same profile is baseline_drift); the prediction
+//                         error is then not the model's alone
+//   profile_load_above_cores  the load average exceeded the core count while a profile the
+//                         cell's prediction used was measured
 //   prediction_host_verify  rounds were verified on the target's device (standardize and
 //                         verify where the logits are), but the cost profile priced every
 //                         round as a forward with its logits copied to the host plus the
@@ -32,12 +44,20 @@ struct RunFlagInputs {
   double load_before = -1, load_after = -1;
   double baseline_s_per_token = 0, baseline_reference_s = 0;
   bool greedy_checked = false, greedy_match = true;
-  bool predicted = false;                    // the row carries a profile prediction
+  bool predicted = false;  // the row carries a profile prediction
+  // The profile's view of this cell (0 / -1: not known): plain seconds per token (step + host
+  // sampling), verify seconds per round at the round's mean k, the profiles' load.
+  double profile_baseline_s_per_token = 0;
+  double verify_s_per_round = 0, profile_verify_s_per_round = 0;
+  double profile_load = -1;
   int64_t rounds = 0, rounds_on_device = 0;  // of the rounds, how many verified on the device
 };
 
 constexpr int kFlagMinPrompts = 8;
 constexpr double kFlagBaselineDrift = 0.20;
+constexpr double kFlagProfileStale = 0.20;  // verify against the profile's T(k)
+// The verify bound's tolerance (a plain step also samples its token on the host).
+constexpr double kFlagBoundSlack = 1.02;
 
 std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in);
 

@@ -345,6 +345,8 @@ void CellPredictor::predict_batched_into(const Cell& cell, const Profiles& prof,
   out->batched_prediction = b;
   out->batched_cost_source = prof.batched.cost.source;
   out->batched_cost_file = prof.batched_file;
+  out->profile_load =
+      std::max({out->profile_load, prof.batched.taken.load_before, prof.batched.taken.load_after});
   out->model = "batched-loop";
   // Per request, as the measurement's speedup at the same concurrency.
   out->prediction.speedup = b.speedup;
@@ -359,6 +361,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   out.cost = prof.cost;
   out.cost_file = prof.cost_file;
   out.cost_taken_utc = prof.cost_taken.utc;
+  out.profile_load = std::max(prof.cost_taken.load_before, prof.cost_taken.load_after);
   out.c = prof.cost.c();
   out.acceptance = prof.summary;
   out.alpha_ci = prof.alpha_ci;

@@ -50,6 +50,9 @@ struct CellPrediction {
   CostProfile cost;            // a copy: predictions outlive their predictor
   std::string cost_file;       // the cost profile's file (written, read or imported)
   std::string cost_taken_utc;  // when the cost profile was taken ("" when unknown)
+  // The highest 1-minute load average recorded around the profiles this prediction used
+  // (cost, and batched at concurrency > 1); -1 when no file says.
+  double profile_load = -1;
   // Concurrency > 1: the closed loop replayed from the batched cost profile
   // (core/batched_speedup_prediction.h); `prediction` then holds its per-request figures.
   bool batched = false;

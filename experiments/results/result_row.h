@@ -184,7 +184,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "per-request one: decode s per token of each request, summed over requests)")                  \
   X(batching, double, throughput_speedup_ci_lo, "x",                                               \
     "bootstrap over prompts of N x tokens / (sum of the requests' time in flight), as a relative " \
-    "spread around throughput_speedup: low end")                                                   \
+    "spread around throughput_speedup: low end; absent (with speedup_ci_*) when every request of " \
+    "the queue was in flight at once, where resampling prompts moves nothing")                     \
   X(batching, double, throughput_speedup_ci_hi, "x", "the same, high end")                         \
   X(batching, double, tpot_baseline_median_s, "s",                                                 \
     "median over requests of time per output token after the first, plain loop")                   \

@@ -59,8 +59,10 @@ void CellFormat::interval_cells(const ResultRow& r, std::vector<std::string>* ro
     row->push_back(no_speedup ? "" : maybe(row_value(r.speedup_ci_hi)));
   } else {
     row->push_back(no_speedup ? "-"
-                              : "[" + maybe(row_value(r.speedup_ci_lo)) + ", " +
-                                    maybe(row_value(r.speedup_ci_hi)) + "]");
+                   : std::isnan(row_value(r.speedup_ci_lo))
+                       ? "not estimated"
+                       : "[" + maybe(row_value(r.speedup_ci_lo)) + ", " +
+                             maybe(row_value(r.speedup_ci_hi)) + "]");
   }
 }
 
@@ -167,7 +169,9 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
       row.push_back(f.maybe(lo));
       row.push_back(f.maybe(hi));
     } else {
-      row.push_back(std::isnan(tput) ? "-" : "[" + f.maybe(lo) + ", " + f.maybe(hi) + "]");
+      row.push_back(std::isnan(tput) ? "-"
+                    : std::isnan(lo) ? "not estimated"
+                                     : "[" + f.maybe(lo) + ", " + f.maybe(hi) + "]");
     }
     row.push_back(f.maybe(pred));
     row.push_back(f.maybe(row_value(r->speedup)));

@@ -55,13 +55,22 @@ std::string config_text(const std::string& sweep_tail, const std::string& measur
 
 TEST(CliRunConcurrency, RowsCarryThroughputAndMatchTheOneAtATimeCell) {
   ScratchDir d;
-  const std::string cfg = d.write("conc.yaml", config_text("  concurrency: [1, 3]\n"));
+  const std::string cfg = d.write("conc.yaml", config_text("  concurrency: [1, 3, 5]\n"));
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<nlohmann::json> rows = testing_util::read_jsonl(d.file("out/results.jsonl"));
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);
   const auto& one = rows[0];
   const auto& three = rows[1];
+  const auto& five = rows[2];
+  // Five prompts at N = 5: every request in flight at once, nothing for a bootstrap over
+  // prompts to resample: the figures, but no interval, and the table says so.
+  EXPECT_EQ(five["concurrency"], 5);
+  EXPECT_TRUE(five.contains("throughput_speedup"));
+  EXPECT_TRUE(five.contains("speedup"));
+  for (const char* key :
+       {"throughput_speedup_ci_lo", "throughput_speedup_ci_hi", "speedup_ci_lo", "speedup_ci_hi"})
+    EXPECT_FALSE(five.contains(key)) << key;
   EXPECT_FALSE(one.contains("concurrency"));  // the default: rows and ids as before the axis
   EXPECT_EQ(three["concurrency"], 3);
   EXPECT_NE(one["cell_id"], three["cell_id"]);
@@ -94,6 +103,8 @@ TEST(CliRunConcurrency, RowsCarryThroughputAndMatchTheOneAtATimeCell) {
   EXPECT_NE(ss.str().find("Many requests at once"), std::string::npos);
   EXPECT_NE(ss.str().find("| d | 0.0 | 3 | fixed | - | "), std::string::npos) << ss.str();
   EXPECT_NE(ss.str().find("last N above 1x"), std::string::npos);
+  EXPECT_NE(ss.str().find("| 5 | "), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("not estimated"), std::string::npos) << ss.str();
 }
 
 // Every cell of concurrency > 1 is predicted before it runs from the batched cost profile: the

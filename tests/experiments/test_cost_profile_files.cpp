@@ -302,6 +302,43 @@ TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
   }
 }
 
+// A profile that no longer describes the machine: the run's cells were measured, then the
+// profile's file is replaced by one whose target calls are three times faster and which was
+// taken under a load above the cores (as a profile copied from another machine, or taken
+// while something else ran, would be); the resumed cell is predicted from it and its row
+// says both, as the run summary does.
+TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
+  ScratchDir d;
+  const std::string cfg = tiny_config(d);
+  const std::string out = d.file("R");
+  ASSERT_EQ(run_speclab("run '" + cfg + "' --out '" + out + "' --no-plots").exit_code, 0);
+  const auto full = read_jsonl(out + "/results.jsonl");
+  ASSERT_EQ(full.size(), 2u);
+  const std::string cost_file =
+      out + "/profiles/cost-" + full[0]["prediction_group"].get<std::string>() + ".json";
+  nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
+  for (auto& t : p["target_s"]) t = t.get<double>() / 3;
+  p["baseline_step_s"] = p["baseline_step_s"].get<double>() / 3;
+  p["taken"]["load_before"] = 9.5;
+  p.erase("spread");
+  std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
+
+  drop_last_row(out + "/results.jsonl");
+  const CliResult resumed =
+      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto rows = read_jsonl(out + "/results.jsonl");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["cost_profile_source"], "reused");
+  const std::string flags = rows[1]["flags"].dump();
+  EXPECT_NE(flags.find("profile_stale: verify"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("baseline_drift: plain loop"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("in the cost profile"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("profile_load_above_cores: load average 9.50"), std::string::npos) << flags;
+  EXPECT_NE((resumed.out + resumed.err).find("profile_stale"), std::string::npos)
+      << resumed.out << resumed.err;
+}
+
 // A run killed before its last row, then resumed: the cell is run again, predicted from the
 // profile the earlier row came from (read, not measured again), and the profile's file keeps
 // every byte. A profile file missing from the directory is measured and written; the ones

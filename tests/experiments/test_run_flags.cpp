@@ -20,6 +20,10 @@ RunFlagInputs clean() {
   in.load_after = 0.7;
   in.baseline_s_per_token = 0.010;
   in.baseline_reference_s = 0.0105;
+  in.profile_baseline_s_per_token = 0.0098;
+  in.verify_s_per_round = 0.021;
+  in.profile_verify_s_per_round = 0.020;
+  in.profile_load = 1.2;
   in.greedy_checked = true;
   in.greedy_match = true;
   return in;
@@ -40,15 +44,49 @@ TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   EXPECT_EQ(codes(in), std::vector<std::string>{"speedup_above_bound"});
   EXPECT_NE(run_flags_evaluate(in)[0].find("1.83 > tokens per round 1.33"), std::string::npos);
   in = clean();
+  in.verify_s_per_round = 0.0085;  // a verify of 2.5 tokens faster than the plain loop's step
+  in.profile_verify_s_per_round = 0.0085;
+  in.speedup = 0.9;  // below 1x: the tokens-per-round bound says nothing
+  EXPECT_EQ(codes(in), std::vector<std::string>{"speedup_above_bound"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("speedup 0.9 > 0.765"), std::string::npos)
+      << run_flags_evaluate(in)[0];
+  in.verify_s_per_round = 0.0099;  // within 2% of the plain step: not flagged
+  in.profile_verify_s_per_round = 0.0099;
+  EXPECT_TRUE(codes(in).empty());
+  in = clean();
   in.n_prompts = 7;
   EXPECT_EQ(codes(in), std::vector<std::string>{"few_prompts"});
   in = clean();
   in.load_after = 2.5;
   EXPECT_EQ(codes(in), std::vector<std::string>{"load_above_cores"});
   in = clean();
-  in.baseline_s_per_token = 0.0130;  // 24% slower than the run's first cell
+  in.profile_baseline_s_per_token = 0;  // not predicted: the run's first cell is the reference
+  in.baseline_s_per_token = 0.0130;     // 24% slower than the run's first cell
   EXPECT_EQ(codes(in), std::vector<std::string>{"baseline_drift"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("in the run's first cell"), std::string::npos);
   in.baseline_s_per_token = 0.0119;  // 13%: within the band
+  EXPECT_TRUE(codes(in).empty());
+  in = clean();
+  in.profile_baseline_s_per_token = 0.0080;  // the plain loop ran 25% slower than profiled
+  in.baseline_reference_s = 0.0100;          // while the run's first cell agrees with it
+  EXPECT_EQ(codes(in), std::vector<std::string>{"baseline_drift"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("plain loop 10 ms/token vs 8 ms/token in the cost "
+                                           "profile"),
+            std::string::npos)
+      << run_flags_evaluate(in)[0];
+  in.profile_baseline_s_per_token = 0.0088;  // 14%: within the band
+  EXPECT_TRUE(codes(in).empty());
+  in = clean();
+  in.profile_verify_s_per_round = 0.030;  // a verify 30% faster than profiled
+  EXPECT_EQ(codes(in), std::vector<std::string>{"profile_stale"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("verify 21 ms/round vs 30 ms/round"), std::string::npos)
+      << run_flags_evaluate(in)[0];
+  in.profile_verify_s_per_round = 0;  // not known (a tree, no prediction): nothing to compare
+  EXPECT_TRUE(codes(in).empty());
+  in = clean();
+  in.profile_load = 2.4;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"profile_load_above_cores"});
+  in.profile_load = -1;  // the profile's file does not say
   EXPECT_TRUE(codes(in).empty());
   in = clean();
   in.greedy_match = false;
