@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "core/cuda/cuda_rope_kv.h"
+#include "core/cuda/cuda_rope_kv_shape.h"
 
 namespace speclab {
 
