@@ -1,5 +1,5 @@
 #include "core/cuda/cuda_attention.h"
-#include "core/cuda/cuda_block_reduce.cuh"
+#include "core/cuda/cuda_attention_head.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_launch_config.h"
 #include "core/error.h"
@@ -7,9 +7,8 @@
 namespace speclab {
 namespace {
 
-// One block per (token, head). Phase 1: a warp per cache position computes its score
-// (lanes split head_dim). Phase 2: block softmax over the n_ctx scores. Phase 3: thread d
-// accumulates output dimension d over positions (coalesced reads of V rows).
+// One block per (token, head): cuda_attention_head (core/cuda/cuda_attention_head.cuh) over
+// cache positions [0, n_past + t].
 //   scores: [n_tokens * n_heads, n_ctx_max] scratch
 // n_past is *n_past_dev when that is set (cuda_attention_at: the value lives in device memory
 // so a captured CUDA graph replays at any position), else n_past_value.
@@ -23,41 +22,9 @@ __global__ void attention_kernel(float* out, const float* q, const float* k_cach
   const int64_t w = blockIdx.x;  // t * n_heads + h
   const int64_t t = w / n_heads, h = w % n_heads;
   const int64_t kv_h = h / (n_heads / n_kv_heads);
-  const int64_t kv_stride = n_kv_heads * head_dim;
-  const int64_t n_ctx = n_past + t + 1;
-  const float* qh = q + w * head_dim;
-  float* sc = scores + w * n_ctx_max;
-  const int lane = threadIdx.x % kCudaWarp, warp = threadIdx.x / kCudaWarp;
-  const int n_warps = blockDim.x / kCudaWarp;
-
-  for (int64_t p = warp; p < n_ctx; p += n_warps) {
-    const float* kh = k_cache + p * kv_stride + kv_h * head_dim;
-    float s = 0.0f;
-    for (int64_t d = lane; d < head_dim; d += kCudaWarp) s += qh[d] * kh[d];
-    s = cuda_warp_sum(s);
-    if (lane == 0) sc[p] = s * scale;
-  }
-  __syncthreads();
-
-  float m = -INFINITY;
-  for (int64_t p = threadIdx.x; p < n_ctx; p += blockDim.x) m = fmaxf(m, sc[p]);
-  m = cuda_block_max(m, red_f);
-  double sum = 0.0;
-  for (int64_t p = threadIdx.x; p < n_ctx; p += blockDim.x) {
-    const float e = expf(sc[p] - m);
-    sc[p] = e;
-    sum += e;
-  }
-  sum = cuda_block_sum(sum, red_d);  // ends with __syncthreads: all of sc is written
-  const float inv = static_cast<float>(1.0 / sum);
-
-  float* oh = out + w * head_dim;
-  for (int64_t d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float acc = 0.0f;
-    for (int64_t p = 0; p < n_ctx; p++)
-      acc += sc[p] * inv * v_cache[p * kv_stride + kv_h * head_dim + d];
-    oh[d] = acc;
-  }
+  cuda_attention_head(out + w * head_dim, q + w * head_dim, k_cache, v_cache,
+                      scores + w * n_ctx_max, n_past + t + 1, kv_h, n_kv_heads, head_dim, scale,
+                      red_f, red_d);
 }
 
 }  // namespace

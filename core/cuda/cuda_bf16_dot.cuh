@@ -11,6 +11,27 @@
 
 namespace speclab {
 
+// Up to three BF16 products of the same activations in one launch (the Q, K, V projections;
+// gate and up), optionally added into their outputs (the residual add after wo and w_down).
+// Shared by the vectorized BF16 kernel (core/cuda/cuda_matmul.cu) and the batch-invariant
+// rows kernel (core/cuda/cuda_matmul_rows.cu).
+//   segment s: w[s] [rows[s], n_in] BF16 rows 16-byte aligned, out[s] [n_tokens, rows[s]]
+struct Bf16VecSegments {
+  const uint4* w[3] = {nullptr, nullptr, nullptr};
+  float* out[3] = {nullptr, nullptr, nullptr};
+  int64_t rows[3] = {0, 0, 0};
+  int n = 0;                // segments in use, 1..3
+  bool accumulate = false;  // out += x · Wᵀ instead of out = x · Wᵀ
+};
+
+// The segment that output row *r (counted over all segments) falls in, with *r made relative
+// to it; seg.n when *r lies past the last segment.
+__device__ inline int cuda_bf16_segment_of(const Bf16VecSegments& seg, int64_t* r) {
+  int s = 0;
+  while (s < seg.n && *r >= seg.rows[s]) *r -= seg.rows[s++];
+  return s;
+}
+
 // acc[t] = sum_i row[i] * x[t, i] for t < n_tokens, reduced over the warp (every lane gets
 // the sums). Lane l reads 16-byte vectors l, l + 32, ... of the row: 8 BF16 weights each,
 // against two float4 of each token's activations; one fmaf chain per token in a fixed order

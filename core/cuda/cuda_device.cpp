@@ -38,4 +38,14 @@ std::string speclab_cuda_device_info() {
                  ")");
 }
 
+int64_t cuda_device_free_bytes() {
+  if (cuda_device_count() == 0) return -1;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+    cudaGetLastError();  // clear it, as cuda_device_count does
+    return -1;
+  }
+  return static_cast<int64_t>(free_b);
+}
+
 }  // namespace speclab

@@ -1,6 +1,7 @@
 // Which CUDA device the backend runs on, and the one-line answer when there is none.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace speclab {
@@ -14,5 +15,9 @@ std::string speclab_cuda_device_info();
 // Number of devices, 0 when cudaGetDeviceCount fails; *error (optional) gets the runtime's
 // error string or "0 devices". Never throws: tests use it to decide whether to skip.
 int cuda_device_count(std::string* error = nullptr);
+
+// Free memory of the current device in bytes (cudaMemGetInfo), -1 when there is no device or
+// the runtime cannot tell. Never throws.
+int64_t cuda_device_free_bytes();
 
 }  // namespace speclab

@@ -59,24 +59,15 @@ __global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView
 // One launch may serve up to three products of the same activations (the Q, K, V projections),
 // and may add its result into its output (the residual add after wo and w_down): a decode
 // step is launch-bound, and both fusions leave every output's arithmetic as it is (segment s
-// is the same warp-per-row product; out += s is add_kernel's x += y).
-//   segment s: w[s] [rows[s], n_in] BF16 rows 16-byte aligned, out[s] [n_tokens, rows[s]]
+// is the same warp-per-row product; out += s is add_kernel's x += y). Bf16VecSegments:
+// core/cuda/cuda_bf16_dot.cuh.
 //   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0; n_tokens <= kMaxT <= kBf16VecMaxTokens
-struct Bf16VecSegments {
-  const uint4* w[3] = {nullptr, nullptr, nullptr};
-  float* out[3] = {nullptr, nullptr, nullptr};
-  int64_t rows[3] = {0, 0, 0};
-  int n = 0;                // segments in use, 1..3
-  bool accumulate = false;  // out += x · Wᵀ instead of out = x · Wᵀ
-};
-
 template <int kMaxT>
 __global__ void matmul_bf16_vec_kernel(Bf16VecSegments seg, const float* __restrict__ x,
                                        int64_t n_in, int n_tokens) {
   const int lane = threadIdx.x % kCudaWarp;
   int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
-  int s = 0;
-  while (s < seg.n && r >= seg.rows[s]) r -= seg.rows[s++];
+  const int s = cuda_bf16_segment_of(seg, &r);
   if (s == seg.n) return;  // whole warp leaves together
   float acc[kMaxT];
   cuda_bf16_row_dot<kMaxT>(seg.w[s] + r * (n_in / 8), x, n_in, n_tokens, lane, acc);

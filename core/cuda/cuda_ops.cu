@@ -42,6 +42,13 @@ __global__ void add_kernel(float* x, const float* y, int64_t n) {
   if (i < n) x[i] += y[i];
 }
 
+// One block per output row: out[i, :] = x[rows[i], :].
+__global__ void rows_gather_kernel(float* out, const float* x, const int32_t* rows, int64_t dim) {
+  const int64_t i = blockIdx.x;
+  const float* src = x + static_cast<int64_t>(rows[i]) * dim;
+  for (int64_t j = threadIdx.x; j < dim; j += blockDim.x) out[i * dim + j] = src[j];
+}
+
 }  // namespace
 
 void cuda_embedding_lookup(float* out, const int32_t* tokens, const CudaWeightView& w,
@@ -63,6 +70,13 @@ void cuda_swiglu(float* out, const float* gate, const float* up, int64_t n, cuda
   const CudaLaunch l = cuda_launch_elementwise(n);
   swiglu_kernel<<<l.grid_x, l.block, 0, stream>>>(out, gate, up, n);
   SPECLAB_CUDA_CHECK_LAUNCH("swiglu_kernel: bad launch configuration");
+}
+
+void cuda_rows_gather(float* out, const float* x, const int32_t* rows, int64_t n, int64_t dim,
+                      cudaStream_t stream) {
+  const CudaLaunch l = cuda_launch_rowwise(n, dim);
+  rows_gather_kernel<<<l.grid_x, l.block, 0, stream>>>(out, x, rows, dim);
+  SPECLAB_CUDA_CHECK_LAUNCH("rows_gather_kernel: bad launch configuration");
 }
 
 void cuda_add_inplace(float* x, const float* y, int64_t n, cudaStream_t stream) {

@@ -25,6 +25,11 @@ void cuda_rmsnorm(float* out, const float* x, const float* weight, int64_t n_tok
 // out = silu(gate) * up.   out, gate, up: [n] (out may alias gate or up)
 void cuda_swiglu(float* out, const float* gate, const float* up, int64_t n, cudaStream_t stream);
 
+// out[i, :] = x[rows[i], :] (copies; the batched runner's last row of each slot group).
+//   out: [n, dim] (must not alias x)   x: [>= max(rows) + 1, dim]   rows: [n] device int32
+void cuda_rows_gather(float* out, const float* x, const int32_t* rows, int64_t n, int64_t dim,
+                      cudaStream_t stream);
+
 // x += y.   x, y: [n]
 void cuda_add_inplace(float* x, const float* y, int64_t n, cudaStream_t stream);
 

@@ -12,16 +12,9 @@
 
 #include <cstdint>
 
-namespace speclab {
+#include "core/cuda/cuda_rope_kv_shape.h"
 
-// The shapes of one layer's rotation and cache write.
-struct CudaRopeKvShape {
-  int64_t n_tokens = 0;
-  int64_t n_heads = 0;     // query heads
-  int64_t n_kv_heads = 0;  // key/value heads
-  int64_t head_dim = 0;
-  bool interleaved = false;  // pairs (2i, 2i+1), else (i, i + head_dim/2)
-};
+namespace speclab {
 
 // For token t at position p = *n_past + t (angles p * inv_freq[i] in double, as
 // cuda_rope_apply): rotates q in place, writes rope(k_cur[t]) to k_cache row p and v_cur[t]

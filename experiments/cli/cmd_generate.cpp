@@ -28,7 +28,6 @@
 #include "models/decode/tree_decoder.h"
 #include "models/drafters/batch_drafter.h"
 #include "models/drafters/drafter.h"
-#include "models/llama/batched_llama_runner.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
 #include "models/tokenizer/tokenizer_factory.h"
@@ -144,8 +143,11 @@ void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, co
   SPECLAB_INPUT_CHECK(a.trace.empty(),
                       "--trace: records one request; it does not combine with "
                       "--prompts");
-  SPECLAB_INPUT_CHECK(a.backend == "cpu", "--backend: ", a.backend,
-                      ": the batched loop of --prompts runs on the CPU backend only");
+  // The batched runners of the backend (cpu, or cuda in a CUDA build with a device), checked
+  // before the prompts are read.
+  const BatchTokenRunnerFactory make_batched =
+      backend_batched_runner_factory(a.backend, "--backend");
+  if (!a.draft.empty()) backend_check_batched_drafter(a.backend, a.draft, "--draft");
   SPECLAB_INPUT_CHECK(tok != nullptr, a.target,
                       ": model has no tokenizer; --prompts needs one (pass --tokenizer PATH)");
   const std::vector<Prompt> prompts = prompt_set_load(a.prompts);
@@ -176,28 +178,34 @@ void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, co
 
   // Every slot's cache is allocated up front: refuse what cannot fit before allocating.
   const size_t target_bytes =
-      BatchedLlamaRunner::kv_cache_bytes_for(target.config, a.concurrency, max_ctx);
-  const size_t draft_bytes = draft_model ? BatchedLlamaRunner::kv_cache_bytes_for(
-                                               draft_model->config, a.concurrency, max_ctx)
-                                         : 0;
-  const int64_t avail = memory_available_bytes();
-  SPECLAB_INPUT_CHECK(avail < 0 || target_bytes + draft_bytes <= static_cast<size_t>(avail),
-                      "--concurrency: ", a.concurrency, " requests of ", max_ctx,
-                      " positions need ", target_bytes + draft_bytes, " bytes of KV cache (target ",
-                      target_bytes, ", draft ", draft_bytes, ") but only ", avail,
-                      " bytes of memory are available (MemAvailable",
-                      std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "",
-                      "); lower --concurrency or --ctx");
+      backend_batched_bytes(a.backend, target, nullptr, a.concurrency, max_ctx);
+  const size_t draft_bytes =
+      draft_model
+          ? backend_batched_bytes(a.backend, target, draft_model.get(), a.concurrency, max_ctx) -
+                target_bytes
+          : 0;
+  const BackendMemory mem = backend_memory(a.backend);
+  SPECLAB_INPUT_CHECK(
+      mem.available < 0 || target_bytes + draft_bytes <= static_cast<size_t>(mem.available),
+      "--concurrency: ", a.concurrency, " requests of ", max_ctx, " positions need ",
+      target_bytes + draft_bytes, " bytes of KV cache",
+      a.backend == "cuda" ? " and device weights" : "", " (target ", target_bytes, ", draft ",
+      draft_bytes, ") but only ", mem.available, " bytes of memory are available (", mem.source,
+      std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "",
+      "); lower --concurrency or --ctx");
 
-  BatchedLlamaRunner runner(target, a.concurrency, max_ctx);
+  std::unique_ptr<BatchTokenRunner> runner_ptr =
+      backend_create_batched_runner(a.backend, target, a.concurrency, max_ctx, "--backend");
+  BatchTokenRunner& runner = *runner_ptr;
   BatchedGeneration gen;
   std::unique_ptr<BatchDrafter> drafter;
   if (a.draft.empty()) {
     gen = generate_batched_autoregressive(runner, queue);
   } else {
-    drafter = draft_model ? batch_drafter_create_model(std::move(draft_model), a.draft, target,
-                                                       a.concurrency, max_ctx)
-                          : batch_drafter_create(a.draft, target, a.concurrency, max_ctx);
+    drafter = draft_model
+                  ? batch_drafter_create_model(std::move(draft_model), a.draft, target,
+                                               a.concurrency, max_ctx, make_batched)
+                  : batch_drafter_create(a.draft, target, a.concurrency, max_ctx, make_batched);
     const SpeculativeConfig cfg = chain_config(a, queue.front().sampling, synthetic);
     gen = generate_batched_speculative(runner, *drafter, queue, cfg, a.gamma_policy);
   }

@@ -9,13 +9,13 @@
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "experiments/measure/backend.h"
 #include "experiments/measure/run_conditions.h"
 #include "experiments/measure/run_flags.h"
 #include "experiments/predict/cell_prediction.h"
 #include "models/decode/batched_decoder.h"
 #include "models/decode/round_stats.h"
 #include "models/drafters/batch_drafter.h"
-#include "models/llama/batched_llama_runner.h"
 
 namespace speclab {
 
@@ -71,13 +71,6 @@ Interval bootstrap_throughput(const std::vector<std::string>& prompt_of,
 
 }  // namespace
 
-size_t concurrent_cell_cache_bytes(const LlamaModel& target, const LlamaModel* draft,
-                                   int concurrency, int64_t max_ctx) {
-  size_t bytes = BatchedLlamaRunner::kv_cache_bytes_for(target.config, concurrency, max_ctx);
-  if (draft) bytes += BatchedLlamaRunner::kv_cache_bytes_for(draft->config, concurrency, max_ctx);
-  return bytes;
-}
-
 ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared) {
   const ExperimentConfig& cfg = *ctx.config;
   SPECLAB_ASSERT(cell.concurrency > 1 && !ctx.prompts.empty());
@@ -127,9 +120,15 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
     policy = "fixed";
   }
 
-  BatchedLlamaRunner target(*ctx.target_model, n, max_ctx);
+  const std::string& backend = cfg.generation.backend;
+  const std::string where = cfg.where("generation.backend");
+  backend_check_batched_drafter(backend, cell.drafter_ref.path, cfg.where("sweep.concurrency"));
+  std::unique_ptr<BatchTokenRunner> target_runner =
+      backend_create_batched_runner(backend, *ctx.target_model, n, max_ctx, where);
+  BatchTokenRunner& target = *target_runner;
   std::unique_ptr<BatchDrafter> drafter =
-      batch_drafter_create(cell.drafter_ref.path, *ctx.target_model, n, max_ctx);
+      batch_drafter_create(cell.drafter_ref.path, *ctx.target_model, n, max_ctx,
+                           backend_batched_runner_factory(backend, where));
 
   // Warmup: both loops on a short queue.
   if (cfg.generation.warmup > 0) {

@@ -24,14 +24,11 @@
 
 namespace speclab {
 
-// Runs cell (cell.concurrency > 1) on the CPU; the drafter is built from cell.drafter_ref for
-// cell.concurrency slots (prepared gives its identity). Throws InputError for a tree cell or
-// caches that do not fit in memory (before any work), CellInterrupted if interrupted.
+// Runs cell (cell.concurrency > 1) on generation.backend's batched runners (BatchedLlamaRunner
+// on cpu, CudaBatchedLlamaRunner on cuda: experiments/measure/backend.h); the drafter is built
+// from cell.drafter_ref for cell.concurrency slots (prepared gives its identity), a draft
+// model on the same backend. Throws InputError for a tree cell (before any work),
+// CellInterrupted if interrupted. The session checks memory before the first cell.
 ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared);
-
-// Bytes of KV cache a concurrent cell allocates: target and draft model (0 for model-free
-// drafters), cell.concurrency slots of max_ctx positions each.
-size_t concurrent_cell_cache_bytes(const LlamaModel& target, const LlamaModel* draft,
-                                   int concurrency, int64_t max_ctx);
 
 }  // namespace speclab

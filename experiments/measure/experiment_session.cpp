@@ -15,7 +15,6 @@
 #include "experiments/predict/batched_cost_profile.h"
 #include "models/decode/decode_steps.h"
 #include "models/drafters/batch_drafter.h"
-#include "models/llama/batched_llama_runner.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 #ifndef SPECLAB_SOURCE_DIR
@@ -142,9 +141,9 @@ void ExperimentSession::check_concurrency() const {
   for (int c : cfg.sweep->list<int>("concurrency")) most = std::max(most, c);
   if (most <= 1) return;
   const std::string where = cfg.where("sweep.concurrency");
-  SPECLAB_INPUT_CHECK(cfg.generation.backend == "cpu", where, ": concurrency ", most,
-                      " runs the batched loop on the CPU; generation.backend is ",
-                      cfg.generation.backend, " (expected cpu, or concurrency [1])");
+  const std::string& backend = cfg.generation.backend;
+  // backend_create_runner accepted the backend (cpu, or cuda in a CUDA build with a device);
+  // the batched loop runs on the same one (experiments/measure/backend.h).
   SPECLAB_INPUT_CHECK(!cfg.measure.cost_only, where, ": concurrency ", most,
                       " measures generation; measure.cost_only has none (expected [1])");
   SPECLAB_INPUT_CHECK(!ctx_.prompts.empty(), where, ": concurrency ", most,
@@ -153,17 +152,23 @@ void ExperimentSession::check_concurrency() const {
     SPECLAB_INPUT_CHECK(t.empty() || t == "off", where, ": concurrency ", most, " with tree ", t,
                         ": trees serve one request at a time (expected concurrency [1] or no "
                         "tree)");
-  // The caches of the largest cell, target and draft, are allocated up front.
+  for (const auto& [name, d] : drafters_) {
+    if (const DrafterEntry* e = cfg.find_drafter(name))
+      backend_check_batched_drafter(backend, e->ref.path, where);
+  }
+  // The caches of the largest cell, target and draft, are allocated up front (on cuda with a
+  // device copy of each model's weights).
   size_t most_bytes = 0;
   for (const auto& [name, d] : drafters_)
-    most_bytes = std::max(
-        most_bytes,
-        concurrent_cell_cache_bytes(*target_model_, d.drafter->model(), most, target_->max_ctx()));
-  const int64_t avail = memory_available_bytes();
-  SPECLAB_INPUT_CHECK(avail < 0 || most_bytes <= static_cast<size_t>(avail), where,
+    most_bytes =
+        std::max(most_bytes, backend_batched_bytes(backend, *target_model_, d.drafter->model(),
+                                                   most, target_->max_ctx()));
+  const BackendMemory mem = backend_memory(backend);
+  SPECLAB_INPUT_CHECK(mem.available < 0 || most_bytes <= static_cast<size_t>(mem.available), where,
                       ": concurrency ", most, " x ", target_->max_ctx(), " positions needs ",
-                      most_bytes, " bytes of KV cache (target and draft) but only ", avail,
-                      " bytes of memory are available (MemAvailable",
+                      most_bytes, " bytes of KV cache (target and draft",
+                      backend == "cuda" ? ", and their weights on the device" : "", ") but only ",
+                      mem.available, " bytes of memory are available (", mem.source,
                       std::getenv("SPECLAB_MEMORY_LIMIT") ? ", SPECLAB_MEMORY_LIMIT" : "",
                       "); lower concurrency or generation.ctx");
 }
@@ -208,10 +213,14 @@ void ExperimentSession::enable_prediction(const std::vector<Cell>& all_cells,
       [this](const Cell& cell, const BatchedCostRequest& request, BatchedCostSpread* spread) {
         const int64_t slots = request.slots.back();
         const int64_t max_ctx = target_->max_ctx();
-        BatchedLlamaRunner target(*ctx_.target_model, slots, max_ctx);
+        const std::string& backend = config_.generation.backend;
+        const std::string what = config_.where("generation.backend");
+        std::unique_ptr<BatchTokenRunner> target =
+            backend_create_batched_runner(backend, *ctx_.target_model, slots, max_ctx, what);
         std::unique_ptr<BatchDrafter> drafter =
-            batch_drafter_create(cell.drafter_ref.path, *ctx_.target_model, slots, max_ctx);
-        return batched_cost_profile_measure(target, *drafter, request, spread);
+            batch_drafter_create(cell.drafter_ref.path, *ctx_.target_model, slots, max_ctx,
+                                 backend_batched_runner_factory(backend, what));
+        return batched_cost_profile_measure(*target, *drafter, request, spread);
       });
   ctx_.predictor = predictor_.get();
 }

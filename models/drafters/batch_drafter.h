@@ -67,17 +67,17 @@ class PerSlotDrafters : public BatchDrafter {
 };
 
 // The drafter of a --draft / sweep drafter spec for n_slots concurrent requests (the grammar
-// of drafter_create): a draft model runs as a BatchedModelDrafter over a BatchedLlamaRunner
-// with n_slots slots of max_ctx positions; every other spec (lookup, ngram:, self:) is one
-// drafter_create drafter per slot. InputError as drafter_create.
-std::unique_ptr<BatchDrafter> batch_drafter_create(const std::string& spec,
-                                                   const LlamaModel& target, int64_t n_slots,
-                                                   int64_t max_ctx);
+// of drafter_create): a draft model runs as a BatchedModelDrafter over a batched runner of
+// n_slots slots of max_ctx positions, made by make_batched (empty: the CPU's
+// BatchedLlamaRunner); every other spec (lookup, ngram:, self:) is one drafter_create drafter
+// per slot, on the CPU. InputError as drafter_create.
+std::unique_ptr<BatchDrafter> batch_drafter_create(
+    const std::string& spec, const LlamaModel& target, int64_t n_slots, int64_t max_ctx,
+    const BatchTokenRunnerFactory& make_batched = {});
 
 // batch_drafter_create for a draft model the caller has already loaded from `spec`.
-std::unique_ptr<BatchDrafter> batch_drafter_create_model(std::unique_ptr<LlamaModel> model,
-                                                         const std::string& spec,
-                                                         const LlamaModel& target, int64_t n_slots,
-                                                         int64_t max_ctx);
+std::unique_ptr<BatchDrafter> batch_drafter_create_model(
+    std::unique_ptr<LlamaModel> model, const std::string& spec, const LlamaModel& target,
+    int64_t n_slots, int64_t max_ctx, const BatchTokenRunnerFactory& make_batched = {});
 
 }  // namespace speclab

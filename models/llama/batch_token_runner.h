@@ -6,9 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace speclab {
+
+struct LlamaModel;
 
 // One row of a batch: token `token` appended to sequence slot `slot` (llama_batch's
 // (token, seq_id) pair; the position is implied by the slot's n_past).
@@ -37,5 +41,12 @@ class BatchTokenRunner {
   virtual int64_t max_ctx() const = 0;  // positions per slot
   virtual int64_t vocab() const = 0;
 };
+
+// Makes a batched runner for a model on some backend: (model, n_slots, max_ctx). Batched
+// drafters that run a model take one, so a draft model runs where the target runs
+// (experiments/measure/backend.h makes it from generation.backend / --backend). An empty
+// factory means the CPU's BatchedLlamaRunner.
+using BatchTokenRunnerFactory = std::function<std::unique_ptr<BatchTokenRunner>(
+    const LlamaModel& model, int64_t n_slots, int64_t max_ctx)>;
 
 }  // namespace speclab

@@ -7,6 +7,7 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/error.h"
+#include "models/llama/batch_rows.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab {
@@ -33,8 +34,7 @@ BatchedLlamaRunner::BatchedLlamaRunner(const LlamaModel& model, int64_t n_slots,
 }
 
 int64_t BatchedLlamaRunner::n_past(int64_t slot) const {
-  SPECLAB_INPUT_CHECK(slot >= 0 && slot < n_slots(), "slot ", slot, " is not in [0, ", n_slots(),
-                      ")");
+  batch_rows_check_slot(books_, slot);
   return books_[slot].n_past;
 }
 
@@ -49,11 +49,8 @@ size_t BatchedLlamaRunner::kv_cache_bytes_for(const LlamaConfig& c, int64_t n_sl
 }
 
 void BatchedLlamaRunner::truncate(int64_t slot, int64_t n) {
-  SPECLAB_INPUT_CHECK(slot >= 0 && slot < n_slots(), "truncate: slot ", slot, " is not in [0, ",
-                      n_slots(), ")");
+  batch_rows_check_truncate(books_, slot, n);
   KvCacheBook& book = books_[slot];
-  SPECLAB_INPUT_CHECK(n >= 0 && n <= book.n_past, "truncate: slot ", slot, " has ", book.n_past,
-                      " positions, cannot keep ", n);
   const int64_t keep = rollback_keep(slot, n);
   SPECLAB_ASSERT(keep >= 0 && keep <= book.n_past);
   book.truncate(keep);
@@ -81,45 +78,27 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
   const LlamaWeights& w = model_.weights;
 
   // Check everything before changing anything: slots, grouping, tokens, each slot's room.
-  SPECLAB_INPUT_CHECK(n_rows >= 1, "forward_batch needs at least one row, got ", n_rows);
-  std::vector<int64_t> count(books_.size(), 0);  // [n_slots] rows per slot in this batch
-  group_end_.clear();
-  for (int64_t r = 0; r < n_rows; r++) {
-    const int64_t s = rows[r].slot;
-    SPECLAB_INPUT_CHECK(s >= 0 && s < n_slots(), "row ", r, ": slot ", s, " is not in [0, ",
-                        n_slots(), ")");
-    SPECLAB_INPUT_CHECK(rows[r].token >= 0 && rows[r].token < c.vocab_size, "row ", r,
-                        ": token id ", rows[r].token, " is outside the vocabulary [0, ",
-                        c.vocab_size, ")");
-    const bool new_group = r == 0 || rows[r - 1].slot != s;
-    SPECLAB_INPUT_CHECK(!new_group || count[s] == 0, "row ", r, ": slot ", s,
-                        "'s rows are not consecutive (each slot's rows must form one group)");
-    if (new_group && r > 0) group_end_.push_back(r);
-    count[s]++;
-    SPECLAB_INPUT_CHECK(books_[s].n_past + count[s] <= max_ctx_, "row ", r, ": slot ", s,
-                        "'s context of ", books_[s].n_past + count[s], " tokens exceeds the limit ",
-                        max_ctx_);
-  }
-  group_end_.push_back(n_rows);
+  batch_rows_plan(rows, n_rows, books_, c.vocab_size, max_ctx_, &plan_);
+  const std::vector<int64_t>& count = plan_.count;
+  const std::vector<int64_t>& positions = plan_.positions;
+  const std::vector<int64_t>& group_end = plan_.group_end;
 
   ensure_batch_capacity(n_rows);
   tokens_.resize(n_rows);
   row_slot_.resize(n_rows);
   attn_slot_.resize(n_rows);
-  positions_.resize(n_rows);
   for (int64_t r = 0; r < n_rows; r++) {
     const int64_t s = rows[r].slot;
     tokens_[r] = rows[r].token;
     row_slot_[r] = s;
     attn_slot_[r] = attention_cache_slot(s);
-    positions_[r] = (r > 0 && rows[r - 1].slot == s) ? positions_[r - 1] + 1 : books_[s].n_past;
   }
 
   const int64_t dim = c.dim, head_dim = c.head_dim, n_heads = c.n_heads;
   const int64_t n_kv_heads = c.n_kv_heads, q_dim = n_heads * head_dim;
   float* x = x_.data();
   int64_t longest = 0;  // the longest context of any row
-  for (int64_t r = 0; r < n_rows; r++) longest = std::max(longest, positions_[r] + 1);
+  for (int64_t r = 0; r < n_rows; r++) longest = std::max(longest, positions[r] + 1);
 
   // Token embeddings: one row of tok_embeddings per row, converted to FP32.
   for (int64_t r = 0; r < n_rows; r++)
@@ -137,13 +116,13 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
     matmul_weights(k_.data(), xb_.data(), lw.wk, n_rows);
     matmul_weights(v_.data(), xb_.data(), lw.wv, n_rows);
     // RoPE at each row's own position (bit-identical to rope_apply at equal positions).
-    rope_apply_positions(q_.data(), n_rows, n_heads, head_dim, positions_.data(),
+    rope_apply_positions(q_.data(), n_rows, n_heads, head_dim, positions.data(),
                          params_.inv_freq.data(), params_.rope_interleaved);
-    rope_apply_positions(k_.data(), n_rows, n_kv_heads, head_dim, positions_.data(),
+    rope_apply_positions(k_.data(), n_rows, n_kv_heads, head_dim, positions.data(),
                          params_.inv_freq.data(), params_.rope_interleaved);
     // Scatter the new K/V rows into their slots' caches: [n_rows, kv_dim] -> (slot, position).
     for (int64_t r = 0; r < n_rows; r++) {
-      const int64_t off = cache_offset(row_slot_[r], positions_[r]);
+      const int64_t off = cache_offset(row_slot_[r], positions[r]);
       std::copy_n(k_.data() + r * kv_dim_, kv_dim_, key_cache + off);
       std::copy_n(v_.data() + r * kv_dim_, kv_dim_, value_cache + off);
     }
@@ -161,7 +140,7 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
         const int64_t s = attn_slot_[r];
         attention_one(att_.data() + r * q_dim, q_.data() + r * q_dim,
                       key_cache + cache_offset(s, 0), value_cache + cache_offset(s, 0), /*t=*/0, h,
-                      positions_[r], n_heads, n_kv_heads, head_dim, scores.data());
+                      positions[r], n_heads, n_kv_heads, head_dim, scores.data());
       }
     }
     matmul_weights(xb2_.data(), att_.data(), lw.wo, n_rows);
@@ -177,12 +156,12 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
   }
 
   // Final norm and the output head, over all rows or each group's last row.
-  const int64_t n_groups = static_cast<int64_t>(group_end_.size());
+  const int64_t n_groups = static_cast<int64_t>(group_end.size());
   const int64_t n_out = last_only ? n_groups : n_rows;
   if (last_only) {
     for (int64_t g = 0; g < n_groups; g++)
-      rmsnorm(xb_.data() + g * dim, x + (group_end_[g] - 1) * dim, params_.final_norm.data(), 1,
-              dim, c.rms_norm_eps);
+      rmsnorm(xb_.data() + g * dim, x + (group_end[g] - 1) * dim, params_.final_norm.data(), 1, dim,
+              c.rms_norm_eps);
   } else {
     rmsnorm(xb_.data(), x, params_.final_norm.data(), n_rows, dim, c.rms_norm_eps);
   }

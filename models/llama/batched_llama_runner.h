@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/kv_cache_book.h"
+#include "models/llama/batch_rows.h"
 #include "models/llama/batch_token_runner.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner_params.h"
@@ -97,8 +98,7 @@ class BatchedLlamaRunner : public BatchTokenRunner {
   std::vector<int32_t> tokens_;     // [n_rows]
   std::vector<int64_t> row_slot_;   // [n_rows]
   std::vector<int64_t> attn_slot_;  // [n_rows]   the slot whose cache the row attends over
-  std::vector<int64_t> positions_;  // [n_rows]   n_past(slot) + index within the slot's group
-  std::vector<int64_t> group_end_;  // [n_groups] one past each slot group's last row
+  BatchRowsPlan plan_;              // positions, rows per slot, group ends (batch_rows.h)
 
   // Activations for a batch of up to batch_capacity_ rows.
   int64_t batch_capacity_ = 0;

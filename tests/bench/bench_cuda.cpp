@@ -21,6 +21,7 @@
 #include "models/decode/speculative_decoder.h"
 #include "models/drafters/draft_sampling.h"
 #include "models/drafters/model_drafter.h"
+#include "models/llama/cuda/cuda_batched_llama_runner.h"
 #include "models/llama/cuda/cuda_llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/bench/cuda_event_timer.h"
@@ -454,6 +455,78 @@ BENCHMARK(BM_CudaSpeculativeRound)
     ->ArgNames({"path", "gamma", "T_pct", "graphs"})
     ->ArgsProduct({{0, 1, 2}, {1, 4}, {0, 100}, {0}})
     ->ArgsProduct({{2}, {1, 4}, {0, 100}, {1}})
+    ->Iterations(3)
+    ->UseManualTime();
+
+// Continuous batching on the device: one CudaBatchedLlamaRunner forward of b slots x k new
+// tokens (every row's logits, as a verify) against b forwards of one slot's k tokens each, on
+// the Llama-3.2 3B shape in BF16 (b = 1, 2, 4, 8, 16, 32; k = 1 and 5), every slot holding
+// 64 positions. Both are the runner's batch-invariant kernels (cuda_matmul_rows); the b
+// single-slot forwards are what the same requests cost served one at a time. Host wall time of
+// the synchronized calls (the logits come back to the host, as the batched loop needs them).
+// Counters: T_batch_ms (the b x k forward), T_singles_ms (the b forwards), ratio = T_batch /
+// T_singles (< 1: batching pays), rows = b k, T_over_T1 = T_batch over the b:1/k:1 forward of
+// the same run (the CPU's aim, docs/batching.md: 32 rows < 8x one row), rows_per_s.
+void BM_CudaBatchedForward(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  constexpr int64_t kSlotsHeld = 32, kContext = 64, kMaxCtx = 256;
+  const int64_t b = state.range(0), k = state.range(1);
+  static std::unique_ptr<LlamaModel> model;
+  static std::unique_ptr<CudaBatchedLlamaRunner> runner;
+  static double t1_s = 0;  // the b:1, k:1 forward of this run
+  if (!runner) {
+    model = llama_make_synthetic("llama-3.2-3b:BF16");
+    runner = std::make_unique<CudaBatchedLlamaRunner>(*model, kSlotsHeld, kMaxCtx);
+    std::vector<BatchRow> prompt;  // every slot's context, one prefill forward
+    for (int32_t s = 0; s < kSlotsHeld; s++)
+      for (int64_t i = 0; i < kContext; i++)
+        prompt.push_back({s, static_cast<int32_t>((s * 7919 + i * 104729 + 13) % 128000)});
+    runner->forward_batch(prompt, /*last_only=*/true);
+  }
+  std::vector<BatchRow> batch;                 // [b * k] rows, slot by slot
+  std::vector<std::vector<BatchRow>> singles;  // [b] one slot's k rows each
+  for (int32_t s = 0; s < b; s++) {
+    singles.emplace_back();
+    for (int64_t i = 0; i < k; i++) {
+      const BatchRow row{s, static_cast<int32_t>((s * 31 + i * 7 + 1) % 128000)};
+      batch.push_back(row);
+      singles.back().push_back(row);
+    }
+  }
+  auto rewind = [&] {
+    for (int64_t s = 0; s < b; s++) runner->truncate(s, kContext);
+  };
+  runner->forward_batch(batch);  // warm-up (the stream-ordered pool, the first launches)
+  rewind();
+  double t_batch = 0, t_singles = 0;
+  int64_t n = 0;
+  for (auto _ : state) {
+    const auto a = std::chrono::steady_clock::now();
+    for (const auto& one : singles) benchmark::DoNotOptimize(runner->forward_batch(one));
+    rewind();
+    const auto m = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(runner->forward_batch(batch));
+    rewind();
+    const auto e = std::chrono::steady_clock::now();
+    t_singles += std::chrono::duration<double>(m - a).count();
+    t_batch += std::chrono::duration<double>(e - m).count();
+    state.SetIterationTime(std::chrono::duration<double>(e - m).count());
+    n++;
+  }
+  const double batch_s = n ? t_batch / n : 0.0;
+  if (b == 1 && k == 1) t1_s = batch_s;
+  state.counters["T_batch_ms"] = 1e3 * batch_s;
+  state.counters["T_singles_ms"] = n ? 1e3 * t_singles / n : 0.0;
+  state.counters["ratio"] = t_singles > 0 ? t_batch / t_singles : 0.0;
+  state.counters["rows"] = static_cast<double>(b * k);
+  state.counters["T_over_T1"] = t1_s > 0 ? batch_s / t1_s : 0.0;
+  state.counters["rows_per_s"] = batch_s > 0 ? static_cast<double>(b * k) / batch_s : 0.0;
+  state.SetLabel("llama-3.2-3b:BF16 batched");
+}
+// b outermost, k innermost: the b:1/k:1 case (T1) runs first.
+BENCHMARK(BM_CudaBatchedForward)
+    ->ArgNames({"b", "k"})
+    ->ArgsProduct({{1, 2, 4, 8, 16, 32}, {1, 5}})
     ->Iterations(3)
     ->UseManualTime();
 

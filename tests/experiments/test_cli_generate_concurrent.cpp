@@ -100,7 +100,6 @@ TEST(CliGenerateConcurrent, BadInputExitsTwoWithOneLine) {
        "--tree: tree speculation serves one request at a time"},
       {target + "--prompts '" + kPrompts + "' --draft lookup --trace '" + d.file("t.jsonl") + "'",
        "--trace: records one request"},
-      {target + "--prompts '" + kPrompts + "' --backend cuda", "--backend: cuda: the batched loop"},
       {target + "--prompts '" + kPrompts + "' --concurrency 16 --ctx 256",
        "--concurrency: 16 requests of 256 positions need", "SPECLAB_MEMORY_LIMIT=100000"},
   };
@@ -111,6 +110,28 @@ TEST(CliGenerateConcurrent, BadInputExitsTwoWithOneLine) {
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.args << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
   }
+}
+
+// --backend cuda: the batched loop runs on CudaBatchedLlamaRunner. A build without the CUDA
+// backend refuses it with one line (exit 2), as a CUDA build on a machine without a device
+// does; on a machine with one it runs (the device tests cover its tokens:
+// tests/cuda/test_cuda_batched_forward.cpp).
+TEST(CliGenerateConcurrent, CudaBackendWithoutTheBackendOrADeviceExitsTwo) {
+  const CliResult r = run_speclab("generate --target '" + kZoo + "/tiny-target-5m' --prompts '" +
+                                  kPrompts + "' --concurrency 2 --backend cuda");
+#ifndef SPECLAB_HAVE_CUDA
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.one_line_error()) << r.err;
+  EXPECT_NE(r.err.find("--backend: 'cuda' requested but this build has no CUDA backend"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+#else
+  if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(r.one_line_error()) << r.err;
+  EXPECT_NE(r.err.find("no CUDA device"), std::string::npos) << r.err;
+#endif
 }
 
 }  // namespace

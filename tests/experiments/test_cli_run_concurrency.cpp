@@ -271,5 +271,26 @@ TEST(CliRunConcurrency, ConfigsThatCannotServeAConcurrencyAreRefusedBeforeAnyCel
   }
 }
 
+// generation.backend: cuda with a concurrency sweep: the cells would run on
+// CudaBatchedLlamaRunner. Without the CUDA backend in the build (or without a device) the run
+// is refused before any cell, with one line naming generation.backend.
+TEST(CliRunConcurrency, CudaBackendWithoutTheBackendOrADeviceIsRefusedBeforeAnyCell) {
+  ScratchDir d;
+  const std::string cfg = d.write("conc.yaml", config_text("  concurrency: [1, 2]\n"));
+  const CliResult r = run_speclab("run '" + cfg + "' --set generation.backend=cuda --out '" +
+                                  d.file("out") + "' --no-plots");
+#ifndef SPECLAB_HAVE_CUDA
+  const std::string expected = "'cuda' requested but this build has no CUDA backend";
+#else
+  if (r.exit_code == 0) GTEST_SKIP() << "a CUDA device is present: nothing to refuse";
+  const std::string expected = "no CUDA device";
+#endif
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  const size_t last = r.err.rfind('\n', r.err.size() - 2);
+  const std::string last_line = r.err.substr(last == std::string::npos ? 0 : last + 1);
+  EXPECT_NE(last_line.find(expected), std::string::npos) << r.err;
+  EXPECT_FALSE(std::ifstream(d.file("out/results.jsonl")).good());
+}
+
 }  // namespace
 }  // namespace speclab

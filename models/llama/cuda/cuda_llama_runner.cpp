@@ -14,71 +14,26 @@
 #include "core/cuda/cuda_verify.h"
 #include "core/cuda/cuda_verify_result.h"
 #include "core/error.h"
-#include "models/llama/llama_rope.h"
 
 namespace speclab {
-namespace {
-
-CudaWeight upload_matrix(const TensorView& w, int64_t rows, int64_t cols, const char* what) {
-  SPECLAB_INPUT_CHECK(
-      w.data != nullptr && w.shape.size() == 2 && w.shape[0] == rows && w.shape[1] == cols,
-      "tensor '", w.name, "' (", what, "): expected shape [", rows, ", ", cols, "]");
-  return cuda_weight_upload(w);
-}
-
-CudaBuffer<float> upload_norm(const TensorView& w, int64_t dim, const char* what) {
-  SPECLAB_INPUT_CHECK(w.data != nullptr && w.numel() == dim, "tensor '", w.name, "' (", what,
-                      "): expected ", dim, " values");
-  std::vector<float> host(dim);
-  dtype_to_f32(w.dtype, w.data, host.data(), dim);
-  CudaBuffer<float> out;
-  out.upload(host.data(), dim);
-  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(nullptr), "norm upload failed");
-  return out;
-}
-
-}  // namespace
-
 CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
                                  std::vector<bool> skip_layers)
     : config_(model.config),
       skip_layers_(std::move(skip_layers)),
       graph_book_(CudaGraphPolicy{cuda_graphs_from_env()}) {
   const LlamaConfig& c = config_;
-  const LlamaWeights& w = model.weights;
   const int64_t ctx = token_runner_check_setup(model, max_ctx, &skip_layers_);
   kv_ = kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
 
   SPECLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                      "no CUDA device? see speclab_cuda_device_info()");
-  const int64_t q_dim = c.n_heads * c.head_dim;
-  const int64_t kv_dim = kv_.kv_dim();
-  tok_embeddings_ = upload_matrix(w.tok_embeddings, c.vocab_size, c.dim, "token embeddings");
-  output_is_embeddings_ =
-      w.output.data == w.tok_embeddings.data && w.output.dtype == w.tok_embeddings.dtype;
-  if (!output_is_embeddings_) output_ = upload_matrix(w.output, c.vocab_size, c.dim, "output");
-  final_norm_ = upload_norm(w.final_norm, c.dim, "final norm");
-  layers_.resize(c.n_layers);
+  w_ = cuda_llama_weights_upload(model, skip_layers_);
+  caches_.resize(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
-    const LlamaLayerWeights& lw = w.layers[l];
-    Layer& d = layers_[l];
-    d.wq = upload_matrix(lw.wq, q_dim, c.dim, "wq");
-    d.wk = upload_matrix(lw.wk, kv_dim, c.dim, "wk");
-    d.wv = upload_matrix(lw.wv, kv_dim, c.dim, "wv");
-    d.wo = upload_matrix(lw.wo, c.dim, q_dim, "wo");
-    d.w_gate = upload_matrix(lw.w_gate, c.hidden_dim, c.dim, "w_gate");
-    d.w_up = upload_matrix(lw.w_up, c.hidden_dim, c.dim, "w_up");
-    d.w_down = upload_matrix(lw.w_down, c.dim, c.hidden_dim, "w_down");
-    d.attn_norm = upload_norm(lw.attn_norm, c.dim, "attention norm");
-    d.ffn_norm = upload_norm(lw.ffn_norm, c.dim, "ffn norm");
-    d.key_cache.resize(kv_.layer_floats());  // left uninitialized, like the CPU
-    d.value_cache.resize(kv_.layer_floats());
+    caches_[l].key_cache.resize(kv_.layer_floats());  // left uninitialized, like the CPU
+    caches_[l].value_cache.resize(kv_.layer_floats());
   }
-  const std::vector<float> inv_freq = llama_rope_inv_freq(c);
-  inv_freq_.upload(inv_freq.data(), inv_freq.size());
-  SPECLAB_CUDA_CHECK(cudaStreamSynchronize(nullptr), "rope frequency upload failed");
-  rope_interleaved_ = c.rope_pairing == RopePairing::kInterleaved;
 }
 
 CudaLlamaRunner::~CudaLlamaRunner() {
@@ -171,7 +126,7 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
   rope.n_heads = c.n_heads;
   rope.n_kv_heads = c.n_kv_heads;
   rope.head_dim = c.head_dim;
-  rope.interleaved = rope_interleaved_;
+  rope.interleaved = w_.rope_interleaved;
   // Attention scores: the runner's buffer (stride max_ctx) for the shapes a graph may
   // capture; a long prefill (never captured) takes a stream-ordered one of stride
   // n_past + n_tokens, as large as it needs and no larger.
@@ -186,11 +141,12 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
         "device out of memory (attention scores): lower max_ctx");
   }
 
-  cuda_embedding_lookup(x, d_tokens, tok_embeddings_.view(), n_tokens, s);
+  cuda_embedding_lookup(x, d_tokens, w_.tok_embeddings.view(), n_tokens, s);
 
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
-    Layer& lw = layers_[l];
+    const CudaLlamaLayerWeights& lw = w_.layers[l];
+    LayerCache& kv = caches_[l];
 
     // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb). K and V go
     // to scratch rows; cuda_rope_kv_write rotates q and k and writes K/V to cache rows
@@ -202,9 +158,9 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
     float* const qkv_out[3] = {q_.data(), k_cur_.data(), v_cur_.data()};
     const CudaWeightView qkv_w[3] = {lw.wq.view(), lw.wk.view(), lw.wv.view()};
     cuda_matmul_weights3(qkv_out, xb_.data(), qkv_w, n_tokens, s);  // one launch in BF16
-    cuda_rope_kv_write(q_.data(), k_cur_.data(), v_cur_.data(), lw.key_cache.data(),
-                       lw.value_cache.data(), d_n_past, inv_freq_.data(), rope, s);
-    cuda_attention_at(att_.data(), q_.data(), lw.key_cache.data(), lw.value_cache.data(), n_tokens,
+    cuda_rope_kv_write(q_.data(), k_cur_.data(), v_cur_.data(), kv.key_cache.data(),
+                       kv.value_cache.data(), d_n_past, w_.inv_freq.data(), rope, s);
+    cuda_attention_at(att_.data(), q_.data(), kv.key_cache.data(), kv.value_cache.data(), n_tokens,
                       d_n_past, c.n_heads, c.n_kv_heads, c.head_dim, scores, score_stride, s);
     cuda_matmul_weights_add(x, att_.data(), lw.wo.view(), n_tokens, xb2_.data(), s);
 
@@ -222,9 +178,8 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
   // Final norm and the output head, over all tokens or only the last one.
   const int64_t n_rows = last_only ? 1 : n_tokens;
   const float* head_in = x + (n_tokens - n_rows) * dim;
-  cuda_rmsnorm(xb_.data(), head_in, final_norm_.data(), n_rows, dim, c.rms_norm_eps, s);
-  const CudaWeightView head = output_is_embeddings_ ? tok_embeddings_.view() : output_.view();
-  cuda_matmul_weights(logits_.data(), xb_.data(), head, n_rows, s);
+  cuda_rmsnorm(xb_.data(), head_in, w_.final_norm.data(), n_rows, dim, c.rms_norm_eps, s);
+  cuda_matmul_weights(logits_.data(), xb_.data(), w_.head(), n_rows, s);
 }
 
 const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {

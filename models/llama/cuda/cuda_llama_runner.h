@@ -15,6 +15,7 @@
 #include "core/cuda/cuda_graph_book.h"
 #include "core/cuda/cuda_weights.h"
 #include "core/kv_cache_book.h"
+#include "models/llama/cuda/cuda_llama_weights.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/token_runner.h"
 
@@ -77,9 +78,7 @@ class CudaLlamaRunner : public TokenRunner {
   cudaStream_t stream() const { return stream_; }
 
  private:
-  struct Layer {
-    CudaWeight wq, wk, wv, wo, w_gate, w_up, w_down;
-    CudaBuffer<float> attn_norm, ffn_norm;     // [dim] each
+  struct LayerCache {
     CudaBuffer<float> key_cache, value_cache;  // [max_ctx, n_kv_heads, head_dim] each
   };
   void ensure_batch_capacity(int64_t n_tokens);
@@ -91,16 +90,11 @@ class CudaLlamaRunner : public TokenRunner {
 
   LlamaConfig config_;
   std::vector<bool> skip_layers_;  // [n_layers]
-  bool rope_interleaved_ = false;
   cudaStream_t stream_ = nullptr;
   KvCacheBook kv_;  // the CPU runner's bookkeeping; linear only (no tree attention here)
 
-  CudaWeight tok_embeddings_;  // [vocab, dim]
-  CudaWeight output_;          // [vocab, dim]; empty when it shares tok_embeddings_
-  bool output_is_embeddings_ = false;
-  CudaBuffer<float> final_norm_;  // [dim]
-  CudaBuffer<float> inv_freq_;    // [head_dim/2]
-  std::vector<Layer> layers_;
+  CudaLlamaWeights w_;              // models/llama/cuda/cuda_llama_weights.h
+  std::vector<LayerCache> caches_;  // [n_layers]; a skipped layer's stays empty
 
   // Activations for up to batch_capacity_ tokens (device).
   int64_t batch_capacity_ = 0;
