@@ -416,7 +416,10 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   f.greedy_checked = greedy_checked;
   f.greedy_match = m.outputs_match;
   f.predicted = prediction.has_value();
-  if (m.acc.n_rounds > 0) f.verify_s_per_round = m.verify_s / m.acc.n_rounds;
+  if (m.acc.n_rounds > 0) {
+    f.verify_s_per_round = m.verify_s / m.acc.n_rounds;
+    f.round_target_side_s = (m.verify_s + m.sample_s) / m.acc.n_rounds;
+  }
   if (prediction) {
     // The profile's view of this cell: its plain loop, and (chains) a verify of the round's
     // mean k, T(k) interpolated between profiled k.

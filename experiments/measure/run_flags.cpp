@@ -17,19 +17,20 @@ std::string fmt(const char* f, double a, double b) {
 std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
   std::vector<std::string> flags;
   // T(k) >= T(1): a plain step cannot cost more than a verify of k tokens. The tokens per
-  // round bound the speedup with that; at any level (below 1x too), the run's own verify
-  // seconds per round bound the plain loop's step, so a plain loop slower than that was timed
-  // on a slower machine than the rounds it is compared with: with the plain step at most the
-  // verify's time, the speedup could be at most speedup x verify / plain step.
+  // round bound the speedup with that; at any level (below 1x too), the run's own verify and
+  // host seconds per round bound the plain loop's step (forward and sampling of one token), so
+  // a plain loop slower than that was timed on a slower machine than the rounds it is
+  // compared with: with the plain step at most that, the speedup could be at most
+  // speedup x (verify + host per round) / plain step.
   if (in.speedup > 0 && in.tokens_per_round > 0 && in.speedup > in.tokens_per_round)
     flags.push_back(fmt("speedup_above_bound: speedup %.3g > tokens per round %.3g", in.speedup,
                         in.tokens_per_round));
-  else if (in.speedup > 0 && in.verify_s_per_round > 0 &&
-           in.baseline_s_per_token > in.verify_s_per_round * kFlagBoundSlack)
+  else if (in.speedup > 0 && in.round_target_side_s > 0 &&
+           in.baseline_s_per_token > in.round_target_side_s * kFlagBoundSlack)
     flags.push_back(
         fmt("speedup_above_bound: speedup %.3g > %.3g, what a plain step no slower "
-            "than this run's verify of a round allows (T(1) <= T(k))",
-            in.speedup, in.speedup * in.verify_s_per_round / in.baseline_s_per_token));
+            "than this run's verify and sampling of a round allows (T(1) <= T(k))",
+            in.speedup, in.speedup * in.round_target_side_s / in.baseline_s_per_token));
   if (in.speedup > 0 && in.n_prompts < kFlagMinPrompts)
     flags.push_back(fmt("few_prompts: %.0f prompts behind the interval (< %.0f)",
                         static_cast<double>(in.n_prompts), kFlagMinPrompts));

@@ -6,7 +6,8 @@
 //   speedup_above_bound   a round costs at least one target call, so the speedup cannot exceed
 //                         the tokens per round (T(k) >= T(1)); nor, at any level (below 1x
 //                         too), can the plain loop's step cost more than the run's own verify
-//                         of a round (by more than 2%); past either, load or drift between the
+//                         and host sampling of a round (by more than 2%); past either, load or
+//                         drift between the
 //                         baseline and the speculative runs made the timing lie
 //   few_prompts           fewer than 8 prompts behind the bootstrap interval
 //   load_above_cores      the 1-minute load average exceeded the core count during the cell
@@ -49,6 +50,9 @@ struct RunFlagInputs {
   // sampling), verify seconds per round at the round's mean k, the profiles' load.
   double profile_baseline_s_per_token = 0;
   double verify_s_per_round = 0, profile_verify_s_per_round = 0;
+  // The run's verify and host sampling per round: what a round pays on the target's side, at
+  // least a plain step's forward and sampling.
+  double round_target_side_s = 0;
   double profile_load = -1;
   int64_t rounds = 0, rounds_on_device = 0;  // of the rounds, how many verified on the device
 };

@@ -44,14 +44,15 @@ TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   EXPECT_EQ(codes(in), std::vector<std::string>{"speedup_above_bound"});
   EXPECT_NE(run_flags_evaluate(in)[0].find("1.83 > tokens per round 1.33"), std::string::npos);
   in = clean();
-  in.verify_s_per_round = 0.0085;  // a verify of 2.5 tokens faster than the plain loop's step
-  in.profile_verify_s_per_round = 0.0085;
+  // A verify of 2.5 tokens and its sampling faster than the plain loop's step.
+  in.verify_s_per_round = 0.0080;
+  in.profile_verify_s_per_round = 0.0080;
+  in.round_target_side_s = 0.0085;
   in.speedup = 0.9;  // below 1x: the tokens-per-round bound says nothing
   EXPECT_EQ(codes(in), std::vector<std::string>{"speedup_above_bound"});
   EXPECT_NE(run_flags_evaluate(in)[0].find("speedup 0.9 > 0.765"), std::string::npos)
       << run_flags_evaluate(in)[0];
-  in.verify_s_per_round = 0.0099;  // within 2% of the plain step: not flagged
-  in.profile_verify_s_per_round = 0.0099;
+  in.round_target_side_s = 0.0099;  // within 2% of the plain step: not flagged
   EXPECT_TRUE(codes(in).empty());
   in = clean();
   in.n_prompts = 7;
