@@ -147,7 +147,9 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
   tc.headers.push_back("flags");
   // Per (draft, T, gamma, policy, synthetic acceptance): N -> throughput speedup, measured
   // and predicted.
-  std::map<std::vector<std::string>, std::map<int, double>> curves, predicted;
+  // evidence: the low end of the measured speedup's interval (the point where none is
+  // estimated): a speedup of 1.003 within noise is not speculation paying.
+  std::map<std::vector<std::string>, std::map<int, double>> curves, evidence, predicted;
   std::set<int> all_n;
   for (const auto* r : rows) {
     const bool one = r->cell.concurrency <= 1;
@@ -191,6 +193,7 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
     // speculation would lose): its curve is in gamma_policy_regret.
     if (r->cell.gamma_policy != "predicted") {
       curves[key][r->cell.concurrency] = tput;
+      evidence[key][r->cell.concurrency] = std::isnan(lo) ? tput : lo;
       if (!std::isnan(pred)) predicted[key][r->cell.concurrency] = pred;
     }
     all_n.insert(r->cell.concurrency);
@@ -201,8 +204,10 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
            "Throughput speedup vs concurrency N, measured and predicted (at N = 1 the "
            "one-at-a-time speedup and its prediction; at N > 1 the closed loop replayed from the "
            "batched cost profile, before the cell ran), and the largest N at which speculation "
-           "still beats the plain batched loop; on predicted rows, how many steps of the N grid "
-           "the predicted crossover lies from the measured one",
+           "still beats the plain batched loop (measured: the low end of its 95% interval above "
+           "1, the point where no interval is estimated; predicted: the point above 1); on "
+           "predicted rows, how many steps of the N grid the predicted crossover lies from the "
+           "measured one",
            {"draft", "T", "gamma", "policy", "alpha set", "figure"},
            {},
            {},
@@ -221,7 +226,7 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
     return it == grid.end() ? -1 : static_cast<int>(it - grid.begin());
   };
   for (const auto& [key, by_n] : curves) {
-    const int measured = crossover_of(by_n);
+    const int measured = crossover_of(evidence.at(key));
     for (int pass = 0; pass < 2; pass++) {
       const bool pred = pass == 1;
       const auto pit = predicted.find(key);
@@ -233,7 +238,7 @@ std::vector<Table> concurrency_tables(const std::vector<const ResultRow*>& rows,
         const auto it = src.find(n);
         row.push_back(it == src.end() ? f.none() : f.maybe(it->second));
       }
-      const int last = crossover_of(src);
+      const int last = pred ? crossover_of(src) : measured;
       row.push_back(last > 0 ? std::to_string(last) : (f.machine ? "" : "none"));
       // Complete curves only: a crossover from a partial one says nothing.
       const bool complete = src.size() == grid.size() && by_n.size() == grid.size();
