@@ -19,55 +19,17 @@
 #include "models/llama/batched_llama_runner.h"
 #include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
+#include "tests/llama/batched_runner_test_util.h"
 
 namespace speclab {
 namespace {
 
-constexpr int64_t kSlots = 4;
-constexpr int64_t kCtx = 96;
-
-// Small shapes whose matrix widths (64, 96) are multiples of the Q8_0 block (32).
-LlamaConfig batch_config() {
-  LlamaConfig c;
-  c.vocab_size = 64;
-  c.dim = 64;
-  c.hidden_dim = 96;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 16;
-  c.max_seq_len = 128;
-  c.tie_embeddings = true;
-  return c;
-}
-
-bool same_bits(const float* a, const float* b, int64_t n) {
-  return std::memcmp(a, b, static_cast<size_t>(n) * sizeof(float)) == 0;
-}
-
-// The planted bugs: a test-only subclass that overrides BatchedLlamaRunner's seams.
-enum class Plant {
-  kNone,
-  kCrossSlotAttention,  // slot 1's rows attend over slot 0's cache instead of their own
-  kRollbackOffByOne,    // truncate(2, n) keeps n + 1 positions when n < n_past(2)
-};
-
-class PlantedBatchedRunner : public BatchedLlamaRunner {
- public:
-  PlantedBatchedRunner(const LlamaModel& m, int64_t n_slots, int64_t max_ctx, Plant plant)
-      : BatchedLlamaRunner(m, n_slots, max_ctx), plant_(plant) {}
-
- protected:
-  int64_t attention_cache_slot(int64_t row_slot) const override {
-    return plant_ == Plant::kCrossSlotAttention && row_slot == 1 ? 0 : row_slot;
-  }
-  int64_t rollback_keep(int64_t slot, int64_t n) const override {
-    return plant_ == Plant::kRollbackOffByOne && slot == 2 && n < n_past(slot) ? n + 1 : n;
-  }
-
- private:
-  Plant plant_;
-};
+using batched_test::batch_config;
+using batched_test::kCtx;
+using batched_test::kSlots;
+using batched_test::Plant;
+using batched_test::same_bits;
+using PlantedBatchedRunner = batched_test::PlantedRunner<BatchedLlamaRunner>;
 
 // The runner under test beside its two references, fed the same steps:
 //   batched  all slots' rows in one forward_batch per step (with `plant`, if any)

@@ -8,6 +8,7 @@
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/cuda_rope_kv_rows.h"
 #include "core/error.h"
+#include "models/llama/batched_llama_runner.h"
 #include "models/llama/token_runner.h"
 
 namespace speclab {
@@ -52,8 +53,8 @@ size_t CudaBatchedLlamaRunner::kv_cache_bytes() const {
 
 size_t CudaBatchedLlamaRunner::kv_cache_bytes_for(const LlamaConfig& c, int64_t n_slots,
                                                   int64_t max_ctx) {
-  return 2 * sizeof(float) *
-         static_cast<size_t>(c.n_layers * n_slots * max_ctx * c.n_kv_heads * c.head_dim);
+  // The same F32 layout as the CPU runner's cache.
+  return BatchedLlamaRunner::kv_cache_bytes_for(c, n_slots, max_ctx);
 }
 
 void CudaBatchedLlamaRunner::truncate(int64_t slot, int64_t n) {
