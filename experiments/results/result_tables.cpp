@@ -522,31 +522,54 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
   }
 
   // How good the out-of-sample prediction was over every measured cell that has one: cells
-  // served one at a time, then cells of concurrency > 1 per request and in throughput.
+  // served one at a time (split by what the acceptance half rests on, when a run mixes them),
+  // then cells of concurrency > 1 per request and in throughput.
   {
     struct Errors {
       std::string what;
       std::vector<double> errs, thm_errs;
       int flagged = 0;
     };
-    std::vector<Errors> sets = {{"one request at a time: speedup", {}, {}, 0},
-                                {"concurrency > 1: per-request speedup", {}, {}, 0},
-                                {"concurrency > 1: throughput speedup", {}, {}, 0}};
+    // [0] every one-at-a-time cell; [1..3] the same by regime; [4], [5] concurrency > 1.
+    std::vector<Errors> sets = {
+        {"one request at a time: speedup", {}, {}, 0},
+        {"- of which T = 0 (tokens per round an identity: the profile walks the decoder's own "
+         "greedy text; the error is the cost model's)",
+         {},
+         {},
+         0},
+        {"- of which T > 0 (the profiled text is another sample than the measured one)", {}, {}, 0},
+        {"- of which synthetic acceptance (configured probabilities: the cost model alone)",
+         {},
+         {},
+         0},
+        {"concurrency > 1: per-request speedup", {}, {}, 0},
+        {"concurrency > 1: throughput speedup", {}, {}, 0}};
+    auto add = [](Errors& e, double err, double thm_err, bool flagged) {
+      e.errs.push_back(std::fabs(err));
+      if (!std::isnan(thm_err)) e.thm_errs.push_back(std::fabs(thm_err));
+      e.flagged += flagged;
+    };
     for (const auto* r : rows) {
       const bool batched = r->cell.concurrency > 1;
       const bool flagged = !flag_codes(*r).empty();
-      if (!std::isnan(row_value(r->prediction_error))) {
-        Errors& e = sets[batched ? 1 : 0];
-        e.errs.push_back(std::fabs(row_value(r->prediction_error)));
-        if (!std::isnan(row_value(r->thm38_error)))
-          e.thm_errs.push_back(std::fabs(row_value(r->thm38_error)));
-        e.flagged += flagged;
+      const double err = row_value(r->prediction_error);
+      if (!std::isnan(err)) {
+        add(sets[batched ? 4 : 0], err, row_value(r->thm38_error), flagged);
+        if (!batched) {
+          const size_t regime = !r->cell.synthetic_acceptance.empty() ? 3
+                                : r->cell.temperature == 0.0          ? 1
+                                                                      : 2;
+          add(sets[regime], err, row_value(r->thm38_error), flagged);
+        }
       }
-      if (!std::isnan(row_value(r->throughput_prediction_error))) {
-        sets[2].errs.push_back(std::fabs(row_value(r->throughput_prediction_error)));
-        sets[2].flagged += flagged;
-      }
+      if (!std::isnan(row_value(r->throughput_prediction_error)))
+        add(sets[5], row_value(r->throughput_prediction_error), NAN, flagged);
     }
+    // The regimes only when the run mixes them (else the first row says it all).
+    const int regimes = !sets[1].errs.empty() + !sets[2].errs.empty() + !sets[3].errs.empty();
+    if (regimes < 2)
+      for (size_t i = 1; i <= 3; i++) sets[i].errs.clear();
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       const size_t n = v.size();
@@ -561,8 +584,8 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
              {},
              {},
              {}};
-    const bool any_batched = !sets[2].errs.empty() || !sets[1].errs.empty();
-    if (any_batched) tq.headers.insert(tq.headers.begin(), "figure");
+    const bool several = regimes >= 2 || !sets[4].errs.empty() || !sets[5].errs.empty();
+    if (several) tq.headers.insert(tq.headers.begin(), "figure");
     const double none = NAN;
     for (const Errors& e : sets) {
       if (e.errs.empty()) continue;
@@ -574,7 +597,7 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
           f.pct(e.thm_errs.empty() ? none : median(e.thm_errs)),
           f.pct(e.thm_errs.empty() ? none
                                    : *std::max_element(e.thm_errs.begin(), e.thm_errs.end()))};
-      if (any_batched) row.insert(row.begin(), e.what);
+      if (several) row.insert(row.begin(), e.what);
       tq.rows.push_back(row);
     }
     if (!tq.rows.empty()) out.push_back(tq);
