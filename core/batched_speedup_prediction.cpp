@@ -140,9 +140,12 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
       // A round in which nobody drafts is a plain step (it follows a target forward, not a
       // proposal).
       const double verify_s = g_sum > 0 ? many.target_at(b, g_mean + 1) : many.plain_step_at(b);
-      step_s = pending_draft_prefill + (g_sum > 0 ? many.draft_at(b, g_mean) : 0.0) +
+      // The drafter reads the admitted prompts in its next proposal: a round in which nobody
+      // drafts leaves that reading pending.
+      const double draft_prefill = g_sum > 0 ? pending_draft_prefill : 0.0;
+      step_s = draft_prefill + (g_sum > 0 ? many.draft_at(b, g_mean) : 0.0) +
                many.catchup_at(b) * behind_two / b + verify_s + host_s;
-      pending_draft_prefill = 0;
+      if (g_sum > 0) pending_draft_prefill = 0;
       for (size_t i = 0; i < active.size(); i++) {
         SimRequest& r = active[i];
         const AcceptanceRollout& roll = r.prompt->positions[static_cast<size_t>(r.t)];

@@ -101,8 +101,11 @@ TEST(BatchedSpeedupPrediction, ThePlainStepPricesThePlainLoopAndRoundsWithoutDra
   const double base = 6 * (1.2 + 2 * one.host_round_s[0]);
   EXPECT_NEAR(predict_batched(one, many, acc, s).throughput_speedup, base / spec, 1e-12);
   EXPECT_NEAR(many.plain_step_at(1.5), 1.05, 1e-12);  // interpolated between slots
-  // A load-following table that never drafts runs the plain loop's steps: exactly 1x.
+  // A load-following table that never drafts runs the plain loop's steps: exactly 1x, the
+  // drafter's prefill never paid (it never reads the prompts).
   s.gamma_by_load = {0, 0, 0};
+  many.draft_prefill_s_per_token = 0.05;
+  s.prompt_lens = {5, 3};
   const BatchedPrediction none = predict_batched(one, many, acc, s);
   EXPECT_NEAR(none.throughput_speedup, 1.0, 1e-12);
   EXPECT_NEAR(none.mean_drafted_per_round, 0.0, 1e-12);
