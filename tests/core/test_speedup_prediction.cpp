@@ -57,13 +57,8 @@ TEST(SpeedupPrediction, NeverAboveTheOracleBound) {
   }
 }
 
-TEST(SpeedupPrediction, ShortTextByHand) {
-  // Two tokens to generate, gamma 1, acceptance 0.5, T(1) = 1, T(2) = 1.5, draft 0.25/token,
-  // host 0.1 per round, catch-up 0.2, prefill 0.3.
-  //   t = 1: budget 0 -> g = 0: a plain round of 1 + 0.1 = 1.1 s.
-  //   t = 0: g = 1: round 0.25 + 1.5 + 0.1 = 1.85; accepted (0.5): both tokens, + catch-up 0.2;
-  //          rejected (0.5): one token, then the t = 1 round.
-  //   V(0) = 1.85 + 0.5 * 0.2 + 0.5 * 1.1 = 2.5; rounds 1.5; request 2.5 + 0.3 = 2.8 s.
+// T(1) = 1, T(2) = 1.5, draft 0.25/token, host 0.1 per round, catch-up 0.2, prefill 0.3.
+CostProfile short_text_profile() {
   CostProfile c;
   c.target_s = {1.0, 1.5};
   c.host_round_s = {0.1, 0.1};
@@ -71,6 +66,17 @@ TEST(SpeedupPrediction, ShortTextByHand) {
   c.draft_step_s = 0.25;
   c.draft_catchup_s = 0.2;
   c.draft_prefill_s = 0.3;
+  return c;
+}
+
+TEST(SpeedupPrediction, ShortTextByHand) {
+  // Two tokens to generate, gamma 1, acceptance 0.5, T(1) = 1, T(2) = 1.5, draft 0.25/token,
+  // host 0.1 per round, catch-up 0.2, prefill 0.3.
+  //   t = 1: budget 0 -> g = 0: a plain round of 1 + 0.1 = 1.1 s.
+  //   t = 0: g = 1: round 0.25 + 1.5 + 0.1 = 1.85; accepted (0.5): both tokens, + catch-up 0.2;
+  //          rejected (0.5): one token, then the t = 1 round.
+  //   V(0) = 1.85 + 0.5 * 0.2 + 0.5 * 1.1 = 2.5; rounds 1.5; request 2.5 + 0.3 = 2.8 s.
+  CostProfile c = short_text_profile();
   const AcceptanceProfile acc = acceptance_profile_configured({0.5}, 1, 1, 2);
   ChainSetting s;
   s.gamma = 1;
@@ -86,13 +92,7 @@ TEST(SpeedupPrediction, ThePlainStepPricesTheBaseline) {
   // The profile of ShortTextByHand with the plain loop's step timed apart (0.8 s after another
   // step, where a verify's T(1) after a proposal is 1 s): the baseline is 0.8 + 0.1 per token,
   // the speculative loop unchanged (its k = 1 round still follows a proposal's place).
-  CostProfile c;
-  c.target_s = {1.0, 1.5};
-  c.host_round_s = {0.1, 0.1};
-  c.draft_round_s = {0.0, 0.25};
-  c.draft_step_s = 0.25;
-  c.draft_catchup_s = 0.2;
-  c.draft_prefill_s = 0.3;
+  CostProfile c = short_text_profile();
   c.baseline_step_s = 0.8;
   const AcceptanceProfile acc = acceptance_profile_configured({0.5}, 1, 1, 2);
   ChainSetting s;
