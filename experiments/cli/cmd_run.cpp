@@ -1,4 +1,5 @@
 // speclab run CONFIG.yaml [--out DIR] [--resume] [--shard I/N] [--set key=value ...]
+//                          [--profiles DIR2]
 //
 // Runs every (not yet finished) cell of the config's sweep and appends one result row per
 // cell to DIR/results.jsonl (DIR defaults to results/<name>); at the end writes
@@ -9,7 +10,9 @@
 // never an empty table.
 // SIGINT and SIGTERM abandon the cell in flight and exit after the rows already written, with
 // one line, the lock removed and exit code 128 + signal (130 for SIGINT, 143 for SIGTERM); a
-// later --resume completes the sweep.
+// later --resume completes the sweep. --profiles DIR2 predicts every cell from the profiles
+// of an earlier run or predict in DIR2/profiles (read, never measured or written): with
+// another prompt set there, the predictions are held out in prompts (docs/prediction.md).
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +30,7 @@
 #include "experiments/measure/experiment_session.h"
 #include "experiments/measure/progress_bar.h"
 #include "experiments/measure/round_trace.h"
+#include "experiments/predict/cell_prediction.h"
 #include "experiments/results/result_tables.h"
 #include "experiments/results/results_store.h"
 
@@ -50,7 +54,7 @@ void stop_signals_default() {
 }
 
 struct RunArgs {
-  std::string config, out, shard = "0/1", trace;
+  std::string config, out, shard = "0/1", trace, profiles;
   bool resume = false, no_plots = false;
   std::vector<std::string> set;
 };
@@ -72,6 +76,24 @@ void run_experiment(const RunArgs& a) {
   const std::vector<Cell> all = sweep_expand(cfg);
   const std::vector<Cell> cells = sweep_shard(all, shard.index, shard.count);
   const std::string dir = a.out.empty() ? "results/" + cfg.name : a.out;
+  if (!a.profiles.empty()) {
+    // Every profile the cells need must be there before anything is written.
+    SPECLAB_INPUT_CHECK(!a.resume,
+                        "--profiles: does not combine with --resume (a resumed run reads the "
+                        "profiles its earlier rows came from, in its own directory)");
+    SPECLAB_INPUT_CHECK(!cfg.measure.cost_only, "--profiles: ", a.config,
+                        ": measure.cost_only predicts nothing");
+    for (const Cell& c : cells) {
+      const std::string g = CellPredictor::group_of(cfg, c);
+      for (const std::string& f : {"cost-" + g + ".json", "acceptance-" + g + ".json"}) {
+        const std::string path = a.profiles + "/profiles/" + f;
+        SPECLAB_INPUT_CHECK(std::filesystem::is_regular_file(path), "--profiles: ", path,
+                            ": missing (cell ", c.cell_id,
+                            " needs its group's profiles; expected a speclab run or predict "
+                            "of the same pair, sampling and budget)");
+      }
+    }
+  }
   ResultsStore store(dir, a.resume ? ResultsOpenMode::resume : ResultsOpenMode::fresh);
   std::vector<const Cell*> todo;
   for (const auto& c : cells)
@@ -94,9 +116,13 @@ void run_experiment(const RunArgs& a) {
   // costs alone). The profiles land in DIR/profiles for `speclab predict --profiles DIR`;
   // --resume reads the ones already there (the earlier rows came from them) and never
   // overwrites them.
-  if (!cfg.measure.cost_only)
-    session.enable_prediction(all, dir + "/profiles",
-                              a.resume ? ProfileMode::kResume : ProfileMode::kMeasure, nullptr);
+  if (!cfg.measure.cost_only) {
+    if (!a.profiles.empty())
+      session.enable_prediction(all, a.profiles + "/profiles", ProfileMode::kReuse, nullptr);
+    else
+      session.enable_prediction(all, dir + "/profiles",
+                                a.resume ? ProfileMode::kResume : ProfileMode::kMeasure, nullptr);
+  }
   std::unique_ptr<RoundTraceWriter> trace;  // --trace: every speculative round of the run
   if (!a.trace.empty()) {
     try {
@@ -187,6 +213,9 @@ void register_run(CLI::App& app) {
   c->add_option("--shard", a->shard, "run shard I of N (0-based), e.g. 2/8");
   c->add_option("--set", a->set, "override a config key: --set sweep.gamma=[2,4]");
   c->add_flag("--no-plots", a->no_plots, "skip the plots and the HTML report");
+  c->add_option("--profiles", a->profiles,
+                "predict every cell from the profiles in DIR/profiles (an earlier run or "
+                "predict; another prompt set there makes the predictions held out)");
   c->add_option("--trace", a->trace,
                 "write every speculative round to FILE (JSON lines; speclab simulate --replay)");
   c->callback([a] { run_experiment(*a); });

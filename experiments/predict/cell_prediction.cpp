@@ -16,10 +16,17 @@ namespace speclab {
 namespace {
 
 // The settings that make up a profile group (see the header).
+// What a group's profiles depend on: the pair, the sampling law, the verification rule, the
+// budget and the machine-side settings (threads, backend, context). Not the prompts, nor
+// repeats or warmup: the acceptance law and the costs are the pair's, so profiles measured on
+// one prompt set predict cells on another (held-out prompts: `--profiles DIR`); the index
+// records which prompts they came from (profile_prompts in the rows).
 nlohmann::json group_settings(const ExperimentConfig& config, const Cell& c) {
+  nlohmann::json generation = config.generation_json();
+  generation.erase("repeats");
+  generation.erase("warmup");
   return {{"target", config.target ? nlohmann::json(config.target->spec) : nlohmann::json()},
-          {"prompts", config.prompts_json()},
-          {"generation", config.generation_json()},
+          {"generation", generation},
           {"drafter", c.drafter},
           {"drafter_spec", c.drafter_ref.spec},
           {"temperature", c.temperature},
@@ -89,6 +96,7 @@ void CellPrediction::put_into(ResultRow* row) const {
     r.thm38_speedup = thm38_speedup;
   }
   r.cost_profile_source = cost.source;
+  if (!profile_prompts.empty()) r.profile_prompts = profile_prompts;
   r.cost_profile_file = cost_file;
   if (!cost_taken_utc.empty()) r.cost_profile_taken_utc = cost_taken_utc;
   r.cost_profile_context_len = cost.context_len;
@@ -162,9 +170,10 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     std::filesystem::create_directories(dir_, ec);
     SPECLAB_INPUT_CHECK(!ec, dir_, ": cannot create the profiles directory: ", ec.message());
   }
-  // Resuming: the groups of earlier runs into this directory stay in the index.
+  // Resuming: the groups of earlier runs into this directory stay in the index. Reusing: the
+  // index says which prompts each group's profiles were measured on.
   const std::string index_file = dir_ + "/index.json";
-  if (mode_ == ProfileMode::kResume && std::filesystem::exists(index_file)) {
+  if (mode_ != ProfileMode::kMeasure && std::filesystem::exists(index_file)) {
     index_ = profile_read_json(index_file);
     SPECLAB_INPUT_CHECK(index_.is_object(), index_file, ": expected an object (group -> settings)");
   }
@@ -176,6 +185,7 @@ void CellPredictor::write_index() {
     e["cost_profile"] = "cost-" + g + ".json";
     e["acceptance_profile"] = "acceptance-" + g + ".json";
     e["depth"] = depth_[g];
+    e["prompts"] = config_.prompts_json();
     if (prof.has_batched) e["batched_cost_profile"] = "batched-cost-" + g + ".json";
     index_[g] = e;
   }
@@ -312,6 +322,12 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
                        cost_profile_to_json({prof.cost, prof.cost_spread, prof.cost_taken}));
   if (!read_acc && !cut_short)
     profile_write_json(acc_file, acceptance_profile_to_json(prof.acceptance));
+  // Which prompts the acceptance profile came from, against this config's.
+  if (!read_acc) {
+    prof.prompts = "same";
+  } else if (index_.contains(g) && index_[g].is_object() && index_[g].contains("prompts")) {
+    prof.prompts = index_[g]["prompts"] == config_.prompts_json() ? "same" : "other";
+  }
   prof.summary = acceptance_summarize(prof.acceptance);
   prof.alpha_ci = acceptance_alpha_interval(prof.acceptance, config_.measure.bootstrap_resamples,
                                             config_.measure.confidence,
@@ -361,6 +377,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   out.cost = prof.cost;
   out.cost_file = prof.cost_file;
   out.cost_taken_utc = prof.cost_taken.utc;
+  out.profile_prompts = prof.prompts;
   out.profile_load = std::max(prof.cost_taken.load_before, prof.cost_taken.load_after);
   out.c = prof.cost.c();
   out.acceptance = prof.summary;

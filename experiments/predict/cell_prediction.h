@@ -50,6 +50,10 @@ struct CellPrediction {
   CostProfile cost;            // a copy: predictions outlive their predictor
   std::string cost_file;       // the cost profile's file (written, read or imported)
   std::string cost_taken_utc;  // when the cost profile was taken ("" when unknown)
+  // The acceptance profile's prompts against the cell's: "same" (measured on this config's
+  // prompts), "other" (held out: another prompt set's, read with --profiles), "" (unknown: an
+  // index written before it recorded them).
+  std::string profile_prompts;
   // The highest 1-minute load average recorded around the profiles this prediction used
   // (cost, and batched at concurrency > 1); -1 when no file says.
   double profile_load = -1;
@@ -137,6 +141,7 @@ class CellPredictor {
     AcceptanceProfile acceptance;
     AcceptanceSummary summary;
     AlphaInterval alpha_ci;
+    std::string prompts;       // "same" | "other" | "" (see CellPrediction::profile_prompts)
     bool has_batched = false;  // the batched cost profile (cells of concurrency > 1)
     BatchedCostProfileRecord batched;
     std::vector<int64_t> queue_prompt_lens;  // the prompts its prefill figures apply to

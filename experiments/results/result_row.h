@@ -220,6 +220,9 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "lenient cells: mean total variation to the target's law")                                     \
   X(prediction, double, thm38_alpha, "", "the alpha Theorem 3.8 was given")                        \
   X(prediction, double, thm38_speedup, "x", "Theorem 3.8 at (thm38_alpha, c_profile, gamma)")      \
+  X(prediction, std::string, profile_prompts, "",                                                  \
+    "same: the acceptance profile was measured on this config's prompts; other: on another "      \
+    "prompt set (held out, read with --profiles DIR); absent when its index does not say")        \
   X(prediction, std::string, cost_profile_source, "",                                              \
     "measured (in this run), reused (read from a profile file), csv or llama-bench (imported)")    \
   X(prediction, std::string, cost_profile_file, "",                                                \

@@ -530,7 +530,7 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
       std::vector<double> errs, thm_errs;
       int flagged = 0;
     };
-    // [0] every one-at-a-time cell; [1..3] the same by regime; [4], [5] concurrency > 1.
+    // [0] every one-at-a-time cell; [1..4] the same by regime; [5], [6] concurrency > 1.
     std::vector<Errors> sets = {
         {"one request at a time: speedup", {}, {}, 0},
         {"- of which T = 0 (tokens per round an identity: the profile walks the decoder's own "
@@ -543,6 +543,7 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
          {},
          {},
          0},
+        {"- of which held-out prompts (profiles measured on another prompt set)", {}, {}, 0},
         {"concurrency > 1: per-request speedup", {}, {}, 0},
         {"concurrency > 1: throughput speedup", {}, {}, 0}};
     auto add = [](Errors& e, double err, double thm_err, bool flagged) {
@@ -555,21 +556,23 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
       const bool flagged = !flag_codes(*r).empty();
       const double err = row_value(r->prediction_error);
       if (!std::isnan(err)) {
-        add(sets[batched ? 4 : 0], err, row_value(r->thm38_error), flagged);
+        add(sets[batched ? 5 : 0], err, row_value(r->thm38_error), flagged);
         if (!batched) {
-          const size_t regime = !r->cell.synthetic_acceptance.empty() ? 3
-                                : r->cell.temperature == 0.0          ? 1
-                                                                      : 2;
+          const size_t regime = r->profile_prompts.value_or("") == "other" ? 4
+                                : !r->cell.synthetic_acceptance.empty()    ? 3
+                                : r->cell.temperature == 0.0               ? 1
+                                                                           : 2;
           add(sets[regime], err, row_value(r->thm38_error), flagged);
         }
       }
       if (!std::isnan(row_value(r->throughput_prediction_error)))
-        add(sets[5], row_value(r->throughput_prediction_error), NAN, flagged);
+        add(sets[6], row_value(r->throughput_prediction_error), NAN, flagged);
     }
     // The regimes only when the run mixes them (else the first row says it all).
-    const int regimes = !sets[1].errs.empty() + !sets[2].errs.empty() + !sets[3].errs.empty();
+    const int regimes = !sets[1].errs.empty() + !sets[2].errs.empty() + !sets[3].errs.empty() +
+                        !sets[4].errs.empty();
     if (regimes < 2)
-      for (size_t i = 1; i <= 3; i++) sets[i].errs.clear();
+      for (size_t i = 1; i <= 4; i++) sets[i].errs.clear();
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       const size_t n = v.size();
@@ -584,7 +587,7 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
              {},
              {},
              {}};
-    const bool several = regimes >= 2 || !sets[4].errs.empty() || !sets[5].errs.empty();
+    const bool several = regimes >= 2 || !sets[5].errs.empty() || !sets[6].errs.empty();
     if (several) tq.headers.insert(tq.headers.begin(), "figure");
     const double none = NAN;
     for (const Errors& e : sets) {

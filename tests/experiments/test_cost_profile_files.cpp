@@ -339,6 +339,67 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
       << resumed.out << resumed.err;
 }
 
+// Held-out prompts: a run on another prompt set predicts its cells from the first run's
+// profiles (`speclab run --profiles DIR`): the same groups (the profiles do not depend on the
+// prompts), read not measured, the rows say the acceptance profile's prompts were another set,
+// and `speclab predict --profiles DIR` of the same config predicts the same figures. Missing
+// profiles, or --profiles with --resume, are refused in one line before any row is written.
+TEST(CostProfileFile, HeldOutPromptsArePredictedFromAnotherRunsProfiles) {
+  ScratchDir d;
+  const std::string cfg = tiny_config(d);
+  ASSERT_EQ(run_speclab("run '" + cfg + "' --out '" + d.file("A") + "' --no-plots").exit_code, 0);
+  const auto a_rows = read_jsonl(d.file("A/results.jsonl"));
+  ASSERT_EQ(a_rows.size(), 2u);
+  for (const auto& row : a_rows) EXPECT_EQ(row["profile_prompts"], "same");
+  std::string other = read_bytes(cfg);
+  const std::string from = "tiny-in-domain.jsonl", to = "tiny-out-of-domain.jsonl";
+  ASSERT_NE(other.find(from), std::string::npos);
+  other.replace(other.find(from), from.size(), to);
+  const std::string cfg_b = d.write("tiny-b.yaml", other);
+
+  const CliResult b = run_speclab("run '" + cfg_b + "' --out '" + d.file("B") +
+                                  "' --no-plots --profiles '" + d.file("A") + "'");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto b_rows = read_jsonl(d.file("B/results.jsonl"));
+  ASSERT_EQ(b_rows.size(), 2u);
+  EXPECT_FALSE(fs::exists(d.file("B/profiles")));  // nothing measured or written
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_NE(b_rows[i]["config_hash"], a_rows[i]["config_hash"]);
+    EXPECT_EQ(b_rows[i]["prediction_group"], a_rows[i]["prediction_group"]);
+    EXPECT_EQ(b_rows[i]["profile_prompts"], "other");
+    EXPECT_EQ(b_rows[i]["cost_profile_source"], "reused");
+    EXPECT_EQ(b_rows[i]["cost_profile_target_s"], a_rows[i]["cost_profile_target_s"]);
+    EXPECT_EQ(b_rows[i]["alpha_profile"], a_rows[i]["alpha_profile"]);
+    EXPECT_TRUE(b_rows[i]["prediction_error"].is_number());
+  }
+  const CliResult p = run_speclab("predict '" + cfg_b + "' --out '" + d.file("P") +
+                                  "' --profiles '" + d.file("A") + "'");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  size_t n = 0;
+  for (const auto& row : read_jsonl(d.file("P/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    EXPECT_EQ(row["profile_prompts"], "other");
+    EXPECT_DOUBLE_EQ(row["predicted_speedup"].get<double>(),
+                     b_rows[n++]["predicted_speedup"].get<double>());
+  }
+  EXPECT_EQ(n, 2u);
+
+  const CliResult missing = run_speclab("run '" + cfg_b + "' --out '" + d.file("C") +
+                                        "' --no-plots --profiles '" + d.file("nowhere") + "'");
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_TRUE(missing.one_line_error()) << missing.err;
+  EXPECT_NE(missing.err.find("--profiles: "), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("nowhere/profiles/cost-"), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(d.file("C/results.jsonl")));
+  const CliResult with_resume =
+      run_speclab("run '" + cfg_b + "' --out '" + d.file("B") +
+                  "' --resume --no-plots --profiles '" + d.file("A") + "'");
+  EXPECT_EQ(with_resume.exit_code, 2) << with_resume.err;
+  EXPECT_TRUE(with_resume.one_line_error()) << with_resume.err;
+  EXPECT_NE(with_resume.err.find("does not combine with --resume"), std::string::npos)
+      << with_resume.err;
+}
+
 // A run killed before its last row, then resumed: the cell is run again, predicted from the
 // profile the earlier row came from (read, not measured again), and the profile's file keeps
 // every byte. A profile file missing from the directory is measured and written; the ones
