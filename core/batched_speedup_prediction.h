@@ -30,10 +30,10 @@
 //   draft(b, mean g) + catchup(b) x (share of requests fully accepted last round)
 //     + T(b, mean g + 1) + sum_r host(g_r + 1),
 // with b and k interpolated linearly between profiled points; a plain step (and a round in
-// which no request drafts) costs plain(b) + b host(1). Throughput = tokens of all requests / simulated time, for both
-// loops; the per-request figure is the measurement's: sum of decode seconds (prefill's end
-// to last token) over sum of tokens. Every input is a profile: nothing comes from the run
-// the prediction is compared with.
+// which no request drafts) costs plain(b) + b host(1). Throughput = tokens of all requests /
+// simulated time, for both loops; the per-request figure is the measurement's: sum of decode
+// seconds (prefill's end to last token) over sum of tokens. Every input is a profile: nothing comes
+// from the run the prediction is compared with.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +52,7 @@ struct BatchedCostProfile {
   std::vector<std::vector<double>> target_s;       // [B][K] T(b, k), k = 1..K
   std::vector<std::vector<double>> draft_round_s;  // [B][G + 1] draft(b, n), n = 0..G ([0] = 0)
   std::vector<double> draft_catchup_s;             // [B] catchup(b)
-  std::vector<double> baseline_step_s;  // [B] plain(b); empty (older files): T(b, 1) stands in
+  std::vector<double> baseline_step_s;    // [B] plain(b); empty (older files): T(b, 1) stands in
   double target_prefill_s_per_token = 0;  // one prompt prefilled alone, seconds / prompt token
   double draft_prefill_s_per_token = 0;   // the drafter's first proposal over a prompt minus a
                                           // steady one, per prompt token (0: model-free)

@@ -116,6 +116,14 @@ void acceptance_profile_check(const AcceptanceProfile& acceptance) {
           "': accept, top_prob and entropy lengths differ");
 }
 
+double CostProfile::target_at(double k) const {
+  SPECLAB_ASSERT(!target_s.empty());
+  const double x = std::clamp(k, 1.0, static_cast<double>(target_s.size())) - 1.0;
+  const size_t i = static_cast<size_t>(x);
+  if (i + 1 >= target_s.size()) return target_s.back();
+  return target_s[i] + (x - static_cast<double>(i)) * (target_s[i + 1] - target_s[i]);
+}
+
 void cost_profile_validate(const CostProfile& c, const std::string& where) {
   SPECLAB_INPUT_CHECK(!c.target_s.empty(), where, ": target_s: expected T(k) for k = 1.. (empty)");
   SPECLAB_INPUT_CHECK(std::isfinite(c.target_s[0]) && c.target_s[0] > 0, where,

@@ -425,13 +425,9 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     // mean k, T(k) interpolated between profiled k.
     f.profile_baseline_s_per_token = prediction->prediction.base_s_per_token;
     f.profile_load = prediction->profile_load;
-    const std::vector<double>& t = prediction->cost.target_s;
-    if (!tree && m.acc.n_rounds > 0 && !t.empty()) {
-      const double k = 1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds;
-      const size_t i = std::min(static_cast<size_t>(k) - 1, t.size() - 1);
-      const double frac = i + 1 < t.size() ? k - static_cast<double>(i + 1) : 0.0;
-      f.profile_verify_s_per_round = i + 1 < t.size() ? t[i] + frac * (t[i + 1] - t[i]) : t[i];
-    }
+    if (!tree && m.acc.n_rounds > 0)
+      f.profile_verify_s_per_round =
+          prediction->cost.target_at(1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds);
   }
   f.rounds = m.acc.n_rounds;
   f.rounds_on_device = m.rounds_on_device;

@@ -221,8 +221,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, double, thm38_alpha, "", "the alpha Theorem 3.8 was given")                        \
   X(prediction, double, thm38_speedup, "x", "Theorem 3.8 at (thm38_alpha, c_profile, gamma)")      \
   X(prediction, std::string, profile_prompts, "",                                                  \
-    "same: the acceptance profile was measured on this config's prompts; other: on another "      \
-    "prompt set (held out, read with --profiles DIR); absent when its index does not say")        \
+    "same: the acceptance profile was measured on this config's prompts; other: on another "       \
+    "prompt set (held out, read with --profiles DIR); absent when its index does not say")         \
   X(prediction, std::string, cost_profile_source, "",                                              \
     "measured (in this run), reused (read from a profile file), csv or llama-bench (imported)")    \
   X(prediction, std::string, cost_profile_file, "",                                                \
@@ -231,14 +231,14 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "when the cost profile was measured (UTC); absent when its file does not say")                 \
   X(prediction, int64_t, cost_profile_context_len, "tokens", "context length of the cost profile") \
   X(prediction, std::vector<double>, cost_profile_target_s, "s",                                   \
-    "profile: T(k), timed right after a draft proposal (a verify's place in the loop)")           \
+    "profile: T(k), timed right after a draft proposal (a verify's place in the loop)")            \
   X(prediction, double, cost_profile_baseline_step_s, "s",                                         \
-    "profile: the plain loop's step, T(1) timed right after another; absent when the profile "    \
+    "profile: the plain loop's step, T(1) timed right after another; absent when the profile "     \
     "has none (T(1) stands in)")                                                                   \
   X(prediction, std::vector<double>, cost_profile_draft_round_s, "s",                              \
     "profile: a draft round of k tokens")                                                          \
   X(prediction, double, cost_profile_draft_catchup_s, "s",                                         \
-    "profile: the draft's catch-up after a fully accepted round")                                 \
+    "profile: the draft's catch-up after a fully accepted round")                                  \
   X(prediction, double, cost_profile_draft_prefill_s, "s", "profile: the draft's prefill")         \
   X(prediction, std::vector<double>, cost_profile_host_round_s, "s",                               \
     "profile: the host's cost of a round of k")                                                    \

@@ -104,6 +104,10 @@ TEST(SpeedupPrediction, ThePlainStepPricesTheBaseline) {
   EXPECT_NEAR(p.speedup, 0.9 / 1.4, 1e-12);
   c.baseline_step_s = -1;
   EXPECT_THROW(predict_chain(c, acc, s), InputError);
+  // T(k) between profiled k (the profile_stale flag's verify at a round's mean k), clamped.
+  EXPECT_NEAR(c.target_at(1.5), 1.25, 1e-12);
+  EXPECT_EQ(c.target_at(0.5), 1.0);
+  EXPECT_EQ(c.target_at(7.0), 1.5);
 }
 
 TEST(SpeedupPrediction, PerPositionAcceptanceGivesTheRefinedTokensPerRound) {
