@@ -319,7 +319,10 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
   for (auto& t : p["target_s"]) t = t.get<double>() / 3;
   p["baseline_step_s"] = p["baseline_step_s"].get<double>() / 3;
-  p["taken"]["load_before"] = 9.5;
+  // Above any real load of the machine running the test (the flag reports the higher of the
+  // two readings).
+  p["taken"]["load_before"] = 99.5;
+  p["taken"]["load_after"] = 99.5;
   p.erase("spread");
   std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
 
@@ -334,7 +337,7 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   EXPECT_NE(flags.find("profile_stale: verify"), std::string::npos) << flags;
   EXPECT_NE(flags.find("baseline_drift: plain loop"), std::string::npos) << flags;
   EXPECT_NE(flags.find("in the cost profile"), std::string::npos) << flags;
-  EXPECT_NE(flags.find("profile_load_above_cores: load average 9.50"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("profile_load_above_cores: load average 99.50"), std::string::npos) << flags;
   EXPECT_NE((resumed.out + resumed.err).find("profile_stale"), std::string::npos)
       << resumed.out << resumed.err;
 }
@@ -398,6 +401,14 @@ TEST(CostProfileFile, HeldOutPromptsArePredictedFromAnotherRunsProfiles) {
   EXPECT_TRUE(with_resume.one_line_error()) << with_resume.err;
   EXPECT_NE(with_resume.err.find("does not combine with --resume"), std::string::npos)
       << with_resume.err;
+  const CliResult cost_only =
+      run_speclab("run '" + cfg_b + "' --out '" + d.file("D") + "' --no-plots --profiles '" +
+                  d.file("A") + "' --set measure.cost_only=true");
+  EXPECT_EQ(cost_only.exit_code, 2) << cost_only.err;
+  EXPECT_TRUE(cost_only.one_line_error()) << cost_only.err;
+  EXPECT_NE(cost_only.err.find("measure.cost_only predicts nothing"), std::string::npos)
+      << cost_only.err;
+  EXPECT_FALSE(fs::exists(d.file("D/results.jsonl")));
 }
 
 // A run killed before its last row, then resumed: the cell is run again, predicted from the
