@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/output_file.h"
+#include "core/stats.h"
 #include "experiments/cli/commands.h"
 #include "experiments/measure/experiment_session.h"
 #include "experiments/results/acceptance_gate.h"
@@ -48,13 +49,31 @@ std::vector<ResultRow> rerun_cells(const ExperimentConfig& cfg, const std::vecto
   return rows;
 }
 
+// What a bands file was calibrated for: the config without its sweep (a check of some of the
+// cells, --set sweep.drafter=[lookup], reads the same bands: cells are matched by cell_id, and
+// gate_bands_check refuses one without a band) and without its gate section (sigmas is
+// checked on its own, with its own message; deterministic_band applies at check time).
+std::string gate_bands_config_hash(const ExperimentConfig& cfg) {
+  nlohmann::json j = cfg.to_json();
+  j.erase("sweep");
+  j.erase("gate");
+  return experiment_hash_hex(j.dump());
+}
+
+GateOptions gate_options_of(const ExperimentConfig& cfg) {
+  GateOptions o;
+  o.sigmas = cfg.gate.sigmas;
+  o.deterministic_band = cfg.gate.deterministic_band;
+  return o;
+}
+
 void run_calibrate(const CheckArgs& a, const std::vector<std::string>& overrides,
                    const ExperimentConfig& cfg, const std::vector<Cell>& cells) {
   SPECLAB_INPUT_CHECK(a.calibrate >= 2, "--calibrate: expected N >= 2 seeds, got ", a.calibrate);
   SPECLAB_INPUT_CHECK(!a.update, "--calibrate and --update: give one of them");
   const std::string path = a.bands.empty() ? gate_bands_default_path(a.baseline) : a.bands;
-  // values[cell index][figure 0 = alpha, 1 = tau][seed]
-  std::vector<std::array<std::vector<double>, 2>> values(cells.size());
+  // values[cell index][figure 0 = alpha, 1 = tau][seed], and their standard errors
+  std::vector<std::array<std::vector<double>, 2>> values(cells.size()), errors(cells.size());
   json seeds = json::array();
   for (int i = 1; i <= a.calibrate; i++) {
     const int64_t seed = cfg.generation.seed + i;
@@ -68,27 +87,56 @@ void run_calibrate(const CheckArgs& a, const std::vector<std::string>& overrides
     for (size_t j = 0; j < rows.size(); j++) {
       values[j][0].push_back(rows[j].alpha_empirical.value_or(NAN));
       values[j][1].push_back(rows[j].tau.value_or(NAN));
+      errors[j][0].push_back(rows[j].alpha_se.value_or(NAN));
+      errors[j][1].push_back(rows[j].tau_se.value_or(NAN));
     }
     if (!a.json) std::printf("calibration seed %lld: %zu cells\n", (long long)seed, rows.size());
   }
-  json out = {
-      {"format", "speclab-gate-bands/1"}, {"config", a.config}, {"config_hash", cfg.config_hash()},
-      {"sigmas", cfg.gate.sigmas},        {"seeds", seeds},     {"cells", json::object()}};
+  json out = {{"format", "speclab-gate-bands/2"},
+              {"config", a.config},
+              {"config_hash", gate_bands_config_hash(cfg)},
+              {"sigmas", cfg.gate.sigmas},
+              {"seeds", seeds},
+              {"cells", json::object()}};
   if (!a.json)
-    std::printf("%-14s %5s %5s | %8s %8s | %8s %8s\n", "draft", "gamma", "T", "alpha sd", "band",
-                "tau sd", "band");
+    std::printf("%-14s %5s %5s | %8s %8s %8s | %8s %8s %8s\n", "draft", "gamma", "T", "alpha sd",
+                "band", "fails <", "tau sd", "band", "fails <");
+  // A cell whose tolerance reaches below the figure's floor (alpha 0, tau 1) passes whatever
+  // the code does: a blind cell, refused here rather than discovered after a missed regression.
+  const GateOptions opt = gate_options_of(cfg);
+  std::string blind;
   for (size_t j = 0; j < cells.size(); j++) {
     const GateBand alpha = gate_band_from(values[j][0], cfg.gate.sigmas);
     const GateBand tau = gate_band_from(values[j][1], cfg.gate.sigmas);
-    out["cells"][cells[j].cell_id] = {{"drafter", cells[j].drafter},
-                                      {"gamma", cells[j].gamma},
-                                      {"temperature", cells[j].temperature},
-                                      {"alpha", gate_band_json(alpha)},
-                                      {"tau", gate_band_json(tau)}};
+    const double alpha_fails_below =
+        alpha.mean - gate_expected_tolerance(alpha, stats_mean(errors[j][0]), opt);
+    const double tau_fails_below =
+        tau.mean - gate_expected_tolerance(tau, stats_mean(errors[j][1]), opt);
+    out["cells"][cells[j].cell_id] = {
+        {"drafter", cells[j].drafter},
+        {"gamma", cells[j].gamma},
+        {"temperature", cells[j].temperature},
+        {"alpha", gate_band_json(alpha)},
+        {"tau", gate_band_json(tau)},
+        {"fails_below", {{"alpha", alpha_fails_below}, {"tau", tau_fails_below}}}};
     if (!a.json)
-      std::printf("%-14s %5d %5.2f | %8.4f %8.4f | %8.4f %8.4f\n", cells[j].drafter.c_str(),
-                  cells[j].gamma, cells[j].temperature, alpha.sd, alpha.band, tau.sd, tau.band);
+      std::printf("%-14s %5d %5.2f | %8.4f %8.4f %8.4f | %8.4f %8.4f %8.4f\n",
+                  cells[j].drafter.c_str(), cells[j].gamma, cells[j].temperature, alpha.sd,
+                  alpha.band, alpha_fails_below, tau.sd, tau.band, tau_fails_below);
+    const std::string label = str_cat("drafter ", cells[j].drafter, " gamma ", cells[j].gamma,
+                                      " T ", cells[j].temperature, " [", cells[j].cell_id, "]");
+    if (alpha_fails_below <= kGateAlphaFloor)
+      blind += str_cat(blind.empty() ? "" : "; ", label, ": alpha ", alpha.mean,
+                       " fails only below ", alpha_fails_below);
+    if (tau_fails_below <= kGateTauFloor)
+      blind += str_cat(blind.empty() ? "" : "; ", label, ": tau ", tau.mean, " fails only below ",
+                       tau_fails_below);
   }
+  SPECLAB_INPUT_CHECK(blind.empty(), a.config,
+                      ": cells whose tolerance no regression can exceed (alpha >= 0, tau >= 1), "
+                      "so no bands were written: ",
+                      blind,
+                      ". Give them more prompts or tokens, or leave them out (sweep.exclude)");
   output_file_write_atomic(path, out.dump(2) + "\n");
   if (a.json)
     std::printf("%s\n",
@@ -159,8 +207,7 @@ void run_check(const CheckArgs& a) {
                             row.cell.cell_id, " has no number '", name, "'");
     }
   }
-  GateOptions opt;
-  opt.sigmas = cfg.gate.sigmas;
+  GateOptions opt = gate_options_of(cfg);
   opt.two_sided = a.two_sided;
   opt.allow_missing_cells = a.allow_missing_cells;
   opt.allow_model_change = a.allow_model_change;
@@ -168,8 +215,13 @@ void run_check(const CheckArgs& a) {
   if (bands_path.empty() && !a.update &&
       std::filesystem::exists(gate_bands_default_path(a.baseline)))
     bands_path = gate_bands_default_path(a.baseline);
-  const std::map<std::string, GateCellBands> bands =
-      bands_path.empty() ? std::map<std::string, GateCellBands>{} : gate_bands_read(bands_path);
+  GateBands bands;
+  if (!bands_path.empty()) {
+    bands = gate_bands_read(bands_path);
+    std::vector<std::string> ids;
+    for (const Cell& c : cells) ids.push_back(c.cell_id);
+    gate_bands_check(bands, bands_path, gate_bands_config_hash(cfg), cfg.gate.sigmas, ids);
+  }
 
   const std::vector<ResultRow> rows = rerun_cells(cfg, cells);
   if (a.update) {
@@ -180,7 +232,7 @@ void run_check(const CheckArgs& a) {
     return;
   }
 
-  const GateReport rep = gate_compare(baseline, rows, bands, opt);
+  const GateReport rep = gate_compare(baseline, rows, bands.cells, opt);
   if (!a.junit.empty()) output_file_write_atomic(a.junit, gate_junit_xml(rep, cfg.name));
   if (a.json) {
     for (const auto& c : rep.cells) std::printf("%s\n", gate_cell_json(c).dump().c_str());

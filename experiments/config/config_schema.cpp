@@ -66,6 +66,9 @@ const std::vector<ConfigKey>& fixed_keys() {
       {"gate", "section", "optional", "", "the acceptance gate of `speclab check`"},
       {"gate.sigmas", "number > 0", "4", "4",
        "tolerance in combined standard errors before a cell's alpha or tau counts as moved"},
+      {"gate.deterministic_band", "number in [0, 1)", "0.01", "0.01",
+       "relative tolerance of a figure that `speclab check --calibrate` found deterministic (the "
+       "same under every seed: greedy cells), instead of gate.sigmas standard errors"},
   };
   return keys;
 }
@@ -84,6 +87,11 @@ const std::vector<ConfigKey>& config_schema() {
       for (const SweepAxis& a : sweep_axes())
         keys.push_back({"sweep." + a.key, a.type, a.default_text,
                         a.defaults.empty() ? "" : a.default_text, a.meaning});
+      keys.push_back({"sweep.exclude", "list of mappings axis -> value or list of values", "[]", "",
+                      "combinations left out of the cross product: a cell is excluded when each "
+                      "axis an entry names holds one of the entry's values (e.g. "
+                      "`[{drafter: lookup, temperature: 1}]`); every value must be on its axis "
+                      "and every entry must exclude a cell"});
     }
     built_for = sweep_axes_version();
   }

@@ -225,6 +225,40 @@ class AxisReader : public SweepYamlReader {
   Reader& r_;
 };
 
+// sweep.exclude: a list of mappings, each from axis keys to a value or a list of values, read
+// by the axes' own parsers (so 1 and 1.0 are the same temperature). Whether each value is on its
+// axis is experiment_config_validate's; whether an entry removes a cell, sweep_expand's.
+std::vector<std::map<std::string, std::vector<nlohmann::json>>> read_exclusions(
+    Reader& r, const YAML::Node& node, SweepYamlReader& axis_reader) {
+  const std::string path = "sweep.exclude";
+  r.record(node, path);
+  if (!node.IsSequence())
+    r.fail(node, path,
+           "expected a list of mappings from axis to value(s) (e.g. [{drafter: lookup, "
+           "temperature: 1}]), got " +
+               describe(node));
+  std::vector<std::string> axis_keys;
+  for (const SweepAxis& axis : sweep_axes()) axis_keys.push_back(axis.key);
+  std::vector<std::map<std::string, std::vector<nlohmann::json>>> out;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string entry_path = str_cat(path, "[", i, "]");
+    MapReader e(r, node[i], entry_path, axis_keys);
+    if (e.keys_in_order().empty())
+      r.fail(node[i], entry_path,
+             "expected at least one axis (an empty entry excludes every cell)");
+    std::map<std::string, std::vector<nlohmann::json>> entry;
+    for (const std::string& key : e.keys_in_order()) {
+      const SweepAxis& axis = *sweep_axis(key);
+      entry[key] = r.list<nlohmann::json>(e.get(key), e.child_path(key),
+                                          [&](const YAML::Node& n, const std::string& item_path) {
+                                            return axis.parse(n, item_path, axis_reader);
+                                          });
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
 // The nearest ancestor of `dir` holding CMakeLists.txt and configs/; `dir` if none does.
 fs::path find_repo_root(const fs::path& dir) {
   std::error_code ec;
@@ -350,6 +384,10 @@ std::string experiment_expand_string(const std::string& value, const std::string
   return out;
 }
 
+bool ExperimentConfig::set_on_command_line(const std::string& yaml_path) const {
+  return where(yaml_path).rfind("--set ", 0) == 0;
+}
+
 std::string ExperimentConfig::where(const std::string& yaml_path) const {
   std::string p = yaml_path;
   while (true) {
@@ -415,10 +453,15 @@ nlohmann::json ExperimentConfig::to_json() const {
       if (axis.omit_at_default && values == axis.defaults) continue;
       sw[axis.key] = values;
     }
+    // Left out when empty, so configs without exclusions keep their hash.
+    if (!sweep->exclude.empty()) sw["exclude"] = sweep->exclude;
     j["sweep"] = sw;
   }
   if (simulate) j["simulate"] = {{"table", simulate->table}};
   j["gate"] = {{"sigmas", gate.sigmas}};
+  // Left out at its default, so configs that do not set it keep their hash.
+  if (gate.deterministic_band != GateConfig{}.deterministic_band)
+    j["gate"]["deterministic_band"] = gate.deterministic_band;
   return j;
 }
 
@@ -571,6 +614,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
             return axis.parse(n, item_path, axis_reader);
           });
     }
+    if (m.has("exclude")) s.exclude = read_exclusions(r, m.get("exclude"), axis_reader);
     c.sweep = s;
   }
   if (top.has("simulate")) {
@@ -580,6 +624,9 @@ ExperimentConfig experiment_config_load(const std::string& path,
   if (top.has("gate")) {
     MapReader m(r, top.get("gate"), "gate", config_schema_children("gate"));
     if (m.has("sigmas")) c.gate.sigmas = r.scalar_double(m.get("sigmas"), "gate.sigmas");
+    if (m.has("deterministic_band"))
+      c.gate.deterministic_band =
+          r.scalar_double(m.get("deterministic_band"), "gate.deterministic_band");
   }
   if (!cost_curve_given) {
     const int max_gamma = c.sweep ? c.sweep->max_gamma() : 0;
@@ -681,6 +728,18 @@ void experiment_config_validate(const ExperimentConfig& c) {
           check(v[i] != v[j], at(i),
                 str_cat("duplicate value (same as sweep.", axis.key, "[", j, "])"));
     }
+    // An exclusion names values the sweep has (a typo would exclude nothing, silently), unless
+    // --set narrowed that axis (`--set sweep.drafter=[lookup]` on a config that excludes a
+    // drafter the narrowed sweep no longer has).
+    for (size_t i = 0; i < s.exclude.size(); ++i)
+      for (const auto& [key, values] : s.exclude[i]) {
+        const std::vector<nlohmann::json>& on_axis = s.values(key);
+        const bool narrowed = c.set_on_command_line("sweep." + key);
+        for (size_t j = 0; j < values.size(); ++j)
+          check(narrowed || std::find(on_axis.begin(), on_axis.end(), values[j]) != on_axis.end(),
+                str_cat("sweep.exclude[", i, "].", key, "[", j, "]"),
+                str_cat("expected one of sweep.", key, "'s values, got ", values[j].dump()));
+      }
   }
   const MeasureConfig& m = c.measure;
   check(m.cost_curve_max_k >= 1 && m.cost_curve_max_k <= 65, "measure.cost_curve_max_k",
@@ -702,6 +761,8 @@ void experiment_config_validate(const ExperimentConfig& c) {
           "expected one of " + join(tables, " | ") + ", got '" + c.simulate->table + "'");
   }
   check(c.gate.sigmas > 0, "gate.sigmas", str_cat("expected a number > 0, got ", c.gate.sigmas));
+  check(c.gate.deterministic_band >= 0 && c.gate.deterministic_band < 1, "gate.deterministic_band",
+        str_cat("expected a number in [0, 1), got ", c.gate.deterministic_band));
 }
 
 }  // namespace speclab

@@ -137,6 +137,10 @@ struct SweepConfig {
   // "same", "off", [0.9, 0.6], "3x2x1"); after loading, every axis has its list (the
   // default list when the file has no key).
   std::map<std::string, std::vector<nlohmann::json>> axes;
+  // sweep.exclude: combinations left out of the cross product. Each entry maps some axes to
+  // values (canonical JSON, as in `axes`); a cell is excluded when, for every axis the entry
+  // names, the cell's value is one of the entry's (e.g. {drafter: [lookup], temperature: [1]}).
+  std::vector<std::map<std::string, std::vector<nlohmann::json>>> exclude;
 
   // The values of axis `key`; the axis' default list when the map has none, an empty list
   // for a key that is no axis.
@@ -161,6 +165,9 @@ struct SimulateConfig {
 
 struct GateConfig {
   double sigmas = 4.0;
+  // Relative tolerance of a figure the calibration found deterministic (greedy cells: the
+  // same value under every seed), instead of sigmas standard errors.
+  double deterministic_band = 0.01;
 };
 
 struct ExperimentConfig {
@@ -182,6 +189,8 @@ struct ExperimentConfig {
 
   // "file:line: yaml.path" for a path, falling back to the nearest recorded ancestor.
   std::string where(const std::string& yaml_path) const;
+  // Whether `yaml_path` (or the ancestor where() names) was given by --set, not the file.
+  bool set_on_command_line(const std::string& yaml_path) const;
   // The drafter entry called `name`, or nullptr.
   const DrafterEntry* find_drafter(const std::string& name) const;
   // The resolved config as JSON with specs as written (no machine-specific paths); its

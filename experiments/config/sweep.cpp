@@ -1,6 +1,8 @@
 #include "experiments/config/sweep.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -70,6 +72,20 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
     values.push_back(&s.values(axis.key));
     if (values.back()->empty()) return {};  // experiment_config_validate refuses this
   }
+  // sweep.exclude: entry e removes the combination when every axis it names holds one of
+  // its values; removed[e] counts what each entry removed (an entry removing nothing is a
+  // mistake the user should hear of).
+  auto excluded_by = [&](const std::map<std::string, std::vector<nlohmann::json>>& entry,
+                         const std::vector<size_t>& at) {
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const auto it = entry.find(axes[k].key);
+      if (it == entry.end()) continue;
+      const nlohmann::json& v = (*values[k])[at[k]];
+      if (std::find(it->second.begin(), it->second.end(), v) == it->second.end()) return false;
+    }
+    return true;
+  };
+  std::vector<int> removed(s.exclude.size(), 0);
   std::vector<size_t> position(axes.size(), 0);
   std::vector<Cell> cells;
   std::set<std::string> seen;
@@ -78,6 +94,11 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
     bool exists = true;
     for (size_t k = 0; k < axes.size() && exists; ++k)
       exists = axes[k].apply((*values[k])[position[k]], config, c);
+    for (size_t e = 0; e < s.exclude.size() && exists; ++e)
+      if (excluded_by(s.exclude[e], position)) {
+        removed[e]++;
+        exists = false;
+      }
     if (exists) {
       identity["cell"] = cell_params_json(c);
       c.cell_id = experiment_hash_hex(identity.dump()).substr(0, 12);
@@ -90,6 +111,23 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
     while (k > 0 && ++position[k - 1] == values[k - 1]->size()) position[--k] = 0;
     if (k == 0) break;
   }
+  // (An entry naming a value its axis lacks, which only --set narrowing allows, may remove
+  // nothing.)
+  auto on_axes = [&](const std::map<std::string, std::vector<nlohmann::json>>& entry) {
+    for (const auto& [key, vs] : entry)
+      for (const nlohmann::json& v : vs) {
+        const std::vector<nlohmann::json>& axis = s.values(key);
+        if (std::find(axis.begin(), axis.end(), v) == axis.end()) return false;
+      }
+    return true;
+  };
+  for (size_t e = 0; e < s.exclude.size(); ++e)
+    SPECLAB_INPUT_CHECK(removed[e] > 0 || !on_axes(s.exclude[e]),
+                        config.where(str_cat("sweep.exclude[", e, "]")),
+                        ": excludes no cell (an earlier entry, or the sweep itself, already "
+                        "leaves its combinations out)");
+  SPECLAB_INPUT_CHECK(s.exclude.empty() || !cells.empty(), config.where("sweep.exclude"),
+                      ": excludes every cell of the sweep");
   return cells;
 }
 

@@ -173,13 +173,20 @@ void ExperimentSession::check_concurrency() const {
                       "); lower concurrency or generation.ctx");
 }
 
+void ExperimentSession::wrap_drafters(DrafterWrap wrap) {
+  for (auto& [name, d] : drafters_) d.drafter = wrap(std::move(d.drafter));
+  wrap_drafter_ = std::move(wrap);
+}
+
 PreparedDrafter& ExperimentSession::drafter_for(const Cell& cell) {
   auto it = drafters_.find(cell.drafter);
   if (it == drafters_.end()) {
     // The cell carries its drafter's reference (sweep_expand resolved it): no lookup by name.
     SPECLAB_ASSERT(!cell.drafter_ref.path.empty());
     const DrafterEntry entry{cell.drafter, cell.drafter_ref};
-    it = drafters_.emplace(cell.drafter, cell_prepare_drafter(ctx_, entry)).first;
+    PreparedDrafter prepared = cell_prepare_drafter(ctx_, entry);
+    if (wrap_drafter_) prepared.drafter = wrap_drafter_(std::move(prepared.drafter));
+    it = drafters_.emplace(cell.drafter, std::move(prepared)).first;
   }
   return it->second;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,12 @@ class ExperimentSession {
   CellPrediction predict_cell(const Cell& cell);
   // Cells run from now on write their speculative rounds to `trace` (nullptr: none).
   void set_trace(RoundTraceWriter* trace) { ctx_.trace = trace; }
+  // A seam for tests that plant a bug in drafting and show that a gate catches it from a real
+  // rerun: every drafter of this session (those the constructor prepared, and any prepared
+  // later; batched cells build their own and are not wrapped) is passed through `wrap`. Its
+  // identity stays the wrapped drafter's, so a gate compares the figures, not the models.
+  using DrafterWrap = std::function<std::unique_ptr<Drafter>(std::unique_ptr<Drafter>)>;
+  void wrap_drafters(DrafterWrap wrap);
 
  private:
   const ExperimentConfig& config_;
@@ -42,6 +49,7 @@ class ExperimentSession {
   RunContext ctx_;
   std::map<std::string, PreparedDrafter> drafters_;
   std::unique_ptr<CellPredictor> predictor_;
+  DrafterWrap wrap_drafter_;
   PreparedDrafter& drafter_for(const Cell& cell);
   // Cells of concurrency > 1 (sweep.concurrency) can run here: CPU backend, generation, prompts,
   // no tree, and the largest cell's KV caches fit in memory. InputError before the first cell.

@@ -65,7 +65,7 @@ struct GatedValue {
 };
 
 GateFigure figure(const GatedValue& row, const GatedValue& base, const char* se_name,
-                  const std::string& base_cell, double band, double sigmas,
+                  const std::string& base_cell, const GateBand& band, const GateOptions& o,
                   const std::string& where) {
   SPECLAB_INPUT_CHECK(base.value && std::isfinite(*base.value), where, ": baseline row of cell ",
                       base_cell, " has no number '", base.name, "'");
@@ -76,8 +76,11 @@ GateFigure figure(const GatedValue& row, const GatedValue& base, const char* se_
   f.value = *row.value;
   f.baseline = *base.value;
   f.se = std::hypot(*row.se, *base.se);
-  f.band = band;
-  f.tolerance = std::max(sigmas * f.se, band) + 1e-9;
+  f.band = band.band;
+  f.deterministic = band.deterministic;
+  f.tolerance = (band.deterministic ? o.deterministic_band * std::fabs(f.baseline)
+                                    : std::max(o.sigmas * f.se, band.band)) +
+                1e-9;
   const double d = f.value - f.baseline;
   f.z = f.se > 0 ? d / f.se : (std::fabs(d) <= 1e-9 ? 0.0 : std::copysign(INFINITY, d));
   return f;
@@ -120,6 +123,7 @@ json figure_json(const GateFigure& f) {
           {"se", f.se},
           {"band", f.band},
           {"tolerance", f.tolerance},
+          {"deterministic", f.deterministic},
           {"z", std::isfinite(f.z) ? json(f.z) : json(f.z > 0 ? "inf" : "-inf")}};
 }
 
@@ -196,9 +200,9 @@ GateReport gate_compare(const std::vector<ResultRow>& baseline, const std::vecto
     const GateCellBands& band = bi == bands.end() ? none : bi->second;
     c.alpha = figure({row_field::alpha_empirical, row.alpha_empirical, row.alpha_se},
                      {row_field::alpha_empirical, b.alpha_empirical, b.alpha_se},
-                     row_field::alpha_se, b.cell.cell_id, band.alpha.band, o.sigmas, where);
+                     row_field::alpha_se, b.cell.cell_id, band.alpha, o, where);
     c.tau = figure({row_field::tau, row.tau, row.tau_se}, {row_field::tau, b.tau, b.tau_se},
-                   row_field::tau_se, b.cell.cell_id, band.tau.band, o.sigmas, where);
+                   row_field::tau_se, b.cell.cell_id, band.tau, o, where);
     c.compared = true;
     rep.n_compared++;
     if (!id_diff.empty() && !o.allow_model_change) {
@@ -306,20 +310,32 @@ std::string gate_bands_default_path(const std::string& baseline_path) {
   return stem + ".bands.json";
 }
 
-std::map<std::string, GateCellBands> gate_bands_read(const std::string& path) {
+GateBands gate_bands_read(const std::string& path) {
   // A bands file is a few KB per cell; 256 MiB is not one (and /dev/zero is refused).
   const std::string text = input_file_read(path, "bands file", 256ull << 20);
   json j;
   try {
     j = json_input_parse(text, path);
   } catch (const json::exception&) {
-    fail_input(path, ": not valid JSON (expected a speclab-gate-bands/1 object)");
+    fail_input(path, ": not valid JSON (expected a speclab-gate-bands/2 object)");
   }
-  SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-gate-bands/1", path,
-                      ": 'format' must be \"speclab-gate-bands/1\"");
+  SPECLAB_INPUT_CHECK(j.is_object(), path, ": expected a speclab-gate-bands/2 object");
+  const std::string format = j.value("format", "");
+  SPECLAB_INPUT_CHECK(format != "speclab-gate-bands/1", path,
+                      ": format speclab-gate-bands/1 does not tell deterministic cells apart; "
+                      "write the bands again (speclab check CONFIG --baseline FILE --calibrate 5)");
+  SPECLAB_INPUT_CHECK(format == "speclab-gate-bands/2", path,
+                      ": 'format' must be \"speclab-gate-bands/2\"");
+  SPECLAB_INPUT_CHECK(j.contains("config_hash") && j["config_hash"].is_string(), path,
+                      ": 'config_hash' must be a string");
+  SPECLAB_INPUT_CHECK(
+      j.contains("sigmas") && j["sigmas"].is_number() && j["sigmas"].get<double>() > 0, path,
+      ": 'sigmas' must be a number > 0");
   SPECLAB_INPUT_CHECK(j.contains("cells") && j["cells"].is_object(), path,
                       ": 'cells' must be an object keyed by cell_id");
-  std::map<std::string, GateCellBands> out;
+  GateBands out;
+  out.config_hash = j["config_hash"].get<std::string>();
+  out.sigmas = j["sigmas"].get<double>();
   for (auto it = j["cells"].begin(); it != j["cells"].end(); ++it) {
     GateCellBands b;
     for (const char* fig : {"alpha", "tau"}) {
@@ -335,21 +351,50 @@ std::map<std::string, GateCellBands> gate_bands_read(const std::string& path) {
             o.contains(k) && o[k].is_number() && (!nonneg || o[k].get<double>() >= 0), path, ": ",
             key, ".", k, " must be a number", nonneg ? " >= 0" : "");
       }
+      SPECLAB_INPUT_CHECK(o.contains("deterministic") && o["deterministic"].is_boolean(), path,
+                          ": ", key, ".deterministic must be true or false");
       g.n = o["n"].get<int>();
       g.mean = o["mean"].get<double>();
       g.sd = o["sd"].get<double>();
       g.min = o["min"].get<double>();
       g.max = o["max"].get<double>();
       g.band = o["band"].get<double>();
+      g.deterministic = o["deterministic"].get<bool>();
     }
-    out[it.key()] = b;
+    out.cells[it.key()] = b;
   }
   return out;
 }
 
+void gate_bands_check(const GateBands& bands, const std::string& path,
+                      const std::string& config_hash, double sigmas,
+                      const std::vector<std::string>& cell_ids) {
+  SPECLAB_INPUT_CHECK(bands.config_hash == config_hash, path, ": calibrated for config hash ",
+                      bands.config_hash, ", this check's config hashes to ", config_hash,
+                      " (another target, drafters, prompts, generation or measure settings): "
+                      "calibrate again (--calibrate N) or give the bands of this config (--bands)");
+  SPECLAB_INPUT_CHECK(
+      std::fabs(bands.sigmas - sigmas) <= 1e-12 * sigmas, path, ": bands computed with sigmas ",
+      bands.sigmas, ", the config's gate.sigmas is ", sigmas, ": calibrate again (--calibrate N)");
+  for (const std::string& id : cell_ids)
+    SPECLAB_INPUT_CHECK(bands.cells.count(id) > 0, path, ": no band for cell ", id,
+                        " (a cell added to the sweep since the calibration): calibrate again "
+                        "(--calibrate N)");
+}
+
 json gate_band_json(const GateBand& b) {
-  return {{"n", b.n},     {"mean", b.mean}, {"sd", b.sd},
-          {"min", b.min}, {"max", b.max},   {"band", b.band}};
+  return {{"n", b.n},
+          {"mean", b.mean},
+          {"sd", b.sd},
+          {"min", b.min},
+          {"max", b.max},
+          {"band", b.band},
+          {"deterministic", b.deterministic}};
+}
+
+double gate_expected_tolerance(const GateBand& band, double se, const GateOptions& o) {
+  if (band.deterministic) return o.deterministic_band * std::fabs(band.mean);
+  return std::max(o.sigmas * std::sqrt(2.0) * se, band.band);
 }
 
 GateBand gate_band_from(const std::vector<double>& v, double sigmas) {
@@ -365,6 +410,7 @@ GateBand gate_band_from(const std::vector<double>& v, double sigmas) {
   b.min = *std::min_element(v.begin(), v.end());
   b.max = *std::max_element(v.begin(), v.end());
   b.band = sigmas * std::sqrt(2.0) * b.sd;
+  b.deterministic = b.max == b.min;
   return b;
 }
 

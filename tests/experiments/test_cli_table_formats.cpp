@@ -18,7 +18,9 @@ using testing_util::run_speclab;
 using testing_util::ScratchDir;
 
 const std::string kSrc = SPECLAB_SOURCE_DIR;
-const std::string kBaseline = kSrc + "/results/baselines/gate.jsonl";
+// The gate's baseline as committed on 2026-11-23 (12 cells: 3 drafters x gamma 2, 4 x T 0, 1),
+// frozen here so that these format tests do not move with each refresh of the gate.
+const std::string kBaseline = kSrc + "/tests/data/result_rows/gate-12-cells.jsonl";
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);

@@ -106,6 +106,7 @@ TEST(CliTrace, RunTraceReplaysEachCellExactly) {
       run_speclab("run '" + kSrc + "/configs/gate.yaml' --out '" + dir.file("out") +
                   "' --no-plots --trace '" + trace +
                   "' --set 'sweep.drafter=[draft-0.5m, lookup]' --set 'sweep.gamma=[3]' --set "
+                  "'sweep.temperature=[0, 1]' --set 'sweep.exclude=[]' --set "
                   "prompts.limit=2 --set generation.max_new_tokens=24");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rows = read_lines(dir.file("out/results.jsonl"));

@@ -63,7 +63,8 @@ TEST(ConfigSchema, SectionsListTheirKeysOnce) {
     }
     EXPECT_FALSE(k.type.empty() || k.fallback.empty() || k.meaning.empty()) << k.path;
   }
-  EXPECT_EQ(config_schema_children("gate"), std::vector<std::string>{"sigmas"});
+  EXPECT_EQ(config_schema_children("gate"),
+            (std::vector<std::string>{"sigmas", "deterministic_band"}));
 }
 
 }  // namespace

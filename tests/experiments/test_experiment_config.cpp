@@ -98,7 +98,7 @@ TEST_F(ConfigTest, UnknownKeyNamesItsPathAndTheAllowedKeys) {
             f() +
                 ":11: sweep.gama: unknown key (expected one of: drafter, gamma, temperature, "
                 "draft_temperature, top_k, top_p, lenience, gamma_policy, p_min, "
-                "synthetic_acceptance, tree, concurrency)");
+                "synthetic_acceptance, tree, concurrency, exclude)");
 }
 
 TEST_F(ConfigTest, MissingRequiredKey) {
@@ -188,6 +188,10 @@ TEST_F(ConfigTest, OutOfRange) {
             f() + ":14: measure.cost_curve_max_k: expected an integer in 1..65, got 99");
   EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  sigmas: 0\n"),
             f() + ":14: gate.sigmas: expected a number > 0, got 0");
+  EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  deterministic_band: 1\n"),
+            f() + ":14: gate.deterministic_band: expected a number in [0, 1), got 1");
+  EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  deterministic_band: -0.1\n"),
+            f() + ":14: gate.deterministic_band: expected a number in [0, 1), got -0.1");
   EXPECT_EQ(error_of(replaced("  file: p.jsonl\n", "  file: p.jsonl\n  limit: -1\n")),
             f() + ":9: prompts.limit: expected an integer >= 0 (0 = all), got -1");
   EXPECT_EQ(error_of(replaced("name: t", "name: ../escape")),
@@ -330,7 +334,7 @@ TEST_F(ConfigTest, OverrideErrorsNameTheOverride) {
   EXPECT_EQ(error_of(kBase, {"sweep.gama=[1]"}),
             "--set sweep.gama: sweep.gama: unknown key (expected one of: drafter, gamma, "
             "temperature, draft_temperature, top_k, top_p, lenience, gamma_policy, p_min, "
-            "synthetic_acceptance, tree, concurrency)");
+            "synthetic_acceptance, tree, concurrency, exclude)");
   EXPECT_EQ(error_of(kBase, {"nosuch.key=1"}),
             "--set nosuch.key: nosuch: unknown key (expected one of: name, question, target, "
             "drafters, prompts, generation, measure, sweep, simulate, gate)");

@@ -177,6 +177,7 @@ TEST(ResultRow, NoFieldIsReadOrWrittenByName) {
       {"table.h", "experiment"},
       // The gate's bands file and verdict (acceptance_gate.h).
       {"acceptance_gate.h", "config_hash"},
+      {"acceptance_gate.cpp", "config_hash"},
       {"acceptance_gate.h", "tau"},
       {"acceptance_gate.cpp", "tau"},
 
