@@ -31,6 +31,8 @@ enum RngStream : uint32_t {
   kRngBootstrap = 6,       // statistics: bootstrap resampling
   kRngTest = 7,            // tests and Monte Carlo simulations
   kRngSynthAccept = 8,     // synthetic acceptance: u_t < the configured accept probability at t
+  kRngLawCheck = 9,        // the in-run law check's PIT randomization v_t (core/law_check.h);
+                           // no decoding decision reads it, so outputs do not depend on it
 };
 
 struct RngKey {

@@ -14,11 +14,13 @@
 #include "core/speedup_theory.h"
 #include "core/stats.h"
 #include "experiments/measure/backend.h"
+#include "experiments/measure/cell_law_check.h"
 #include "experiments/measure/model_identity.h"
 #include "experiments/measure/round_trace.h"
 #include "experiments/measure/run_conditions.h"
 #include "experiments/measure/run_flags.h"
 #include "models/decode/autoregressive.h"
+#include "models/decode/law_check_round.h"
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
@@ -37,6 +39,7 @@ struct CellMeasurement {
   int64_t draft_calls = 0, target_calls_spec = 0, target_calls_base = 0;
   std::vector<double> tokens_per_round;  // [rounds] tokens each round emitted
   std::vector<double> repeat_share;      // [requests] repeated 4-gram share of each output
+  LawCheckTally law;                     // the in-run law check of each prompt's first repeat
   LoadSample load_before, load_after;
   std::string started;  // UTC
 };
@@ -248,6 +251,8 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
     run_speculative(wreq);
   }
 
+  // The in-run law check reads each prompt's first repeat (later ones emit the same tokens).
+  const CellExactnessPlan exactness = cell_exactness_plan(cell, cfg.measure.baseline);
   CellMeasurement m;
   m.load_before = run_conditions_sample();
   m.started = run_conditions_utc_now();
@@ -256,6 +261,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       if (ctx.interrupted && ctx.interrupted->load()) throw CellInterrupted{};
       req.prompt = ctx.prompts[pi].ids;
       req.request_id = pi;  // same seed and request id for both: same random streams
+      req.law_check = exactness.law_check && rep == 0;
       auto policy = gamma_policy_create(cell.gamma_policy, cell.gamma);
       spec.policy = policy.get();
       ResultSample s;
@@ -290,6 +296,7 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       s.drafted = drafted;
       s.accepted = accepted;
       m.acc.add(out.rounds);
+      if (req.law_check) law_check_tally_add(out, &m.law);
       AcceptanceStats prompt_acc;  // this request's share, for the per-category tables
       prompt_acc.add(out.rounds);
       s.tested = prompt_acc.n_tested;
@@ -353,8 +360,10 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   cell_put_acceptance(m.acc, m.tokens_per_round, /*chain=*/!tree, &row);
   row.repeated_4gram_share = stats_mean(m.repeat_share);
   // Greedy runs must reproduce the baseline token for token (a built-in exactness check);
-  // synthetic acceptance changes the text by design, so it has no such check.
-  const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
+  // synthetic acceptance and lenience change the text by design, so they have no such check
+  // (cell_law_check.h: which check a cell carries).
+  const CellExactnessPlan exactness = cell_exactness_plan(cell, cfg.measure.baseline);
+  const bool greedy_checked = exactness.check == "greedy_tokens";
   if (greedy_checked) row.greedy_outputs_match = m.outputs_match;
 
   // Acceptance seen in this run: diagnostics of the run, not of the pair (which positions
@@ -431,6 +440,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   }
   f.rounds = m.acc.n_rounds;
   f.rounds_on_device = m.rounds_on_device;
+  cell_put_law_check(exactness, m.law, m.rounds_on_device, &row, &f);
   row.flags = run_flags_evaluate(f);
   return row;
 }

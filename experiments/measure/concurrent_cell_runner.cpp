@@ -10,10 +10,12 @@
 #include "core/error.h"
 #include "core/stats.h"
 #include "experiments/measure/backend.h"
+#include "experiments/measure/cell_law_check.h"
 #include "experiments/measure/run_conditions.h"
 #include "experiments/measure/run_flags.h"
 #include "experiments/predict/cell_prediction.h"
 #include "models/decode/batched_decoder.h"
+#include "models/decode/law_check_round.h"
 #include "models/decode/round_stats.h"
 #include "models/drafters/batch_drafter.h"
 
@@ -81,7 +83,9 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
   const int64_t max_ctx = ctx.target->max_ctx();
   const int n = cell.concurrency;
 
-  // The queue: every prompt x repeat, request id = the prompt's index.
+  // The queue: every prompt x repeat, request id = the prompt's index. The in-run law check
+  // reads the first repeats (later ones emit the same tokens).
+  const CellExactnessPlan exactness = cell_exactness_plan(cell, cfg.measure.baseline);
   std::vector<GenerationRequest> queue;
   std::vector<std::string> prompt_of;
   std::vector<int> repeat_of;
@@ -94,6 +98,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
       r.stop_ids = cfg.generation.ignore_eos ? std::vector<int64_t>{} : ctx.stop_ids;
       r.seed = static_cast<uint64_t>(cfg.generation.seed);
       r.request_id = pi;
+      r.law_check = exactness.law_check && rep == 0;
       queue.push_back(std::move(r));
       prompt_of.push_back(ctx.prompts[pi].id);
       repeat_of.push_back(rep);
@@ -163,6 +168,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
   int64_t base_tok = 0, spec_tok = 0, draft_calls = 0, calls_spec = 0, calls_base = 0;
   bool outputs_match = true;
   std::vector<double> tokens_per_round;
+  LawCheckTally law;
   for (size_t i = 0; i < queue.size(); i++) {
     const GenerationResult& o = out.results[i];
     ResultSample s;
@@ -178,6 +184,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
     AcceptanceStats one;
     one.add(o.rounds);
     acc.add(o.rounds);
+    if (queue[i].law_check) law_check_tally_add(o, &law);
     s.drafted = one.n_drafted;
     s.accepted = one.n_accepted;
     s.tested = one.n_tested;
@@ -213,8 +220,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
   row.target_calls_spec = calls_spec;
   row.draft_calls = draft_calls;
   cell_put_acceptance(acc, tokens_per_round, /*chain=*/true, &row);
-  const bool synthetic = !cell.synthetic_acceptance.empty();
-  const bool greedy_checked = cell.temperature == 0 && cfg.measure.baseline && !synthetic;
+  const bool greedy_checked = exactness.check == "greedy_tokens";
   if (greedy_checked) row.greedy_outputs_match = outputs_match;
   row.draft_s = draft_s;
   row.verify_s = verify_s;
@@ -288,6 +294,7 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
   f.greedy_checked = greedy_checked;
   f.greedy_match = outputs_match;
   f.rounds = acc.n_rounds;
+  cell_put_law_check(exactness, law, /*rounds_on_device=*/0, &row, &f);
   row.flags = run_flags_evaluate(f);
   return row;
 }

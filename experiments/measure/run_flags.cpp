@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/law_check.h"
+
 namespace speclab {
 
 namespace {
@@ -61,6 +63,19 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
             in.profile_load, in.cores));
   if (in.greedy_checked && !in.greedy_match)
     flags.push_back("greedy_mismatch: a greedy speculative output differs from the target's");
+  if (in.law_check == "argmax" && in.law_impossible > 0)
+    flags.push_back(fmt("law_mismatch: %.0f of %.0f tokens at T = 0 are not the argmax of p",
+                        static_cast<double>(in.law_impossible),
+                        static_cast<double>(in.law_tokens)));
+  else if (in.law_check == "pit" && in.law_impossible > 0)
+    flags.push_back(fmt("law_mismatch: %.0f of %.0f emitted tokens have probability 0 under p",
+                        static_cast<double>(in.law_impossible),
+                        static_cast<double>(in.law_tokens)));
+  else if (in.law_check == "pit" && in.law_p_value < kLawCheckLevel)
+    flags.push_back(
+        fmt("law_mismatch: the PIT of %.0f emitted tokens under p is not uniform "
+            "(p = %.2g < 1e-4)",
+            static_cast<double>(in.law_tokens), in.law_p_value));
   if (in.predicted && in.rounds_on_device > 0)
     flags.push_back(
         fmt("prediction_host_verify: %.0f of %.0f rounds verified on the device; the "

@@ -16,7 +16,12 @@
 //                         was predicted (at N > 1 the batched profile's replay of the plain
 //                         loop), else the run's first cell: the machine changed speed since
 //   greedy_mismatch       a greedy run differed from the target's own greedy output: the
-//                         decoder is not exact
+//                         decoder is not exact (exactness_check greedy_tokens)
+//   law_mismatch          the in-run law check failed (core/law_check.h): at T > 0 the
+//                         emitted tokens' PIT under the target's p is not uniform, p-value
+//                         below 1e-4, or a token had probability 0 under p (exactness_check
+//                         pit); at T = 0 without a baseline a token was not the argmax of p
+//                         (exactness_check argmax): the decoder is not exact
 //   profile_stale         the run's verify seconds per round depart by more than 20% from the
 //                         cost profile's T(k) at the round's mean k (one request at a time,
 //                         chains): the machine or the code changed since the profile was
@@ -45,6 +50,11 @@ struct RunFlagInputs {
   double load_before = -1, load_after = -1;
   double baseline_s_per_token = 0, baseline_reference_s = 0;
   bool greedy_checked = false, greedy_match = true;
+  // The in-run law check: "pit", "argmax", or "" when none ran; its p-value (pit), tokens
+  // checked and tokens of probability 0 under p.
+  std::string law_check;
+  double law_p_value = 1;
+  int64_t law_tokens = 0, law_impossible = 0;
   bool predicted = false;  // the row carries a profile prediction
   // The profile's view of this cell (0 / -1: not known): plain seconds per token (step + host
   // sampling), verify seconds per round at the round's mean k, the profiles' load.

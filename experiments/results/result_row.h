@@ -150,6 +150,32 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "share of the outputs' 4-grams seen earlier in them (a looping text drafts easily)")           \
   X(measured, bool, greedy_outputs_match, "",                                                      \
     "T = 0 with a baseline: every speculative output equalled the target's greedy output")         \
+  X(measured, std::string, exactness_check, "",                                                    \
+    "which exactness check ran: pit (T > 0: the tokens' PIT under p is uniform), greedy_tokens "   \
+    "(T = 0 with a baseline: greedy_outputs_match), argmax (T = 0, no baseline: each token is "    \
+    "the argmax of p), or \"not applicable: \" and why (docs/measurement-protocol.md)")            \
+  X(measured, double, law_check_level, "",                                                         \
+    "pit / argmax: the family-wise level below which law_mismatch is raised (1e-4)")               \
+  X(measured, int64_t, law_check_tokens, "tokens",                                                 \
+    "pit / argmax: emitted tokens checked (each prompt's first repeat, host-verified rounds)")     \
+  X(measured, int64_t, law_check_impossible_tokens, "tokens",                                      \
+    "pit / argmax: checked tokens of probability 0 under p (T = 0: not the argmax)")               \
+  X(measured, double, law_check_statistic, "",                                                     \
+    "pit: Pearson's X^2 of the tokens' PIT on 10 equal bins (9 degrees of freedom)")               \
+  X(measured, double, law_check_p_value, "",                                                       \
+    "pit: Bonferroni p-value over the overall and per-position tests (0: an impossible token)")    \
+  X(measured, std::vector<int64_t>, law_check_tokens_by_position, "tokens",                        \
+    "pit: checked tokens per position within the round (1..gamma+1)")                              \
+  X(measured, std::vector<double>, law_check_p_value_by_position, "",                              \
+    "pit: unadjusted p-value per position within the round; -1: under 50 tokens, not tested")      \
+  X(measured, double, law_check_noncentrality_80, "",                                              \
+    "pit: the noncentrality the overall test detects with 80% power at its level")                 \
+  X(measured, double, law_check_min_detectable_tv, "",                                             \
+    "pit: smallest total-variation distance of the binned PIT law from uniform detected with "     \
+    "80% power, whatever its shape: sqrt(law_check_noncentrality_80 / (4 law_check_tokens))")      \
+  X(measured, double, law_check_power_accept_all, "",                                              \
+    "pit, chains: the test's power against a verifier that accepts every draft, from this "        \
+    "run's own drafts")                                                                            \
   X(measured, double, alpha_empirical, "",                                                         \
     "accepted / tested in this run (depends on gamma; the pair's alpha is alpha_profile)")         \
   X(measured, double, alpha_beta, "", "Corollary 3.6's alpha at the tested positions (chains)")    \

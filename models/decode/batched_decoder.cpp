@@ -10,6 +10,7 @@
 #include "core/speculative_verify.h"
 #include "models/decode/decode_counters.h"
 #include "models/decode/decode_steps.h"
+#include "models/decode/law_check_round.h"
 
 namespace speclab {
 
@@ -166,6 +167,12 @@ void accept_one(BatchTokenRunner& target, const GenerationRequest& request,
   rec->n_draft = static_cast<int>(drafts.size());
   rec->drafted = drafts;
   rec->sample_s = seconds_since(ts);
+  // The in-run law check on the rows just verified against (core/law_check.h), timed apart.
+  if (request.law_check) {
+    const auto tc = DecodeClock::now();
+    law_check_chain_round(buf.host.p.data(), vocab, plan.base, rec);
+    rec->law_check_s = seconds_since(tc);
+  }
 }
 
 }  // namespace
@@ -192,7 +199,9 @@ BatchedGeneration generate_batched_speculative(BatchTokenRunner& target, BatchDr
   BatchedGeneration out;
   RequestPool pool(target, queue, &out);
   StepBuffers buf;
-  const auto t0 = DecodeClock::now();
+  // The loop's clock origin. The law check's seconds move it forward as they are spent, so
+  // every stamp and phase time leaves the instrument out.
+  auto t0 = DecodeClock::now();
   while (!pool.done()) {
     BatchStep step;
     pool.admit(t0, &step, [&](ActiveRequest& a) {
@@ -271,6 +280,10 @@ BatchedGeneration generate_batched_speculative(BatchTokenRunner& target, BatchDr
       GenerationResult& result = pool.result(a);
       RoundRecord rec;
       accept_one(target, pool.request(a), config, a, plan, proposal, logits, buf, &rec);
+      const auto check = std::chrono::duration_cast<DecodeClock::duration>(
+          std::chrono::duration<double>(rec.law_check_s));
+      t0 += check;
+      tp += check;
       rec.draft_s = step.draft_s;
       rec.verify_s = step.verify_s;
       result.n_target_calls++;

@@ -18,6 +18,10 @@ struct GenerationRequest {
   std::vector<int64_t> stop_ids;  // EOS ids: generation stops after emitting one
   uint64_t seed = 0;
   uint64_t request_id = 0;  // part of every random key: requests are independent
+  // Speculative decoders: price every emitted token under the target's p where a round is
+  // verified on the host (RoundRecord::law_u, models/decode/law_check_round.h). An instrument:
+  // the tokens are the same either way, and its seconds are left out of the timings.
+  bool law_check = false;
 };
 
 // One speculative round (docs/design.md, "One round"). The verifier's outcome is embedded as
@@ -33,6 +37,12 @@ struct RoundRecord : VerifyOutcome {
   // (TokenRunner::verify_on_device): verify_s then covers the whole verification and sample_s
   // is 0. The cost profile prices verification on the host, so cells count these rounds.
   bool verified_on_device = false;
+  // The in-run law check (GenerationRequest::law_check, host-verified rounds only; empty
+  // otherwise): randomized PIT u in [0, 1) of each token under its p row, -1 for a token of
+  // probability 0 (models/decode/law_check_round.h).
+  std::vector<float> law_u;        // [n_accepted + 1] the tokens the round produced
+  std::vector<float> law_u_draft;  // [n_draft] every drafted token (chains)
+  double law_check_s = 0;          // the check's seconds, left out of sample_s and decode_s
 };
 
 enum class StopReason { kMaxTokens, kEos, kContext };

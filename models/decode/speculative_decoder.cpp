@@ -7,6 +7,7 @@
 #include "core/sampling.h"
 #include "core/speculative_verify.h"
 #include "models/decode/decode_steps.h"
+#include "models/decode/law_check_round.h"
 
 namespace speclab {
 
@@ -86,6 +87,13 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   target.truncate(L + rec->n_accepted);
   rec->n_draft = n_draft;
   rec->drafted = drafts;
+  // The in-run law check on the rows this round was verified against (core/law_check.h); a
+  // round verified on the device left them there.
+  if (request.law_check && !rec->verified_on_device) {
+    const auto tc = DecodeClock::now();
+    law_check_chain_round(buf.host.p.data(), vocab, in.base, rec);
+    rec->law_check_s = seconds_since(tc);
+  }
   if (config.policy) config.policy->observe(n_draft, rec->n_accepted, buf.proposal.entropy_norm);
   return true;
 }

@@ -6,6 +6,7 @@
 #include "core/sampling.h"
 #include "core/tree_verify.h"
 #include "models/decode/decode_steps.h"
+#include "models/decode/law_check_round.h"
 
 namespace speclab {
 
@@ -71,6 +72,12 @@ bool speculative_tree_round(TokenRunner& target, Drafter& drafter, const Generat
   rec->bonus = out.bonus;
   rec->next_token = out.next_token;
   for (int32_t node : out.path) rec->drafted.push_back(tree.token[node]);
+  // The in-run law check on the rows the tree was verified against (core/law_check.h).
+  if (request.law_check) {
+    const auto tc = DecodeClock::now();
+    law_check_tree_round(buf.p.data(), vocab, out.path, in.base, rec);
+    rec->law_check_s = seconds_since(tc);
+  }
   return true;
 }
 

@@ -105,6 +105,31 @@ TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   EXPECT_TRUE(codes(in).empty());
 }
 
+// law_mismatch: the in-run law check (core/law_check.h) failed, at its level 1e-4 (pit) or on a
+// token of probability 0 under p (pit, argmax); a check that did not run raises nothing.
+TEST(RunFlags, LawMismatchIsRaisedByAFailedLawCheckOnly) {
+  RunFlagInputs in = clean();
+  in.law_check = "pit";
+  in.law_tokens = 1152;
+  in.law_p_value = 2e-4;  // above the level
+  EXPECT_TRUE(codes(in).empty());
+  in.law_p_value = 3.9e-6;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"law_mismatch"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("1152 emitted tokens"), std::string::npos);
+  in.law_p_value = 0.5;
+  in.law_impossible = 2;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"law_mismatch"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("2 of 1152"), std::string::npos);
+  in.law_check = "argmax";
+  EXPECT_NE(run_flags_evaluate(in)[0].find("not the argmax"), std::string::npos);
+  in.law_impossible = 0;
+  in.law_p_value = 0;  // argmax has no p-value: only a wrong token counts
+  EXPECT_TRUE(codes(in).empty());
+  in.law_check = "";  // no check ran (greedy_tokens, not applicable)
+  in.law_impossible = 3;
+  EXPECT_TRUE(codes(in).empty());
+}
+
 TEST(RunFlags, UnmeasuredSpeedupRaisesNoTimingFlag) {
   RunFlagInputs in = clean();
   in.speedup = 0;  // measure.baseline: false
