@@ -18,6 +18,7 @@
 #include "models/drafters/model_drafter.h"
 #include "models/llama/batched_llama_runner.h"
 #include "tests/decode/decode_test_models.h"
+#include "tests/decode/planted_drafters.h"
 
 namespace speclab {
 namespace {
@@ -27,25 +28,7 @@ using decode_test::prompts;
 
 constexpr int64_t kVocab = 64;
 
-// A test-only plant: samples its drafts as the inner drafter does but reports q as uniform, so
-// the verifier accepts d with probability min(1, vocab p(d)): nearly every draft, without the
-// test that would make the output follow p.
-class UniformQDrafter : public Drafter {
- public:
-  explicit UniformQDrafter(Drafter& inner) : inner_(inner) {}
-  std::string name() const override { return "uniform-q:" + inner_.name(); }
-  int64_t vocab_size() const override { return inner_.vocab_size(); }
-  bool deterministic() const override { return false; }
-  void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
-               const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override {
-    inner_.propose(context, k, params, stop, key, out);
-    std::fill(out->q.begin(), out->q.end(), 1.0f / static_cast<float>(vocab_size()));
-  }
-  void reset() override { inner_.reset(); }
-
- private:
-  Drafter& inner_;
-};
+using testing_util::UniformQDrafter;  // the plant: drafts accepted without the test
 
 std::vector<GenerationRequest> requests(const SamplingParams& sp, int copies, bool check) {
   std::vector<GenerationRequest> out;

@@ -18,6 +18,7 @@
 #include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/decode/decode_test_models.h"
+#include "tests/decode/planted_drafters.h"
 
 namespace speclab {
 namespace {
@@ -223,29 +224,14 @@ TEST(SpeculativeDecoder, JointOfFirstTwoTokensIsTargets) {
 // The joint test has teeth: a drafter that reports a q other than the one it sampled from
 // (here: it samples from q but reports the uniform distribution) breaks exactness, and the
 // same chi-square test must reject it.
-class MisreportingDrafter : public Drafter {
- public:
-  explicit MisreportingDrafter(Drafter& inner) : inner_(inner) {}
-  std::string name() const override { return "misreporting"; }
-  int64_t vocab_size() const override { return inner_.vocab_size(); }
-  bool deterministic() const override { return false; }
-  void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
-               const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override {
-    inner_.propose(context, k, params, stop, key, out);
-    std::fill(out->q.begin(), out->q.end(), 1.0f / static_cast<float>(vocab_size()));
-  }
-  void reset() override { inner_.reset(); }
-
- private:
-  Drafter& inner_;
-};
+using testing_util::UniformQDrafter;
 
 TEST(SpeculativeDecoder, JointTestRejectsPlantedBug) {
   const int64_t vocab = 16;
   Pair pair(vocab);
   LlamaRunner target(*pair.target, 64);
   ModelDrafter other(*pair.other, "other", 64);
-  MisreportingDrafter bad(other);
+  UniformQDrafter bad(other);
   const std::vector<int32_t> prompt = {3, 5, 7, 3, 5};
   SamplingParams sp{1.0f, 0, 1.0f};
   const auto expected = exact_joint(target, prompt, sp, vocab);

@@ -21,6 +21,7 @@
 #include "models/drafters/model_drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
+#include "tests/decode/planted_drafters.h"
 #include "tests/experiments/cli_runner.h"
 
 namespace speclab {
@@ -28,24 +29,7 @@ namespace {
 
 const std::string kSrc = SPECLAB_SOURCE_DIR;
 
-// A test-only plant: drafts as the inner drafter does but reports q as uniform, so the verifier
-// accepts d with probability min(1, vocab p(d)), nearly always: drafts accepted without the test.
-class UniformQDrafter : public Drafter {
- public:
-  explicit UniformQDrafter(Drafter& inner) : inner_(inner) {}
-  std::string name() const override { return "uniform-q"; }
-  int64_t vocab_size() const override { return inner_.vocab_size(); }
-  bool deterministic() const override { return false; }
-  void propose(const std::vector<int32_t>& context, int k, const SamplingParams& params,
-               const DraftStopRule& stop, const RngKey& key, DraftProposal* out) override {
-    inner_.propose(context, k, params, stop, key, out);
-    std::fill(out->q.begin(), out->q.end(), 1.0f / static_cast<float>(vocab_size()));
-  }
-  void reset() override { inner_.reset(); }
-
- private:
-  Drafter& inner_;
-};
+using testing_util::UniformQDrafter;  // the plant: drafts accepted without the test
 
 struct TinyZoo {
   std::unique_ptr<LlamaModel> target = llama_load(kSrc + "/models/zoo/tiny-target-5m");
