@@ -81,7 +81,7 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
       SimRequest r;
       r.queue_index = next;
       r.prompt = queue[next];
-      r.n_tokens = static_cast<int64_t>(queue[next]->positions.size());
+      r.n_tokens = acceptance_prompt_tokens(*queue[next]);
       r.policy = gamma_policy_create(c.policy, c.gamma);
       active.push_back(std::move(r));
       next++;
@@ -114,7 +114,10 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
       double g_sum = 0, host_s = 0, behind_two = 0;
       for (size_t i = 0; i < active.size(); i++) {
         SimRequest& r = active[i];
-        const AcceptanceRollout& roll = r.prompt->positions[static_cast<size_t>(r.t)];
+        const AcceptanceRollout& roll = acceptance_rollout_for(
+            *r.prompt, r.t,
+            {c.seed, static_cast<uint64_t>(r.queue_index), static_cast<uint64_t>(r.t),
+             kRngProfileStride, static_cast<uint32_t>(walk)});
         const int64_t budget = std::max<int64_t>(0, c.max_new_tokens - r.t - 1);
         const int policy_gamma =
             s.gamma_by_load.empty()
@@ -148,7 +151,10 @@ LoopTotals replay(const CostProfile& one, const BatchedCostProfile& many,
       if (g_sum > 0) pending_draft_prefill = 0;
       for (size_t i = 0; i < active.size(); i++) {
         SimRequest& r = active[i];
-        const AcceptanceRollout& roll = r.prompt->positions[static_cast<size_t>(r.t)];
+        const AcceptanceRollout& roll = acceptance_rollout_for(
+            *r.prompt, r.t,
+            {c.seed, static_cast<uint64_t>(r.queue_index), static_cast<uint64_t>(r.t),
+             kRngProfileStride, static_cast<uint32_t>(walk)});
         std::vector<float> ent(roll.entropy.begin(), roll.entropy.begin() + g[i]);
         r.policy->observe(g[i], n_acc[i], ent);
         r.pending_catchup = g[i] > 0 && n_acc[i] == g[i];

@@ -33,6 +33,7 @@ enum RngStream : uint32_t {
   kRngSynthAccept = 8,     // synthetic acceptance: u_t < the configured accept probability at t
   kRngLawCheck = 9,        // the in-run law check's PIT randomization v_t (core/law_check.h);
                            // no decoding decision reads it, so outputs do not depend on it
+  kRngProfileStride = 10,  // a strided acceptance profile's first measured position per prompt
 };
 
 struct RngKey {

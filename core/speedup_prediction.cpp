@@ -34,26 +34,39 @@ struct PromptTotals {
 // Exact expectation for a fixed gamma: backward recursion over start positions (see header).
 PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
                             const ChainSetting& s) {
-  const int64_t n = static_cast<int64_t>(p.positions.size());
+  const int64_t n = acceptance_prompt_tokens(p);
   // [n + 1] expected seconds / rounds / drafted tokens to finish from t; the extra catch-up
   // after a fully accepted round is charged to the round that caused it.
   std::vector<double> v(static_cast<size_t>(n + s.gamma + 2), 0.0), r(v.size(), 0.0),
       d(v.size(), 0.0);
+  // A strided prompt: the round at t under the mixture of its measured rollouts (header).
+  const bool mixture = acceptance_prompt_strided(p);
+  const double weight = mixture ? 1.0 / static_cast<double>(p.positions.size()) : 1.0;
   for (int64_t t = n - 1; t >= 0; t--) {
-    const AcceptanceRollout& roll = p.positions[static_cast<size_t>(t)];
     const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
-    const int g = acceptance_drafts_allowed(
-        roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
-    double vt = round_seconds(cost, g, s.tree_nodes), rt = 1, dt = g;
-    double survive = 1;  // S_t(i)
-    for (int i = 0; i <= g; i++) {
-      const double next = i < g ? survive * roll.accept[static_cast<size_t>(i)] : 0.0;
-      const double p_n = survive - next;  // exactly i accepted
-      const size_t to = static_cast<size_t>(t + i + 1);
-      vt += p_n * (v[to] + (i == g && g > 0 ? cost.draft_catchup_s : 0.0));
-      rt += p_n * r[to];
-      dt += p_n * d[to];
-      survive = next;
+    double vt = 0, rt = 0, dt = 0;
+    auto add_round = [&](const AcceptanceRollout& roll) {
+      const int g = acceptance_drafts_allowed(
+          roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
+      double vr = round_seconds(cost, g, s.tree_nodes), rr = 1, dr = g;
+      double survive = 1;  // S_t(i)
+      for (int i = 0; i <= g; i++) {
+        const double next = i < g ? survive * roll.accept[static_cast<size_t>(i)] : 0.0;
+        const double p_n = survive - next;  // exactly i accepted
+        const size_t to = static_cast<size_t>(t + i + 1);
+        vr += p_n * (v[to] + (i == g && g > 0 ? cost.draft_catchup_s : 0.0));
+        rr += p_n * r[to];
+        dr += p_n * d[to];
+        survive = next;
+      }
+      vt += weight * vr;
+      rt += weight * rr;
+      dt += weight * dr;
+    };
+    if (mixture) {
+      for (const AcceptanceRollout& roll : p.positions) add_round(roll);
+    } else {
+      add_round(p.positions[static_cast<size_t>(t)]);
     }
     v[static_cast<size_t>(t)] = vt;
     r[static_cast<size_t>(t)] = rt;
@@ -65,14 +78,17 @@ PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
 // Monte Carlo walks for adaptive policies: the policy sees each round's outcome.
 PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& p,
                                const ChainSetting& s, uint64_t prompt_index) {
-  const int64_t n = static_cast<int64_t>(p.positions.size());
+  const int64_t n = acceptance_prompt_tokens(p);
   PromptTotals sum;
   for (int w = 0; w < s.monte_carlo_walks; w++) {
     auto policy = policy_for(s);
     bool pending_catchup = false;
     int64_t t = 0;
     while (t < n) {
-      const AcceptanceRollout& roll = p.positions[static_cast<size_t>(t)];
+      const AcceptanceRollout& roll =
+          acceptance_rollout_for(p, t,
+                                 {s.seed, prompt_index, static_cast<uint64_t>(t), kRngProfileStride,
+                                  static_cast<uint32_t>(w)});
       const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
       const int want = std::min<int>(std::min(policy->next_gamma(), cost.max_gamma()),
                                      static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
@@ -99,6 +115,23 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
 }
 
 }  // namespace
+
+int64_t acceptance_prompt_tokens(const AcceptancePrompt& p) {
+  return p.n_tokens >= 0 ? p.n_tokens : static_cast<int64_t>(p.positions.size());
+}
+
+bool acceptance_prompt_strided(const AcceptancePrompt& p) {
+  return p.stride > 1 || p.n_tokens >= 0;
+}
+
+const AcceptanceRollout& acceptance_rollout_for(const AcceptancePrompt& p, int64_t t,
+                                                const RngKey& draw) {
+  SPECLAB_ASSERT(!p.positions.empty());
+  const uint64_t m = p.positions.size();
+  if (!acceptance_prompt_strided(p))
+    return p.positions[static_cast<size_t>(std::min<uint64_t>(static_cast<uint64_t>(t), m - 1))];
+  return p.positions[static_cast<size_t>(rng_bits64(draw) % m)];
+}
 
 int acceptance_drafts_allowed(const AcceptanceRollout& r, int cap, double p_min) {
   int m = std::min<int>(cap, static_cast<int>(r.accept.size()));
@@ -235,8 +268,13 @@ AcceptanceProfile acceptance_profile_configured(const std::vector<double>& accep
   return p;
 }
 
-Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& acceptance,
-                         const ChainSetting& s) {
+namespace {
+
+// predict_chain's checks, and each prompt's expected totals (tokens in `tokens`); prompts
+// without positions are left out.
+std::vector<PromptTotals> chain_prompt_totals(const CostProfile& cost,
+                                              const AcceptanceProfile& acceptance,
+                                              const ChainSetting& s, std::vector<double>* tokens) {
   const std::string where = cost.origin.empty() ? "cost profile" : cost.origin;
   cost_profile_validate(cost, where);
   SPECLAB_INPUT_CHECK(s.gamma >= 1, "prediction: gamma ", s.gamma, " (expected >= 1)");
@@ -248,25 +286,71 @@ Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& accep
   SPECLAB_INPUT_CHECK(cost.max_gamma() >= g_max, where, ": draft cost for up to ", cost.max_gamma(),
                       " tokens per round, the setting needs ", g_max);
   acceptance_profile_check(acceptance);
-
-  Prediction out;
-  out.base_s_per_token = cost.plain_step_s() + cost.host_round_s[0];
-  double seconds = 0, rounds = 0, drafted = 0, tokens = 0;
+  std::vector<PromptTotals> out;
+  tokens->clear();
   for (size_t i = 0; i < acceptance.prompts.size(); i++) {
     const AcceptancePrompt& p = acceptance.prompts[i];
     if (p.positions.empty()) continue;
-    const PromptTotals t = s.policy == "fixed" && !s.force_walks ? expected_fixed(cost, p, s)
-                                                                 : expected_by_walks(cost, p, s, i);
-    seconds += cost.draft_prefill_s + t.seconds;
-    rounds += t.rounds;
-    drafted += t.drafted;
-    tokens += static_cast<double>(p.positions.size());
+    out.push_back(s.policy == "fixed" && !s.force_walks ? expected_fixed(cost, p, s)
+                                                        : expected_by_walks(cost, p, s, i));
+    tokens->push_back(static_cast<double>(acceptance_prompt_tokens(p)));
+  }
+  return out;
+}
+
+}  // namespace
+
+Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& acceptance,
+                         const ChainSetting& s) {
+  std::vector<double> n;
+  const std::vector<PromptTotals> per = chain_prompt_totals(cost, acceptance, s, &n);
+  Prediction out;
+  out.base_s_per_token = cost.plain_step_s() + cost.host_round_s[0];
+  double seconds = 0, rounds = 0, drafted = 0, tokens = 0;
+  for (size_t i = 0; i < per.size(); i++) {
+    seconds += cost.draft_prefill_s + per[i].seconds;
+    rounds += per[i].rounds;
+    drafted += per[i].drafted;
+    tokens += n[i];
   }
   SPECLAB_INPUT_CHECK(tokens > 0, "acceptance profile: no generated positions to predict from");
   out.spec_s_per_token = seconds / tokens;
   out.speedup = out.base_s_per_token / out.spec_s_per_token;
   out.tokens_per_round = tokens / rounds;
   out.mean_drafted_per_round = drafted / rounds;
+  return out;
+}
+
+PredictionInterval predict_chain_interval(const CostProfile& cost,
+                                          const AcceptanceProfile& acceptance,
+                                          const ChainSetting& s, int resamples, double confidence,
+                                          uint64_t seed) {
+  std::vector<double> n;
+  const std::vector<PromptTotals> per = chain_prompt_totals(cost, acceptance, s, &n);
+  PredictionInterval out{NAN, NAN, NAN, NAN};
+  if (per.size() < 2 || resamples < 2) return out;
+  const double base = cost.plain_step_s() + cost.host_round_s[0];
+  auto pooled = [&](const std::vector<size_t>& picks, bool speedup) {
+    double seconds = 0, rounds = 0, tokens = 0;
+    for (size_t i : picks) {
+      seconds += cost.draft_prefill_s + per[i].seconds;
+      rounds += per[i].rounds;
+      tokens += n[i];
+    }
+    if (speedup) return seconds > 0 ? base * tokens / seconds : NAN;
+    return rounds > 0 ? tokens / rounds : NAN;
+  };
+  // One seed for both figures: the same resamples of prompts.
+  const Interval sp = stats_cluster_bootstrap_interval(
+      per.size(), [&](const std::vector<size_t>& p) { return pooled(p, true); }, resamples,
+      1 - confidence, seed);
+  const Interval tpr = stats_cluster_bootstrap_interval(
+      per.size(), [&](const std::vector<size_t>& p) { return pooled(p, false); }, resamples,
+      1 - confidence, seed);
+  out.speedup_lo = sp.lo;
+  out.speedup_hi = sp.hi;
+  out.tokens_per_round_lo = tpr.lo;
+  out.tokens_per_round_hi = tpr.hi;
   return out;
 }
 

@@ -37,6 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
+
 namespace speclab {
 
 // Seconds, measured at one context length (or imported).
@@ -80,13 +82,35 @@ struct AcceptanceRollout {
                                 // emitted token's law and p_t (0 when exact)
 };
 
+// A strided profile (measure.acceptance_stride = s > 1) has a rollout at t = offset + k s only
+// (systematic sampling of the text's positions, offset seeded per prompt). The walks below
+// then take, at each position, the prompt's mixture of measured rollouts (the exact recursion
+// averages the round over them; Monte Carlo walks draw one per visit) rather than the nearest
+// one: copying a rollout to its neighbours would let a walk meet the same rejecting rollout
+// round after round (a round that accepts nothing advances one position), so bad rollouts
+// would be over-visited and tokens per round biased low (18% at gamma 8 on the tiny zoo, found
+// by measurement). Each position enters a walk's path once and the expected cost is
+// multilinear in the per-position laws, so with exchangeable positions the mixture gives the
+// same expectation. The summaries average the measured positions.
 struct AcceptancePrompt {
   std::string prompt_id;
-  std::vector<AcceptanceRollout> positions;  // [N] t = 0..N-1 (N = tokens the target generated)
+  std::vector<AcceptanceRollout> positions;  // [M] positions[k]: the rollout at t = offset + k
+                                             // stride; M = N (every t) at stride 1
+  int64_t n_tokens = -1;                     // N, tokens the target generated; -1: M
+  int64_t stride = 1, offset = 0;
 };
+
+// N, the tokens the prompt's text has (positions.size() at stride 1).
+int64_t acceptance_prompt_tokens(const AcceptancePrompt& p);
+// The rollout a walk visiting t uses: the one measured at t (stride 1), else one of the
+// prompt's measured rollouts drawn with `draw` (see above). p.positions must not be empty.
+const AcceptanceRollout& acceptance_rollout_for(const AcceptancePrompt& p, int64_t t,
+                                                const RngKey& draw);
+bool acceptance_prompt_strided(const AcceptancePrompt& p);
 
 struct AcceptanceProfile {
   int max_depth = 0;  // longest rollout
+  int stride = 1;     // measure.acceptance_stride it was measured at (1: every position)
   std::vector<AcceptancePrompt> prompts;
 };
 
@@ -138,6 +162,21 @@ struct Prediction {
 // draft cost missing) or a profile field is negative / not finite.
 Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& acceptance,
                          const ChainSetting& setting);
+
+// The acceptance side's sampling error of predict_chain: a percentile bootstrap with the
+// profile's prompts resampled as clusters (a text's positions are not independent, and a
+// strided profile's sampling of them stays inside its prompt), the costs held fixed. Each
+// prompt's expected seconds, rounds and tokens are computed once; a resample pools the picked
+// prompts as predict_chain pools them all. {NaN, NaN} bounds when fewer than two prompts or
+// resamples.
+struct PredictionInterval {
+  double speedup_lo = 0, speedup_hi = 0;
+  double tokens_per_round_lo = 0, tokens_per_round_hi = 0;
+};
+PredictionInterval predict_chain_interval(const CostProfile& cost,
+                                          const AcceptanceProfile& acceptance,
+                                          const ChainSetting& setting, int resamples,
+                                          double confidence, uint64_t seed);
 
 // How many of the rollout's tokens a round may draft, at most `cap`: the p_min rule stops
 // before the first token whose top probability is below p_min (llama.cpp's

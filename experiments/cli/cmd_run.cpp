@@ -85,7 +85,8 @@ void run_experiment(const RunArgs& a) {
                         ": measure.cost_only predicts nothing");
     for (const Cell& c : cells) {
       const std::string g = CellPredictor::group_of(cfg, c);
-      for (const std::string& f : {"cost-" + g + ".json", "acceptance-" + g + ".json"}) {
+      for (const std::string& f : {"cost-" + g + ".json", CellPredictor::acceptance_file_name(
+                                                              g, cfg.measure.acceptance_stride)}) {
         const std::string path = a.profiles + "/profiles/" + f;
         SPECLAB_INPUT_CHECK(std::filesystem::is_regular_file(path), "--profiles: ", path,
                             ": missing (cell ", c.cell_id,

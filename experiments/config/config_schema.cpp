@@ -59,6 +59,10 @@ const std::vector<ConfigKey>& fixed_keys() {
       {"measure.confidence", "number in (0, 1)", "0.95", "0.95", "level of the intervals"},
       {"measure.cost_only", "true or false", "false", "false",
        "measure the cost curve T(k) and c only: no prompts, no speculative runs"},
+      {"measure.acceptance_stride", "integer >= 1", "1", "1",
+       "acceptance profile (`speclab predict`): a drafter rollout at every N-th position of each "
+       "prompt's text (offset seeded per prompt), not at every one: about 1/N of its target "
+       "passes; 1 = every position"},
       {"sweep", "section", "required with a target", "",
        "the cells: the cross product of the axes; each axis is a list or a scalar"},
       {"simulate", "section", "optional", "", "simulator-only configs (no target)"},

@@ -444,6 +444,9 @@ nlohmann::json ExperimentConfig::to_json() const {
                   {"bootstrap_resamples", measure.bootstrap_resamples},
                   {"confidence", measure.confidence},
                   {"cost_only", measure.cost_only}};
+  // Left out at its default, so configs that do not set it keep their hash.
+  if (measure.acceptance_stride != MeasureConfig{}.acceptance_stride)
+    j["measure"]["acceptance_stride"] = measure.acceptance_stride;
   if (sweep) {
     // Axes at their default list that say so are left out, so configs that do not use
     // them keep their hash (sweep_axes.h).
@@ -598,6 +601,9 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("confidence"))
       ms.confidence = r.scalar_double(m.get("confidence"), "measure.confidence");
     if (m.has("cost_only")) ms.cost_only = r.scalar_bool(m.get("cost_only"), "measure.cost_only");
+    if (m.has("acceptance_stride"))
+      ms.acceptance_stride =
+          r.scalar_int32(m.get("acceptance_stride"), "measure.acceptance_stride");
   }
   if (top.has("sweep")) {
     MapReader m(r, top.get("sweep"), "sweep", config_schema_children("sweep"));
@@ -750,6 +756,9 @@ void experiment_config_validate(const ExperimentConfig& c) {
                 m.bootstrap_resamples));
   check(m.confidence > 0 && m.confidence < 1, "measure.confidence",
         str_cat("expected a number in (0, 1), got ", m.confidence));
+  check(m.acceptance_stride >= 1 && m.acceptance_stride <= kMaxAcceptanceStride,
+        "measure.acceptance_stride",
+        str_cat("expected an integer in 1..", kMaxAcceptanceStride, ", got ", m.acceptance_stride));
 
   const int max_gamma = c.sweep ? c.sweep->max_gamma() : 0;
   check(m.cost_curve_max_k >= max_gamma + 1, "measure.cost_curve_max_k",

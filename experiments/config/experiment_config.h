@@ -43,6 +43,7 @@
 //     bootstrap_resamples: 1000   >= 1
 //     confidence: 0.95         in (0, 1)
 //     cost_only: false         measure T(k) only: no prompts, no speculative runs
+//     acceptance_stride: 1     acceptance profile: rollouts at every N-th position only
 //   sweep:                     required with a target; each axis is a list or a scalar.
 //                              The axes (keys, types, defaults, checks, expansion order)
 //                              are declared once, in experiments/config/sweep_axes.cpp; the
@@ -110,6 +111,7 @@ constexpr int kMaxRepeats = 1000;           // generation.repeats, generation.wa
 constexpr int kMaxThreads = 1024;           // generation.threads
 constexpr int kMaxSweepCells = 10000;       // product of the sweep axes' lengths
 constexpr int kMaxBootstrapResamples = 1000000;
+constexpr int kMaxAcceptanceStride = 1000000;  // measure.acceptance_stride
 
 struct GenerationConfig {
   int max_new_tokens = 64;
@@ -128,6 +130,9 @@ struct MeasureConfig {
   int bootstrap_resamples = 1000;
   double confidence = 0.95;
   bool cost_only = false;
+  // Acceptance profile (experiments/predict/acceptance_profile.h): a rollout at every N-th
+  // position of each prompt's text, the first at a seeded offset in [0, N). 1: every position.
+  int acceptance_stride = 1;
 };
 
 // The sweep's axes, generic: the axes themselves are declared in experiments/config/sweep_axes.cpp

@@ -30,13 +30,14 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
                                              const std::vector<PromptTokens>& prompts,
                                              const AcceptanceProfileRequest& r,
                                              const std::atomic<bool>* interrupted) {
-  SPECLAB_ASSERT(r.depth >= 1);
+  SPECLAB_ASSERT(r.depth >= 1 && r.stride >= 1);
   const int64_t vocab = target.vocab();
   const bool greedy = r.target_sampling.temperature == 0.0f;
   const uint64_t seed = r.seed ^ kProfileSeedMix;
   SamplingParams raw;  // temperature 1, nothing cut: the lenient greedy rule's p
   AcceptanceProfile profile;
   profile.max_depth = r.depth;
+  profile.stride = r.stride;
   std::vector<float> p, p_raw;  // [m + 1, vocab]
   std::vector<int32_t> batch;
   DraftProposal prop;
@@ -53,13 +54,30 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
 
     AcceptancePrompt ap;
     ap.prompt_id = prompts[pi].id;
+    const int64_t n_text = static_cast<int64_t>(text.size());
+    if (r.stride > 1) {
+      ap.stride = r.stride;
+      ap.n_tokens = n_text;
+      const RngKey okey{seed, pi, 0, kRngProfileStride, 0};
+      ap.offset =
+          n_text > 0
+              ? static_cast<int64_t>(rng_bits64(okey) %
+                                     static_cast<uint64_t>(std::min<int64_t>(r.stride, n_text)))
+              : 0;
+    }
     std::vector<int32_t> context = req.prompt;
     target.truncate(0);
     drafter.reset();
     if (context.size() > 1)
       target.forward(context.data(), static_cast<int64_t>(context.size()) - 1, true);
-    for (size_t t = 0; t < text.size(); t++) {
+    // Tokens of the context the target has read; the rest go in front of the next rollout.
+    int64_t fed = static_cast<int64_t>(context.size()) - 1;
+    for (int64_t t = 0; t < n_text; t++) {
       const int64_t L = static_cast<int64_t>(context.size());
+      if (t < ap.offset || (t - ap.offset) % r.stride != 0) {
+        context.push_back(text[static_cast<size_t>(t)]);
+        continue;
+      }
       const int depth = static_cast<int>(std::min<int64_t>(r.depth, target.max_ctx() - L));
       AcceptanceRollout roll;
       prop = DraftProposal();
@@ -68,9 +86,11 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
         drafter.propose(context, depth, r.draft_sampling, DraftStopRule{}, key, &prop);
       }
       const int m = static_cast<int>(prop.tokens.size());
-      batch.assign(1, context.back());
+      // [x_fed..x_{t-1}, d_1..d_m]: p at the rollout comes from the last pending row on.
+      const int64_t pending = L - fed;
+      batch.assign(context.begin() + fed, context.end());
       batch.insert(batch.end(), prop.tokens.begin(), prop.tokens.end());
-      const float* logits = target.forward(batch.data(), m + 1);
+      const float* logits = target.forward(batch.data(), pending + m) + (pending - 1) * vocab;
       p.resize(static_cast<size_t>((m + 1) * vocab));
       for (int j = 0; j <= m; j++)
         sampling_standardize(p.data() + j * vocab, logits + j * vocab, vocab, r.target_sampling);
@@ -116,7 +136,8 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
       }
       ap.positions.push_back(std::move(roll));
       target.truncate(L);  // keep x_{t-1}; forget the rollout
-      context.push_back(text[t]);
+      fed = L;
+      context.push_back(text[static_cast<size_t>(t)]);
     }
     profile.prompts.push_back(std::move(ap));
   }

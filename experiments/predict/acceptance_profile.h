@@ -20,6 +20,14 @@
 // min(p, q) is large, so depths are correlated; the rollouts keep that correlation, which
 // is why the predictor uses them and not beta^i. beta is reported as alpha_profile and fed
 // to Theorem 3.8.
+//
+// Stride (measure.acceptance_stride = s): the rollouts above cost one target pass per position
+// of the text, more target compute than one speculative run. With s > 1 only the positions
+// t = o + k s are rolled out (systematic sampling; o drawn per prompt in [0, min(s, N)) from
+// the profile's seed, so no fixed position such as t = 0 is always in or always out, and a
+// non-empty text has at least one rollout). The skipped tokens are fed to the target in the
+// next measured position's pass, in front of the rollout: about N / s target passes instead
+// of N. s = 1 is the full profile, call for call.
 #pragma once
 
 #include <atomic>
@@ -48,6 +56,7 @@ struct AcceptanceProfileRequest {
   int64_t max_new_tokens = 64;    // text generated per prompt
   std::vector<int64_t> stop_ids;  // EOS ids (empty = ignore EOS)
   uint64_t seed = 0;
+  int stride = 1;  // rollouts at every stride-th position (see above)
 };
 
 // Throws InputError from the models; stops early (returns what it has) when *interrupted.

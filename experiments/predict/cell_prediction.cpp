@@ -81,6 +81,13 @@ void CellPrediction::put_into(ResultRow* row) const {
   r.predicted_drafted_per_round = prediction.mean_drafted_per_round;
   r.predicted_spec_s_per_token = prediction.spec_s_per_token;
   r.predicted_baseline_s_per_token = prediction.base_s_per_token;
+  if (std::isfinite(interval.speedup_lo) && !batched) {
+    r.predicted_speedup_ci_lo = interval.speedup_lo;
+    r.predicted_speedup_ci_hi = interval.speedup_hi;
+    r.predicted_tokens_per_round_ci_lo = interval.tokens_per_round_lo;
+    r.predicted_tokens_per_round_ci_hi = interval.tokens_per_round_hi;
+  }
+  if (acceptance_stride != 1) r.acceptance_profile_stride = acceptance_stride;
   r.alpha_profile = acceptance.alpha_beta;
   r.alpha_profile_ci_lo = alpha_ci.lo;
   r.alpha_profile_ci_hi = alpha_ci.hi;
@@ -137,6 +144,10 @@ std::string CellPredictor::group_of(const ExperimentConfig& config, const Cell& 
   return experiment_hash_hex(group_settings(config, cell).dump()).substr(0, 12);
 }
 
+std::string CellPredictor::acceptance_file_name(const std::string& group, int stride) {
+  return "acceptance-" + group + (stride > 1 ? "-stride" + std::to_string(stride) : "") + ".json";
+}
+
 CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<Cell>& all_cells,
                              TokenRunner* target, std::vector<PromptTokens> prompts,
                              std::vector<int64_t> stop_ids, std::string profiles_dir,
@@ -183,7 +194,7 @@ void CellPredictor::write_index() {
   for (const auto& [g, prof] : cache_) {
     nlohmann::json e = settings_[g];
     e["cost_profile"] = "cost-" + g + ".json";
-    e["acceptance_profile"] = "acceptance-" + g + ".json";
+    e["acceptance_profile"] = acceptance_file_name(g, config_.measure.acceptance_stride);
     e["depth"] = depth_[g];
     e["prompts"] = config_.prompts_json();
     if (prof.has_batched) e["batched_cost_profile"] = "batched-cost-" + g + ".json";
@@ -258,7 +269,8 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
   if (it != cache_.end()) return it->second;
   Profiles prof;
   const std::string cost_file = dir_ + "/cost-" + g + ".json";
-  const std::string acc_file = dir_ + "/acceptance-" + g + ".json";
+  const std::string acc_file =
+      dir_ + "/" + acceptance_file_name(g, config_.measure.acceptance_stride);
   const int depth = depth_.at(g);
   // What this group reads from the directory rather than measures (see ProfileMode).
   const bool reuse = mode_ == ProfileMode::kReuse;
@@ -297,6 +309,10 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     prof.acceptance = acceptance_profile_from_json(profile_read_json(acc_file), acc_file);
     SPECLAB_INPUT_CHECK(prof.acceptance.max_depth >= depth, acc_file, ": rollouts of depth ",
                         prof.acceptance.max_depth, ", the sweep's cells need ", depth);
+    SPECLAB_INPUT_CHECK(prof.acceptance.stride == config_.measure.acceptance_stride, acc_file,
+                        ": measured at acceptance stride ", prof.acceptance.stride,
+                        ", the config asks for measure.acceptance_stride ",
+                        config_.measure.acceptance_stride);
   } else {
     AcceptanceProfileRequest ar;
     ar.target_sampling = ts;
@@ -306,9 +322,11 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     ar.max_new_tokens = config_.generation.max_new_tokens;
     ar.stop_ids = stop_ids_;
     ar.seed = static_cast<uint64_t>(config_.generation.seed);
+    ar.stride = config_.measure.acceptance_stride;
     // Synthetic cells predict from their configured acceptance: a group of nothing else needs
     // no rollouts (its profile file is written empty, so --profiles still finds it).
     prof.acceptance.max_depth = depth;
+    prof.acceptance.stride = ar.stride;
     if (needs_acceptance_.at(g))
       prof.acceptance = acceptance_profile_measure(*target_, *drafter, prompts_, ar, interrupted_);
   }
@@ -382,6 +400,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   out.c = prof.cost.c();
   out.acceptance = prof.summary;
   out.alpha_ci = prof.alpha_ci;
+  out.acceptance_stride = prof.acceptance.stride;
   ChainSetting s;
   s.gamma = cell.gamma;
   s.policy = cell.gamma_policy;
@@ -421,12 +440,20 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     s.gamma = shape.depth();
     s.tree_nodes = static_cast<int>(shape.n_drafted());
     out.model = "tree-approx";
-    out.prediction = predict_chain(prof.cost, tree_profile(prof.acceptance, shape), s);
+    const AcceptanceProfile tree = tree_profile(prof.acceptance, shape);
+    out.prediction = predict_chain(prof.cost, tree, s);
+    out.interval = predict_chain_interval(prof.cost, tree, s, config_.measure.bootstrap_resamples,
+                                          config_.measure.confidence, s.seed);
   } else {
     out.model = synthetic                      ? "configured-acceptance"
                 : cell.gamma_policy == "fixed" ? "chain"
                                                : "policy-walk";
     out.prediction = predict_chain(prof.cost, acceptance, s);
+    // A configured acceptance has no sampling error to state.
+    if (!synthetic)
+      out.interval =
+          predict_chain_interval(prof.cost, acceptance, s, config_.measure.bootstrap_resamples,
+                                 config_.measure.confidence, s.seed);
     if (cell.concurrency > 1) predict_batched_into(cell, prof, acceptance, s, &out);
   }
   out.thm38_alpha = out.acceptance.alpha_beta;

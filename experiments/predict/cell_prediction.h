@@ -11,13 +11,15 @@
 // agree). A group with cells of concurrency > 1 also has a batched cost profile over slots
 // {1} and every such concurrency of the sweep (core/batched_speedup_prediction.h).
 //
-// Files in the profiles directory (DIR/profiles/): cost-<group>.json, acceptance-<group>.json,
+// Files in the profiles directory (DIR/profiles/): cost-<group>.json, acceptance-<group>.json
+// (acceptance-<group>-strideN.json at measure.acceptance_stride N > 1),
 // batched-cost-<group>.json (experiments/predict/profile_io.h) and index.json (group -> its
 // settings). A profile that
 // result rows came from is never overwritten by `speclab run --resume` (ProfileMode::kResume).
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -43,6 +45,10 @@ struct CellPrediction {
   Prediction prediction;
   AcceptanceSummary acceptance;  // of the group's profile (configured for synthetic cells)
   AlphaInterval alpha_ci;
+  // predict_chain_interval: the acceptance side's interval (NaN: none, as for synthetic and
+  // batched cells).
+  PredictionInterval interval{NAN, NAN, NAN, NAN};
+  int acceptance_stride = 1;   // of the profile the prediction came from
   double c = 0;                // the paper's c from the cost profile
   double thm38_alpha = 0;      // alpha_profile; under a configured per-position list, the
                                // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
@@ -127,6 +133,11 @@ class CellPredictor {
   CellPrediction predict(const Cell& cell, Drafter* drafter);
   // Same, for a group whose profiles are already loaded or measured (no drafter needed).
   static std::string group_of(const ExperimentConfig& config, const Cell& cell);
+  // The group's acceptance profile file name: acceptance-<group>.json, and at
+  // measure.acceptance_stride N > 1 acceptance-<group>-strideN.json (a strided profile
+  // estimates the same law from fewer positions: same group and cost profile, but one is never
+  // read for a config asking the other).
+  static std::string acceptance_file_name(const std::string& group, int stride);
 
   // Per group of cells differing only in gamma and gamma policy: the predicted best.
   static std::vector<PredictionGroupRow> best_per_group(

@@ -406,11 +406,18 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
                        {"top_prob", top},
                        {"entropy", ent},
                        {"beta", beta}});
+    if (a.stride > 1) {
+      prompts.back()["n_tokens"] = acceptance_prompt_tokens(p);
+      prompts.back()["offset"] = p.offset;
+    }
   }
-  return {{"format", "speclab-acceptance-profile"},
-          {"version", 1},
-          {"max_depth", a.max_depth},
-          {"prompts", prompts}};
+  nlohmann::json j = {{"format", "speclab-acceptance-profile"},
+                      {"version", 1},
+                      {"max_depth", a.max_depth},
+                      {"prompts", prompts}};
+  // Left out at 1 (every position), so full profiles read and write as before.
+  if (a.stride > 1) j["stride"] = a.stride;
+  return j;
 }
 
 AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const std::string& where) {
@@ -423,6 +430,13 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
                       ": max_depth: expected 0..1024");
   SPECLAB_INPUT_CHECK(j.contains("prompts") && j["prompts"].is_array(), where,
                       ": prompts: expected a list");
+  // Files written before measure.acceptance_stride have a rollout at every position.
+  if (j.contains("stride")) {
+    const double st = number(j, "stride", where, 0, true);
+    SPECLAB_INPUT_CHECK(st >= 1 && st <= 1e6 && st == std::floor(st), where,
+                        ": stride: expected a whole number >= 1, got ", st);
+    a.stride = static_cast<int>(st);
+  }
   for (size_t i = 0; i < j["prompts"].size(); i++) {
     const auto& pj = j["prompts"][i];
     const std::string at = where + ": prompts[" + std::to_string(i) + "]";
@@ -465,6 +479,22 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
       SPECLAB_INPUT_CHECK(r.beta == -1.0f || (r.beta >= 0 && r.beta <= 1), pos,
                           ": beta: expected a number in [0, 1] or -1");
       p.positions.push_back(std::move(r));
+    }
+    if (a.stride > 1) {
+      // Positions t = offset + k stride < n_tokens: one rollout each.
+      const double n = number(pj, "n_tokens", at, 0, true), o = number(pj, "offset", at, 0, true);
+      SPECLAB_INPUT_CHECK(n >= 0 && n <= 1e9 && n == std::floor(n) && o >= 0 &&
+                              o == std::floor(o) && (n == 0 || o < std::min<double>(a.stride, n)),
+                          at, ": n_tokens, offset: expected whole numbers, offset < min(stride, ",
+                          "n_tokens)");
+      p.stride = a.stride;
+      p.n_tokens = static_cast<int64_t>(n);
+      p.offset = static_cast<int64_t>(o);
+      const int64_t expect =
+          p.n_tokens > p.offset ? (p.n_tokens - p.offset + a.stride - 1) / a.stride : 0;
+      SPECLAB_INPUT_CHECK(static_cast<int64_t>(p.positions.size()) == expect, at, ": ",
+                          p.positions.size(), " rollouts, expected ", expect, " (n_tokens ",
+                          p.n_tokens, ", offset ", p.offset, ", stride ", a.stride, ")");
     }
     a.prompts.push_back(std::move(p));
   }

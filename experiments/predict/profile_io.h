@@ -30,7 +30,9 @@
 //                           (flattened b-major), "taken": as a cost profile's}
 //   acceptance profile     {"format": "speclab-acceptance-profile", "version": 1, "max_depth",
 //                           "prompts": [{"id", "accept": [[r..]..], "top_prob", "entropy",
-//                           "beta": [..]}]}
+//                           "beta": [..]}]}; measured at measure.acceptance_stride s > 1 it
+//                          has "stride": s and each prompt "n_tokens" and "offset" (its
+//                          rollouts are at t = offset + k s); without "stride": 1
 #pragma once
 
 #include <nlohmann/json.hpp>

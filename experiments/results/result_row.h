@@ -231,6 +231,15 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "chain, policy-walk, configured-acceptance, tree-approx; batched-loop at concurrency > 1")     \
   X(prediction, double, predicted_speedup, "x", "out-of-sample prediction from the profiles")      \
   X(prediction, double, predicted_tokens_per_round, "tokens", "predicted tau")                     \
+  X(prediction, double, predicted_speedup_ci_lo, "x",                                              \
+    "predicted_speedup's interval from the acceptance profile's sampling error, low end "          \
+    "(prompts bootstrapped as clusters, costs fixed; one-request chain and tree cells)")           \
+  X(prediction, double, predicted_speedup_ci_hi, "x", "its high end")                              \
+  X(prediction, double, predicted_tokens_per_round_ci_lo, "tokens",                                \
+    "predicted_tokens_per_round's interval, low end (as predicted_speedup_ci_lo)")                 \
+  X(prediction, double, predicted_tokens_per_round_ci_hi, "tokens", "its high end")                \
+  X(prediction, int64_t, acceptance_profile_stride, "",                                            \
+    "measure.acceptance_stride of the acceptance profile (absent: 1, every position)")             \
   X(prediction, double, predicted_drafted_per_round, "tokens", "predicted drafted per round")      \
   X(prediction, double, predicted_spec_s_per_token, "s", "predicted speculative s/token")          \
   X(prediction, double, predicted_baseline_s_per_token, "s", "predicted baseline s/token")         \

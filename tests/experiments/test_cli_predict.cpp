@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -102,6 +103,61 @@ TEST(CliPredict, ProfilesAreReusedOfflineForOtherGammasAndRefusedWhenTooShallow)
                                      "' --profiles '" + d.file("nothing") + "'");
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("no such file"), std::string::npos) << none.err;
+}
+
+// measure.acceptance_stride: a strided profile has a file of its own; a directory profiled at
+// one stride is never read for a config asking another, and a file recording another stride
+// under the expected name is refused; rows state the stride and the speedup's interval.
+TEST(CliPredict, AnAcceptanceProfileOfAnotherStrideIsNeverReused) {
+  ScratchDir d;
+  const std::string cfg = small_config(d, "[1, 4]");
+  ASSERT_EQ(run_speclab("predict '" + cfg + "' --out '" + d.file("A") + "'").exit_code, 0);
+  const std::string s2 = " --set measure.acceptance_stride=2";
+  const CliResult other = run_speclab("predict '" + cfg + "'" + s2 + " --out '" + d.file("B") +
+                                      "' --profiles '" + d.file("A") + "'");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("-stride2.json"), std::string::npos) << other.err;
+  const CliResult strided =
+      run_speclab("predict '" + cfg + "'" + s2 + " --out '" + d.file("S") + "'");
+  ASSERT_EQ(strided.exit_code, 0) << strided.err;
+  for (const auto& row : read_jsonl(d.file("S/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    EXPECT_EQ(row["acceptance_profile_stride"], 2);
+    ASSERT_TRUE(row.contains("predicted_speedup_ci_lo")) << row.dump();
+    EXPECT_LE(row["predicted_speedup_ci_lo"].get<double>(), row["predicted_speedup"].get<double>());
+    EXPECT_GE(row["predicted_speedup_ci_hi"].get<double>(), row["predicted_speedup"].get<double>());
+    EXPECT_LE(row["predicted_tokens_per_round_ci_lo"].get<double>(),
+              row["predicted_tokens_per_round"].get<double>());
+    EXPECT_GE(row["predicted_tokens_per_round_ci_hi"].get<double>(),
+              row["predicted_tokens_per_round"].get<double>());
+  }
+  for (const auto& row : read_jsonl(d.file("A/predictions.jsonl")))
+    if (row["row_type"] == "cell") {
+      EXPECT_FALSE(row.contains("acceptance_profile_stride"));
+    }
+  // A stride-2 file put under the full profile's name: refused, naming the file and both strides.
+  std::ifstream index_in(d.file("S/profiles/index.json"));
+  const nlohmann::json index = nlohmann::json::parse(index_in);
+  const std::string g = index.begin().key();
+  const std::string full = d.file("A/profiles/acceptance-" + g + ".json");
+  ASSERT_TRUE(testing_util::file_exists(full));
+  std::filesystem::copy_file(d.file("S/profiles/acceptance-" + g + "-stride2.json"), full,
+                             std::filesystem::copy_options::overwrite_existing);
+  const CliResult doctored = run_speclab("predict '" + cfg + "' --out '" + d.file("C") +
+                                         "' --profiles '" + d.file("A") + "'");
+  EXPECT_EQ(doctored.exit_code, 2);
+  EXPECT_NE(doctored.err.find(full + ": measured at acceptance stride 2, the config asks for "
+                                     "measure.acceptance_stride 1"),
+            std::string::npos)
+      << doctored.err;
+  // A bad stride: one line, exit 2.
+  const CliResult bad = run_speclab(
+      "predict '" + cfg + "' --set measure.acceptance_stride=0 --out '" + d.file("D") + "'");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("measure.acceptance_stride: expected an integer in 1..1000000, got 0"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
 TEST(CliPredict, ImportsCostProfilesFromCsvAndLlamaBench) {

@@ -188,6 +188,8 @@ TEST_F(ConfigTest, OutOfRange) {
             f() + ":14: measure.cost_curve_max_k: expected an integer in 1..65, got 99");
   EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  sigmas: 0\n"),
             f() + ":14: gate.sigmas: expected a number > 0, got 0");
+  EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  acceptance_stride: 0\n"),
+            f() + ":14: measure.acceptance_stride: expected an integer in 1..1000000, got 0");
   EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  deterministic_band: 1\n"),
             f() + ":14: gate.deterministic_band: expected a number in [0, 1), got 1");
   EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  deterministic_band: -0.1\n"),
@@ -215,6 +217,22 @@ TEST_F(ConfigTest, SweepSemantics) {
             f() +
                 ":6: drafters.b: expected a drafter spec (model path, lookup:n=N, "
                 "self:skip=A-B, ngram:PATH), got an empty string");
+}
+
+// measure.acceptance_stride: 1 (the default, written out or not) keeps the config hash; another
+// stride is another config.
+TEST_F(ConfigTest, AcceptanceStrideLeavesTheHashAtItsDefault) {
+  const ExperimentConfig plain = experiment_config_load(write(kBase));
+  EXPECT_EQ(plain.measure.acceptance_stride, 1);
+  EXPECT_FALSE(plain.to_json()["measure"].contains("acceptance_stride"));
+  EXPECT_EQ(experiment_config_load(write(std::string(kBase) + "measure:\n  acceptance_stride: 1\n"))
+                .config_hash(),
+            plain.config_hash());
+  const ExperimentConfig four =
+      experiment_config_load(write(kBase), {"measure.acceptance_stride=4"});
+  EXPECT_EQ(four.measure.acceptance_stride, 4);
+  EXPECT_EQ(four.to_json()["measure"]["acceptance_stride"], 4);
+  EXPECT_NE(four.config_hash(), plain.config_hash());
 }
 
 // sweep.synthetic_acceptance: off, a probability, or a per-position list of them.
