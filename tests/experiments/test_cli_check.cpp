@@ -71,7 +71,6 @@ TEST(CliCheck, FailsOnPlantedRegression) {
   EXPECT_NE(r.err.find("1 of 4 cells"), std::string::npos) << r.err;
 }
 
-
 // A rerun cell with no baseline row (the baseline lost a row): the check fails and names the
 // cell; --allow-missing-cells lets it pass with the cell reported.
 TEST(CliCheck, RerunCellMissingFromBaselineFails) {
