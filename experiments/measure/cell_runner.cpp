@@ -19,6 +19,7 @@
 #include "experiments/measure/round_trace.h"
 #include "experiments/measure/run_conditions.h"
 #include "experiments/measure/run_flags.h"
+#include "experiments/measure/time_parts.h"
 #include "models/decode/autoregressive.h"
 #include "models/decode/law_check_round.h"
 #include "models/decode/round_stats.h"
@@ -40,6 +41,7 @@ struct CellMeasurement {
   std::vector<double> tokens_per_round;  // [rounds] tokens each round emitted
   std::vector<double> repeat_share;      // [requests] repeated 4-gram share of each output
   LawCheckTally law;                     // the in-run law check of each prompt's first repeat
+  TimePartsTally parts;                  // where the plain steps and the rounds went
   LoadSample load_before, load_after;
   std::string started;  // UTC
 };
@@ -296,6 +298,8 @@ CellMeasurement cell_measure(RunContext& ctx, const Cell& cell, Drafter& drafter
       s.drafted = drafted;
       s.accepted = accepted;
       m.acc.add(out.rounds);
+      if (cfg.measure.baseline) m.parts.add_baseline(base);
+      m.parts.add_speculative(out);
       if (req.law_check) law_check_tally_add(out, &m.law);
       AcceptanceStats prompt_acc;  // this request's share, for the per-category tables
       prompt_acc.add(out.rounds);
@@ -389,6 +393,8 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   row.draft_s_per_drafted_token = m.acc.n_drafted ? m.draft_s / m.acc.n_drafted : 0.0;
   row.round_host_s = m.acc.n_rounds ? m.sample_s / m.acc.n_rounds : 0.0;
   row.rounds_verified_on_device = m.rounds_on_device;
+  time_parts_put(m.parts, prediction ? &prediction->cost : nullptr,
+                 prediction ? &prediction->cost_parts : nullptr, &row);
 
   double speedup = 0;
   if (cfg.measure.baseline && base_tok > 0 && spec_tok > 0 && spec_s > 0) {

@@ -289,6 +289,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     prof.cost = std::move(rec.cost);
     prof.cost_spread = std::move(rec.spread);
     prof.cost_taken = std::move(rec.taken);
+    prof.cost_parts = std::move(rec.parts);
   } else {
     CostProfileRequest cr;
     profile_context(&cr.context, &cr.context_len, &cr.prompt_len);
@@ -301,7 +302,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     if (conditions_.draft_sha256) taken.draft_sha256 = conditions_.draft_sha256(cell);
     if (conditions_.load1) taken.load_before = conditions_.load1();
     taken.utc = conditions_.utc_now ? conditions_.utc_now() : "";
-    prof.cost = cost_profile_measure(*target_, *drafter, cr, &prof.cost_spread);
+    prof.cost = cost_profile_measure(*target_, *drafter, cr, &prof.cost_spread, &prof.cost_parts);
     if (conditions_.load1) taken.load_after = conditions_.load1();
   }
 
@@ -336,8 +337,8 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
   // flight is dropped by the caller.
   const bool cut_short = interrupted_ != nullptr && interrupted_->load();
   if (!read_cost && !cut_short)
-    profile_write_json(cost_file,
-                       cost_profile_to_json({prof.cost, prof.cost_spread, prof.cost_taken}));
+    profile_write_json(cost_file, cost_profile_to_json({prof.cost, prof.cost_spread,
+                                                        prof.cost_taken, prof.cost_parts}));
   if (!read_acc && !cut_short)
     profile_write_json(acc_file, acceptance_profile_to_json(prof.acceptance));
   // Which prompts the acceptance profile came from, against this config's.
@@ -393,6 +394,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   CellPrediction out;
   out.group = group_of(config_, cell);
   out.cost = prof.cost;
+  out.cost_parts = prof.cost_parts;
   out.cost_file = prof.cost_file;
   out.cost_taken_utc = prof.cost_taken.utc;
   out.profile_prompts = prof.prompts;

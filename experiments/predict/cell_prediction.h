@@ -48,14 +48,15 @@ struct CellPrediction {
   // predict_chain_interval: the acceptance side's interval (NaN: none, as for synthetic and
   // batched cells).
   PredictionInterval interval{NAN, NAN, NAN, NAN};
-  int acceptance_stride = 1;   // of the profile the prediction came from
-  double c = 0;                // the paper's c from the cost profile
-  double thm38_alpha = 0;      // alpha_profile; under a configured per-position list, the
-                               // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
-  double thm38_speedup = 0;    // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
-  CostProfile cost;            // a copy: predictions outlive their predictor
-  std::string cost_file;       // the cost profile's file (written, read or imported)
-  std::string cost_taken_utc;  // when the cost profile was taken ("" when unknown)
+  int acceptance_stride = 1;    // of the profile the prediction came from
+  double c = 0;                 // the paper's c from the cost profile
+  double thm38_alpha = 0;       // alpha_profile; under a configured per-position list, the
+                                // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
+  double thm38_speedup = 0;     // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
+  CostProfile cost;             // a copy: predictions outlive their predictor
+  CostProfileParts cost_parts;  // its parts (empty when its file has none)
+  std::string cost_file;        // the cost profile's file (written, read or imported)
+  std::string cost_taken_utc;   // when the cost profile was taken ("" when unknown)
   // The acceptance profile's prompts against the cell's: "same" (measured on this config's
   // prompts), "other" (held out: another prompt set's, read with --profiles), "" (unknown: an
   // index written before it recorded them).
@@ -148,6 +149,7 @@ class CellPredictor {
     CostProfile cost;
     CostProfileSpread cost_spread;
     CostProfileTaken cost_taken;
+    CostProfileParts cost_parts;
     std::string cost_file;
     AcceptanceProfile acceptance;
     AcceptanceSummary summary;

@@ -42,7 +42,7 @@ void timing_spread_add(TimingSpread* out, std::vector<double> v) {
 }
 
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const CostProfileRequest& r,
-                                 CostProfileSpread* spread) {
+                                 CostProfileSpread* spread, CostProfileParts* parts) {
   SPECLAB_ASSERT(!r.context.empty() && r.k_max >= 1 && r.g_max >= 1 && r.reps >= 1);
   const int64_t vocab = target.vocab();
   const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - r.k_max - r.g_max - 1);
@@ -64,6 +64,12 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   std::vector<std::vector<double>> t_k(static_cast<size_t>(r.k_max)),
       host_k(static_cast<size_t>(r.k_max)), draft_n(static_cast<size_t>(r.g_max + 1));
   std::vector<double> two_behind, one_behind, first_call, plain_step;
+  // The parts (CostProfileParts), per k or n like the figures they split.
+  std::vector<std::vector<double>> head_k(static_cast<size_t>(r.k_max)),
+      standardize_k(static_cast<size_t>(r.k_max)),
+      draft_forward_n(static_cast<size_t>(r.g_max + 1));
+  std::vector<double> plain_head;
+  bool split_known = true;
   std::vector<float> p(static_cast<size_t>(r.k_max * vocab));
   DraftProposal prop;
   const RngKey key{0x5eed, 0, static_cast<uint64_t>(L), 0, 0};
@@ -83,8 +89,13 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       const auto t0 = Clock::now();
       target.forward(ctx.data() + L, k);
       const double s = timing_since(t0);
+      const ForwardSplit split = target.last_forward_split();
+      split_known = split_known && split.known();
       target.truncate(L);
-      if (keep) t_k[static_cast<size_t>(k - 1)].push_back(s);
+      if (keep) {
+        t_k[static_cast<size_t>(k - 1)].push_back(s);
+        head_k[static_cast<size_t>(k - 1)].push_back(split.head_s);
+      }
     }
     // The plain loop's step follows its previous step: time one T(1) right after another.
     target.forward(ctx.data() + L, 1);
@@ -93,8 +104,13 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       const auto t0 = Clock::now();
       target.forward(ctx.data() + L, 1);
       const double s = timing_since(t0);
+      const ForwardSplit split = target.last_forward_split();
+      split_known = split_known && split.known();
       target.truncate(L);
-      if (keep) plain_step.push_back(s);
+      if (keep) {
+        plain_step.push_back(s);
+        plain_head.push_back(split.head_s);
+      }
     }
     for (int n = 1; n <= r.g_max; n++) {
       propose_s(at_l1, 1);  // the drafter now holds the context but its last token
@@ -103,7 +119,10 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       target.forward(ctx.data() + L, 1);
       target.truncate(L);
       const double s = propose_s(at_l, n);
-      if (keep) draft_n[static_cast<size_t>(n)].push_back(s);
+      if (keep) {
+        draft_n[static_cast<size_t>(n)].push_back(s);
+        draft_forward_n[static_cast<size_t>(n)].push_back(prop.forward_s);
+      }
     }
     propose_s(at_l2, 1);  // two tokens behind: the state after a fully accepted round
     target.forward(ctx.data() + L, 1);
@@ -125,6 +144,7 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       for (int i = 0; i < k; i++)
         sampling_standardize(p.data() + i * vocab, logits.data() + i * vocab, vocab,
                              r.target_sampling);
+      if (keep) standardize_k[static_cast<size_t>(k - 1)].push_back(timing_since(t0));
       if (k == 1) {
         volatile int32_t x = sampling_draw(p.data(), vocab, 0.5);
         (void)x;
@@ -173,6 +193,17 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     timing_spread_add(&spread->draft_one_behind_s, one_behind);
     timing_spread_add(&spread->draft_two_behind_s, two_behind);
     timing_spread_add(&spread->draft_first_call_s, first_call);
+  }
+  if (parts) {
+    *parts = CostProfileParts{};
+    for (const auto& v : standardize_k) parts->host_standardize_s.push_back(timing_median(v));
+    parts->draft_forward_s.push_back(0.0);
+    for (int n = 1; n <= r.g_max; n++)
+      parts->draft_forward_s.push_back(timing_median(draft_forward_n[static_cast<size_t>(n)]));
+    if (split_known) {
+      for (const auto& v : head_k) parts->target_head_s.push_back(timing_median(v));
+      parts->baseline_step_head_s = timing_median(plain_head);
+    }
   }
   return c;
 }

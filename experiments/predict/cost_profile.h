@@ -85,16 +85,31 @@ struct CostProfileTaken {
   std::string target_sha256, draft_sha256;  // of the weights timed ("" for a drafter without)
 };
 
+// Parts of the timed figures, in the parts the decoders time in the loop too (RoundRecord,
+// GenerationResult; docs/prediction.md, "Where a step and a round go"), medians over the
+// repetitions like the figures. Not read by the predictor: they let a run show which part of
+// a round or a plain step departs from the profile. Empty / negative: not recorded (older
+// files, a runner that does not split its forward).
+struct CostProfileParts {
+  std::vector<double> target_head_s;       // [K] of T(k): the output head (final norm + vocab)
+  double baseline_step_head_s = -1;        // of the plain step: the output head
+  std::vector<double> host_standardize_s;  // [K] of host(k): the k rows' logits to probabilities
+  std::vector<double> draft_forward_s;     // [G + 1] of round(n): the draft model's forward calls
+  bool empty() const { return host_standardize_s.empty(); }
+};
+
 // A cost profile as its file holds it.
 struct CostProfileRecord {
   CostProfile cost;
   CostProfileSpread spread;
   CostProfileTaken taken;
+  CostProfileParts parts;
 };
 
-// spread (may be null) receives the spread of every timed figure.
+// spread and parts (may be null) receive the spread of every timed figure and its parts.
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
                                  const CostProfileRequest& request,
-                                 CostProfileSpread* spread = nullptr);
+                                 CostProfileSpread* spread = nullptr,
+                                 CostProfileParts* parts = nullptr);
 
 }  // namespace speclab

@@ -251,8 +251,52 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
       j["spread"]["baseline_step_s"] = timing_spread_to_json(s.baseline_step_s);
   }
   if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
+  if (!r.parts.empty()) {
+    j["parts"] = {{"host_standardize_s", r.parts.host_standardize_s},
+                  {"draft_forward_s", r.parts.draft_forward_s}};
+    if (!r.parts.target_head_s.empty()) {
+      j["parts"]["target_head_s"] = r.parts.target_head_s;
+      j["parts"]["baseline_step_head_s"] = r.parts.baseline_step_head_s;
+    }
+  }
   return j;
 }
+
+namespace {
+
+// parts: each list one entry per entry of the figure it splits, finite seconds >= 0 and no more
+// than that figure (a part of it).
+CostProfileParts cost_parts_from_json(const nlohmann::json& pj, const CostProfile& c,
+                                      const std::string& at) {
+  SPECLAB_INPUT_CHECK(pj.is_object(), at, ": expected an object");
+  CostProfileParts parts;
+  auto part_list = [&](const char* key, const std::vector<double>& whole) {
+    std::vector<double> v = number_list(pj, key, at);
+    SPECLAB_INPUT_CHECK(v.size() == whole.size(), at, ".", key, ": expected ", whole.size(),
+                        " entries (one per entry of the figure it splits), got ", v.size());
+    for (size_t i = 0; i < v.size(); i++)
+      SPECLAB_INPUT_CHECK(std::isfinite(v[i]) && v[i] >= 0 && v[i] <= whole[i], at, ".", key, "[",
+                          i,
+                          "]: expected finite seconds >= 0 and at most the figure it is a "
+                          "part of (",
+                          whole[i], "), got ", v[i]);
+    return v;
+  };
+  parts.host_standardize_s = part_list("host_standardize_s", c.host_round_s);
+  parts.draft_forward_s = part_list("draft_forward_s", c.draft_round_s);
+  if (pj.contains("target_head_s")) {
+    parts.target_head_s = part_list("target_head_s", c.target_s);
+    parts.baseline_step_head_s = number(pj, "baseline_step_head_s", at, 0, true);
+    SPECLAB_INPUT_CHECK(
+        parts.baseline_step_head_s >= 0 && parts.baseline_step_head_s <= c.plain_step_s(), at,
+        ".baseline_step_head_s: expected seconds >= 0 and at most the plain "
+        "step (",
+        c.plain_step_s(), "), got ", parts.baseline_step_head_s);
+  }
+  return parts;
+}
+
+}  // namespace
 
 CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const std::string& where) {
   SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-cost-profile", where,
@@ -294,6 +338,8 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
       s.baseline_step_s = timing_spread_from_json(sj, "baseline_step_s", 1, where);
   }
   if (j.contains("taken")) r.taken = cost_taken_from_json(j["taken"], where + ": taken");
+  // Files written before the parts were recorded have none.
+  if (j.contains("parts")) r.parts = cost_parts_from_json(j["parts"], c, where + ": parts");
   return r;
 }
 

@@ -70,7 +70,7 @@ using PredictedGrid = std::vector<GridPoint>;
 using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of that dtype
 
 // X(group, type, name, unit, meaning). group: which part of the row (docs, the gate's identity
-// comparison): run, machine, conditions, target, draft, cost, measured, time, speedup,
+// comparison): run, machine, conditions, target, draft, cost, measured, time, parts, speedup,
 // batching, prediction, flags, cost_only, predict.
 #define SPECLAB_RESULT_ROW_FIELDS(X)                                                               \
   X(run, std::string, row_kind, "",                                                                \
@@ -196,6 +196,31 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(time, double, round_host_s, "s", "sample_s / rounds")                                          \
   X(time, int64_t, rounds_verified_on_device, "",                                                  \
     "rounds whose verification ran on the target's device")                                        \
+  X(parts, double, step_layers_s, "s",                                                             \
+    "plain loop per token: the target's layers (embeddings included; the whole forward when "      \
+    "the runner does not split it)")                                                               \
+  X(parts, double, step_head_s, "s", "plain loop per token: the output head")                      \
+  X(parts, double, step_standardize_s, "s", "plain loop per token: logits to probabilities")       \
+  X(parts, double, step_draw_s, "s", "plain loop per token: the draw")                             \
+  X(parts, double, step_other_s, "s", "plain loop per token: the rest (bookkeeping)")              \
+  X(parts, double, round_draft_forward_s, "s", "per round: the draft model's forward calls")       \
+  X(parts, double, round_draft_other_s, "s", "per round: the rest of the drafting (its sampling)") \
+  X(parts, double, round_verify_layers_s, "s", "per round: the verify's layers")                   \
+  X(parts, double, round_verify_head_s, "s", "per round: the verify's output head")                \
+  X(parts, double, round_standardize_s, "s", "per round: the target rows to probabilities")        \
+  X(parts, double, round_accept_s, "s", "per round: Algorithm 1's accept/reject")                  \
+  X(parts, double, round_other_s, "s", "per round: the rest (bookkeeping)")                        \
+  X(parts, double, profile_step_layers_s, "s", "the cost profile's step_layers_s")                 \
+  X(parts, double, profile_step_head_s, "s", "the cost profile's step_head_s")                     \
+  X(parts, double, profile_step_standardize_s, "s", "the cost profile's step_standardize_s")       \
+  X(parts, double, profile_step_draw_s, "s", "the cost profile's step_draw_s")                     \
+  X(parts, double, profile_round_draft_forward_s, "s",                                             \
+    "round_draft_forward_s as the cost profile prices this run's rounds (catch-ups included)")     \
+  X(parts, double, profile_round_draft_other_s, "s", "the same for round_draft_other_s")           \
+  X(parts, double, profile_round_verify_layers_s, "s", "the same for round_verify_layers_s")       \
+  X(parts, double, profile_round_verify_head_s, "s", "the same for round_verify_head_s")           \
+  X(parts, double, profile_round_standardize_s, "s", "the same for round_standardize_s")           \
+  X(parts, double, profile_round_accept_s, "s", "the same for round_accept_s")                     \
   X(speedup, double, speedup, "x", "(baseline s/token) / (speculative s/token)")                   \
   X(speedup, double, speedup_ci_lo, "x", "percentile-bootstrap interval over prompts, low end")    \
   X(speedup, double, speedup_ci_hi, "x", "percentile-bootstrap interval over prompts, high end")   \

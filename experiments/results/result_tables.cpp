@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "experiments/config/sweep_axes.h"
 #include "experiments/results/category_tables.h"
+#include "experiments/results/time_parts_table.h"
 
 namespace speclab {
 
@@ -628,6 +629,11 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
     }
     out.push_back(tc);
   }
+
+  std::vector<const ResultRow*> measured_one_at_a_time;
+  for (const auto* r : rows)
+    if (r->kind() == "measured" && r->cell.concurrency <= 1) measured_one_at_a_time.push_back(r);
+  for (Table& t : time_parts_tables(measured_one_at_a_time, f.machine)) out.push_back(std::move(t));
   return out;
 }
 

@@ -26,12 +26,22 @@ GenerationResult generate_autoregressive(TokenRunner& target, const GenerationRe
   int32_t last = request.prompt.back();
   int64_t pos = n_prompt;  // absolute position of the token being sampled
   while (true) {
+    // The step in its parts (GenerationResult::step_*): forward, standardize, draw.
+    const auto tf = DecodeClock::now();
     const float* logits = target.forward(&last, 1, /*last_only=*/true);
+    const auto ts = DecodeClock::now();
     result.n_target_calls++;
     sampling_standardize(probs.data(), logits, vocab, request.sampling);
+    const auto td = DecodeClock::now();
     RngKey key{request.seed, request.request_id, static_cast<uint64_t>(pos),
                static_cast<uint32_t>(RngStream::kRngTargetSample), 0};
     const int32_t tok = sampling_draw(probs.data(), vocab, rng_uniform(key));
+    result.step_draw_s += seconds_since(td);
+    result.step_standardize_s += std::chrono::duration<double>(td - ts).count();
+    result.step_forward_s += std::chrono::duration<double>(ts - tf).count();
+    const ForwardSplit split = target.last_forward_split();
+    if (split.known()) result.step_head_s += split.head_s;
+    result.step_head_known = result.step_head_known && split.known();
     pos++;
     last = tok;
     if (decode_commit_token(request, tok, nullptr, &result)) break;

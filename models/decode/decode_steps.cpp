@@ -46,6 +46,7 @@ VerifyOutcome decode_verify_on_host(const float* logits, int64_t vocab,
   const int n_draft = static_cast<int>(drafts.size());
   const bool greedy = sampling.temperature == 0.0f;
   const bool raw_needed = greedy && lenience < 1.0;
+  const auto t0 = DecodeClock::now();
   buf->p.resize(static_cast<size_t>((n_draft + 1) * vocab));
   for (int i = 0; i <= n_draft; i++)
     sampling_standardize(buf->p.data() + i * vocab, logits + i * vocab, vocab, sampling);
@@ -55,6 +56,7 @@ VerifyOutcome decode_verify_on_host(const float* logits, int64_t vocab,
       sampling_standardize(buf->p_raw.data() + i * vocab, logits + i * vocab, vocab,
                            SamplingParams{1.0f, 0, 1.0f});
   }
+  buf->standardize_s = seconds_since(t0);
   VerifyRound round;
   round.n_draft = n_draft;
   round.draft = drafts.data();

@@ -37,6 +37,7 @@ bool decode_commit_token(const GenerationRequest& request, int32_t token,
 struct HostVerifyBuffers {
   std::vector<float> p;      // [n_draft + 1, vocab] standardized target distributions
   std::vector<float> p_raw;  // [n_draft, vocab] softmax of the raw logits (greedy lenience only)
+  double standardize_s = 0;  // the last verification's seconds of standardizing its rows
 };
 
 // Leviathan et al. 2023, Algorithm 1 on the host, from the target's logits of one round's rows

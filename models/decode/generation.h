@@ -33,6 +33,11 @@ struct RoundRecord : VerifyOutcome {
   int n_emitted = 0;             // tokens committed this round (after stops): 1..n_draft+1
   std::vector<int32_t> drafted;  // [n_draft] the proposed ids (tree: the accepted path)
   double draft_s = 0, verify_s = 0, sample_s = 0;  // wall time split
+  // Parts of the split above (docs/prediction.md, "Where a step and a round go"):
+  double draft_forward_s = 0;  // of draft_s: the draft model's forward calls (0 model-free)
+  double verify_head_s = -1;   // of verify_s: the target's output head (-1: the runner does
+                               // not split its forward, ForwardSplit)
+  double standardize_s = 0;    // of sample_s: the target rows' logits to probabilities
   // The target standardized and verified this round where its logits are
   // (TokenRunner::verify_on_device): verify_s then covers the whole verification and sample_s
   // is 0. The cost profile prices verification on the host, so cells count these rounds.
@@ -51,10 +56,16 @@ const char* stop_reason_name(StopReason r);
 struct GenerationResult {
   std::vector<int32_t> tokens;  // generated ids (prompt excluded)
   StopReason stop = StopReason::kMaxTokens;
-  double prefill_s = 0;             // target prefill of the prompt
-  double decode_s = 0;              // everything after the prefill
-  int64_t n_target_calls = 0;       // target forward calls after the prefill
-  int64_t n_draft_calls = 0;        // draft model forward calls
+  double prefill_s = 0;        // target prefill of the prompt
+  double decode_s = 0;         // everything after the prefill
+  int64_t n_target_calls = 0;  // target forward calls after the prefill
+  int64_t n_draft_calls = 0;   // draft model forward calls
+  // The autoregressive baseline's decode_s in parts, summed over its steps: the target's
+  // forward (its layers and its output head, ForwardSplit; the head unknown when the runner does
+  // not split: step_head_known false), the logits to probabilities, the draw; the rest is the
+  // loop's bookkeeping.
+  double step_forward_s = 0, step_head_s = 0, step_standardize_s = 0, step_draw_s = 0;
+  bool step_head_known = true;
   std::vector<RoundRecord> rounds;  // empty for the autoregressive baseline
 };
 

@@ -45,6 +45,7 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   const int n_draft = static_cast<int>(drafts.size());
   SPECLAB_ASSERT(n_draft <= k);
   rec->draft_s = buf.proposal.seconds;
+  rec->draft_forward_s = buf.proposal.forward_s;
   *n_draft_calls += buf.proposal.n_forward_calls;
 
   // Verify: one target pass over [last, d1..dk] gives p for k+1 positions. A GPU runner
@@ -76,11 +77,14 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
     const float* q = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
     const float* logits = target.forward(buf.batch.data(), n_draft + 1);
     rec->verify_s = seconds_since(tv);
+    const ForwardSplit split = target.last_forward_split();
+    if (split.known()) rec->verify_head_s = split.head_s;
 
     auto ts = DecodeClock::now();
     out = decode_verify_on_host(logits, vocab, drafts, q, request.sampling, config.lenience,
                                 config.synthetic_accept, in.base, &buf.host);
     rec->sample_s = seconds_since(ts);
+    rec->standardize_s = buf.host.standardize_s;
   }
 
   // Roll the target back to the accepted prefix: its cache keeps [.., last, d1..dn].

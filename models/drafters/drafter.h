@@ -33,6 +33,8 @@ struct DraftProposal {
   std::vector<float> top_prob;      // [n] max_x q_i(x) (1 for deterministic drafters)
   std::vector<float> entropy_norm;  // [n] entropy of q_i / log(vocab), in [0, 1]
   double seconds = 0;               // wall time spent proposing (incl. catch-up)
+  double forward_s = 0;             // of seconds: the draft model's forward calls (the rest is
+                                    // sampling and bookkeeping; 0 for model-free drafters)
   int64_t n_forward_calls = 0;      // model forward calls made (0 for model-free drafters)
 };
 

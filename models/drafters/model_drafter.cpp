@@ -107,17 +107,23 @@ void ModelDrafter::propose_chain(const std::vector<int32_t>& context, int k,
       }
       out->q_device = out->tokens.empty() ? nullptr : rows;
       out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      out->forward_s = out->seconds;  // each device call fuses the forward and the draw
       return;
     }
   }
 
+  auto tf = std::chrono::steady_clock::now();
   const float* logits = catch_up(context, &out->n_forward_calls);
+  out->forward_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - tf).count();
   out->q.reserve(static_cast<size_t>(k * vocab));
   for (int i = 0; i < k; i++) {
     const int32_t tok = draft_sample_step(logits, vocab, i, params, stop, key, out);
     if (tok < 0) break;
     if (i + 1 < k) {
+      tf = std::chrono::steady_clock::now();
       logits = runner_->forward(&tok, 1, /*last_only=*/true);
+      out->forward_s +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - tf).count();
       out->n_forward_calls++;
       fed_.push_back(tok);
     }

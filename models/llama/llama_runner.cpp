@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/cpu_attention.h"
 #include "core/cpu_matmul.h"
@@ -12,6 +13,13 @@
 #include "core/threads.h"
 
 namespace speclab {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+}  // namespace
 
 LlamaRunner::LlamaRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip_layers)
     : model_(model), skip_layers_(std::move(skip_layers)) {
@@ -122,11 +130,18 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
   const int64_t dim = c.dim;
   const int64_t n_past = kv_.n_past;
   float* x = x_.data();
+  const Clock::time_point start = Clock::now();
 
   // Token embeddings: one row of tok_embeddings per token, converted to FP32.
   for (int64_t t = 0; t < n_tokens; t++)
     weights_row_to_f32(x + t * dim, w.tok_embeddings, tokens[t]);
-  if (step_team_ && n_tokens <= kMatmulItemsMaxTokens) return run_team(n_tokens, last_only, tree);
+  if (step_team_ && n_tokens <= kMatmulItemsMaxTokens) {
+    const float* logits = run_team(n_tokens, last_only, tree);
+    const Clock::time_point end = Clock::now();
+    split_.head_s = seconds_between(head_start_, end);
+    split_.layers_s = seconds_between(start, head_start_);
+    return logits;
+  }
 
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
@@ -170,6 +185,7 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
   }
 
   // Final norm and the output head, over all tokens or only the last one.
+  head_start_ = Clock::now();
   const int64_t n_rows = last_only ? 1 : n_tokens;
   const float* head_in = x + (n_tokens - n_rows) * dim;
   rmsnorm(xb_.data(), head_in, params_.final_norm.data(), n_rows, dim, c.rms_norm_eps);
@@ -177,6 +193,8 @@ const float* LlamaRunner::run(const int32_t* tokens, int64_t n_tokens, bool last
     logits_.resize(n_rows * c.vocab_size);
   }
   matmul_weights(logits_.data(), xb_.data(), w.output, n_rows);
+  split_.layers_s = seconds_between(start, head_start_);
+  split_.head_s = seconds_between(head_start_, Clock::now());
   return logits_.data();
 }
 
@@ -355,7 +373,12 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
             add_rows(xb2_.data(), lw.w_down, i0, i1);
           });
     }
-    // H: the output head over the last n_rows tokens.
+    // H: the output head over the last n_rows tokens. Thread 0 marks when the layers are done
+    // (the last layer's items all finished) for the forward's split.
+    if (omp_get_thread_num() == 0) {
+      if (phase > 0) team_.wait(phase - 1, prev_items);
+      head_start_ = Clock::now();
+    }
     run_phase(
         matmul_item_count(w.output),
         [&] {

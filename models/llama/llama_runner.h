@@ -7,6 +7,7 @@
 // row by row from their stored dtype (see core/cpu_matmul.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -51,6 +52,7 @@ class LlamaRunner : public TokenRunner {
   int64_t n_past() const override { return kv_.n_past; }
   int64_t max_ctx() const override { return kv_.max_ctx; }
   int64_t vocab() const override { return model_.config.vocab_size; }
+  ForwardSplit last_forward_split() const override { return split_; }
   const LlamaModel& model() const { return model_; }
 
  private:
@@ -92,6 +94,8 @@ class LlamaRunner : public TokenRunner {
   std::vector<float> hb_;      // [n_tokens, hidden_dim] gate, then silu(gate) * up
   std::vector<float> hb2_;     // [n_tokens, hidden_dim] up
   std::vector<float> logits_;  // [n_tokens or 1, vocab]
+  ForwardSplit split_;         // of the last run()
+  std::chrono::steady_clock::time_point head_start_;  // when the last run()'s head began
 
   // The step team (run_team): shared work counters, and per thread its own normed sublayer
   // input and packed activations (so that no thread waits for another's packing) and its

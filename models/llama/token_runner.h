@@ -36,6 +36,16 @@ struct DraftStep {
   const float* q_rows = nullptr;  // device [row + 1, vocab]: this round's rows so far
 };
 
+// The last forward()'s wall seconds, split where the step's work changes kind: the embedding
+// lookup and the transformer layers (whose weights every call reads once, whatever its tokens)
+// and the output head (final RMSNorm and the vocabulary projection, over the rows the call
+// returns). Negative: not split (a runner whose calls are asynchronous, e.g. on a GPU).
+struct ForwardSplit {
+  double layers_s = -1;
+  double head_s = -1;
+  bool known() const { return layers_s >= 0 && head_s >= 0; }
+};
+
 class TokenRunner {
  public:
   virtual ~TokenRunner() = default;
@@ -62,6 +72,8 @@ class TokenRunner {
   virtual void keep_path(int64_t base, const int32_t* path, int64_t n);
   virtual int64_t max_ctx() const = 0;
   virtual int64_t vocab() const = 0;
+  // The split of the last forward() or forward_tree() (ForwardSplit; unknown by default).
+  virtual ForwardSplit last_forward_split() const { return {}; }
 
   // One speculative verification where the logits are (docs/design.md: on a GPU the round stays
   // on the device). Runs batch[0..n_draft] = [last, d_1..d_n] at positions

@@ -1,0 +1,49 @@
+// Where a plain step and a speculative round go, in named parts, measured in the loop and
+// priced by the cost profile for the same rounds (docs/prediction.md, "Where a step and a round
+// go"). The parts are the ones both the decoders and the profile time:
+//   plain step   the target's layers (embeddings included), its output head (final norm and
+//                the vocabulary projection), the logits to probabilities, the draw, and the
+//                loop's bookkeeping (the rest of the step);
+//   round        the draft model's forward calls, the rest of the drafting (its sampling, the
+//                model-free drafters' lookups), the verify's layers and head, the target rows'
+//                logits to probabilities, Algorithm 1's accept/reject, and the bookkeeping.
+// An accounting and a diagnostic, not a prediction: the profile's price is taken at the run's
+// own mix of rounds (how many tokens each drafted, which followed a round that accepted all),
+// so it says which part departs from the profile, never what a cell will gain.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "experiments/predict/cost_profile.h"
+#include "experiments/results/result_row.h"
+#include "models/decode/generation.h"
+
+namespace speclab {
+
+struct TimePartsTally {
+  // The plain loop, summed over its generations.
+  int64_t base_tokens = 0;
+  double base_decode_s = 0, base_forward_s = 0, base_head_s = 0, base_standardize_s = 0,
+         base_draw_s = 0;
+  bool base_head_known = true;
+  // The speculative loop's chain rounds, summed.
+  int64_t rounds = 0;
+  double spec_decode_s = 0, draft_s = 0, draft_forward_s = 0, verify_s = 0, verify_head_s = 0,
+         sample_s = 0, standardize_s = 0;
+  bool verify_head_known = true;
+  bool priceable = true;                 // every round a host-verified chain round
+  std::vector<int64_t> rounds_by_draft;  // [g] rounds that drafted g tokens
+  int64_t catchups = 0;                  // rounds that followed a round accepting all its drafts
+
+  void add_baseline(const GenerationResult& g);
+  void add_speculative(const GenerationResult& g);
+};
+
+// Puts the loop's parts (step_*_s per plain-loop token, round_*_s per round) and, where the
+// cost profile has parts and covers every round, the profile's price of the same (profile_step_*,
+// profile_round_*) into the row. cost / parts may be null (no prediction).
+void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const CostProfileParts* parts,
+                    ResultRow* row);
+
+}  // namespace speclab
