@@ -63,6 +63,10 @@ const std::vector<ConfigKey>& fixed_keys() {
        "acceptance profile (`speclab predict`): a drafter rollout at every N-th position of each "
        "prompt's text (offset seeded per prompt), not at every one: about 1/N of its target "
        "passes; 1 = every position"},
+      {"measure.cost_profile_seconds", "number in [0, 3600]", "0", "0",
+       "cost profile: its repetitions (at least 15) go on until this many seconds have passed, "
+       "so its medians sample the machine over a stretch of time, not the moment a fast "
+       "model's 15 repetitions take; 0 = 15 repetitions"},
       {"sweep", "section", "required with a target", "",
        "the cells: the cross product of the axes; each axis is a list or a scalar"},
       {"simulate", "section", "optional", "", "simulator-only configs (no target)"},

@@ -447,6 +447,8 @@ nlohmann::json ExperimentConfig::to_json() const {
   // Left out at its default, so configs that do not set it keep their hash.
   if (measure.acceptance_stride != MeasureConfig{}.acceptance_stride)
     j["measure"]["acceptance_stride"] = measure.acceptance_stride;
+  if (measure.cost_profile_seconds != MeasureConfig{}.cost_profile_seconds)
+    j["measure"]["cost_profile_seconds"] = measure.cost_profile_seconds;
   if (sweep) {
     // Axes at their default list that say so are left out, so configs that do not use
     // them keep their hash (sweep_axes.h).
@@ -604,6 +606,9 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("acceptance_stride"))
       ms.acceptance_stride =
           r.scalar_int32(m.get("acceptance_stride"), "measure.acceptance_stride");
+    if (m.has("cost_profile_seconds"))
+      ms.cost_profile_seconds =
+          r.scalar_double(m.get("cost_profile_seconds"), "measure.cost_profile_seconds");
   }
   if (top.has("sweep")) {
     MapReader m(r, top.get("sweep"), "sweep", config_schema_children("sweep"));
@@ -759,6 +764,10 @@ void experiment_config_validate(const ExperimentConfig& c) {
   check(m.acceptance_stride >= 1 && m.acceptance_stride <= kMaxAcceptanceStride,
         "measure.acceptance_stride",
         str_cat("expected an integer in 1..", kMaxAcceptanceStride, ", got ", m.acceptance_stride));
+  check(m.cost_profile_seconds >= 0 && m.cost_profile_seconds <= kMaxCostProfileSeconds,
+        "measure.cost_profile_seconds",
+        str_cat("expected seconds in [0, ", kMaxCostProfileSeconds, "], got ",
+                m.cost_profile_seconds));
 
   const int max_gamma = c.sweep ? c.sweep->max_gamma() : 0;
   check(m.cost_curve_max_k >= max_gamma + 1, "measure.cost_curve_max_k",

@@ -112,6 +112,7 @@ constexpr int kMaxThreads = 1024;           // generation.threads
 constexpr int kMaxSweepCells = 10000;       // product of the sweep axes' lengths
 constexpr int kMaxBootstrapResamples = 1000000;
 constexpr int kMaxAcceptanceStride = 1000000;  // measure.acceptance_stride
+constexpr double kMaxCostProfileSeconds = 3600;  // measure.cost_profile_seconds
 
 struct GenerationConfig {
   int max_new_tokens = 64;
@@ -133,6 +134,10 @@ struct MeasureConfig {
   // Acceptance profile (experiments/predict/acceptance_profile.h): a rollout at every N-th
   // position of each prompt's text, the first at a seeded offset in [0, N). 1: every position.
   int acceptance_stride = 1;
+  // Cost profile (experiments/predict/cost_profile.h): its repetitions (at least 15) go on until
+  // this many seconds have passed, so that its medians sample the machine over a stretch of time
+  // rather than the moment a fast model's 15 repetitions take. 0: 15 repetitions.
+  double cost_profile_seconds = 0;
 };
 
 // The sweep's axes, generic: the axes themselves are declared in experiments/config/sweep_axes.cpp

@@ -14,6 +14,7 @@ void TimePartsTally::add_baseline(const GenerationResult& g) {
 
 void TimePartsTally::add_speculative(const GenerationResult& g) {
   spec_decode_s += g.decode_s;
+  requests += g.rounds.empty() ? 0 : 1;
   bool after_full = false;  // the previous round of this request accepted all it drafted
   for (const RoundRecord& r : g.rounds) {
     rounds++;
@@ -75,7 +76,9 @@ void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const Cost
     stdz += w * parts->host_standardize_s[g];
     accept += w * (cost->host_round_s[g] - parts->host_standardize_s[g]);
   }
-  dfwd += static_cast<double>(t.catchups) * cost->draft_catchup_s;  // catch-up: a draft forward
+  // Catch-ups and each request's prefill of its prompt are draft forwards too.
+  dfwd += static_cast<double>(t.catchups) * cost->draft_catchup_s +
+          static_cast<double>(t.requests) * cost->draft_prefill_s;
   const double n = static_cast<double>(t.rounds);
   row->profile_round_draft_forward_s = dfwd / n;
   row->profile_round_draft_other_s = dother / n;

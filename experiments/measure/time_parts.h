@@ -8,8 +8,9 @@
 //                model-free drafters' lookups), the verify's layers and head, the target rows'
 //                logits to probabilities, Algorithm 1's accept/reject, and the bookkeeping.
 // An accounting and a diagnostic, not a prediction: the profile's price is taken at the run's
-// own mix of rounds (how many tokens each drafted, which followed a round that accepted all),
-// so it says which part departs from the profile, never what a cell will gain.
+// own mix of rounds (how many tokens each drafted, which followed a round that accepted all,
+// how many requests' first proposals read their prompt), so it says which part departs from
+// the profile, never what a cell will gain.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,8 @@ struct TimePartsTally {
   bool priceable = true;                 // every round a host-verified chain round
   std::vector<int64_t> rounds_by_draft;  // [g] rounds that drafted g tokens
   int64_t catchups = 0;                  // rounds that followed a round accepting all its drafts
+  int64_t requests = 0;                  // speculative generations with a round (each one's first
+                                         // proposal reads its prompt: the draft's prefill)
 
   void add_baseline(const GenerationResult& g);
   void add_speculative(const GenerationResult& g);

@@ -295,6 +295,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     profile_context(&cr.context, &cr.context_len, &cr.prompt_len);
     cr.k_max = k_max_.at(g);
     cr.g_max = std::max(depth, k_max_.at(g) - 1);
+    cr.min_seconds = config_.measure.cost_profile_seconds;
     cr.target_sampling = ts;
     cr.draft_sampling = ds;
     CostProfileTaken& taken = prof.cost_taken;

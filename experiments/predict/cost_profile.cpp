@@ -80,8 +80,13 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     drafter.propose_keeping_q_on_device(c, n, r.draft_sampling, no_stop, key, &prop);
     return timing_since(t0);
   };
-  for (int rep = 0; rep <= r.reps; rep++) {  // rep 0 warms every call and is not kept
+  // rep 0 warms every call and is not kept; then at least r.reps, and more until min_seconds.
+  const auto started = Clock::now();
+  int kept = 0;
+  for (int rep = 0; rep <= r.reps || (timing_since(started) < r.min_seconds && kept < r.max_reps);
+       rep++) {
     const bool keep = rep > 0;
+    kept += keep ? 1 : 0;
     for (int k = 1; k <= r.k_max; k++) {
       // A verify follows the round's drafting, not another target call: time it after a
       // proposal, as it runs in the decoder.
@@ -183,7 +188,7 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   c.draft_prefill_s = std::max(0.0, timing_median(first_call) - timing_median(one_behind));
   if (spread) {
     *spread = CostProfileSpread{};
-    spread->reps = r.reps;
+    spread->reps = kept;
     for (const auto& v : t_k) timing_spread_add(&spread->target_s, v);
     timing_spread_add(&spread->baseline_step_s, plain_step);
     for (const auto& v : host_k) timing_spread_add(&spread->host_round_s, v);

@@ -158,6 +158,39 @@ TEST(CostProfileOrder, VerifyAfterAProposalPlainStepAfterAStep) {
   EXPECT_EQ(spread.target_s.median[1], p.target_s[1]);
 }
 
+// A fast model's repetitions take moments: they go on until min_seconds have passed, so the
+// medians sample the machine over that stretch (measure.cost_profile_seconds); a slow one's
+// still get at least `reps`.
+TEST(CostProfileOrder, RepetitionsGoOnUntilTheTimeBudgetHasPassed) {
+  LastCall last;
+  OrderRunner target(last);
+  OrderDrafter drafter(last);
+  CostProfileRequest req;
+  req.context = some_context();
+  req.context_len = 16;
+  req.prompt_len = 8;
+  req.k_max = 1;
+  req.g_max = 1;
+  req.reps = 2;
+  CostProfileSpread spread;
+  cost_profile_measure(target, drafter, req, &spread);
+  EXPECT_EQ(spread.reps, 2) << "no budget: exactly reps";
+  // One repetition here sleeps about 90 ms (four calls after a proposal): 0.6 s makes it six
+  // or seven.
+  req.min_seconds = 0.6;
+  const auto t0 = std::chrono::steady_clock::now();
+  cost_profile_measure(target, drafter, req, &spread);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 0.6);
+  EXPECT_GT(spread.reps, 3);
+  ASSERT_EQ(spread.target_s.min.size(), 1u);
+  req.min_seconds = 60;
+  req.max_reps = 4;
+  cost_profile_measure(target, drafter, req, &spread);
+  EXPECT_EQ(spread.reps, 4) << "never more than max_reps";
+}
+
 TEST(CostProfileOrder, BatchedVerifyAfterAProposalPlainStepAfterAStep) {
   LastCall last;
   OrderBatchRunner target(last);

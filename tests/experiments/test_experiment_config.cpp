@@ -190,6 +190,10 @@ TEST_F(ConfigTest, OutOfRange) {
             f() + ":14: gate.sigmas: expected a number > 0, got 0");
   EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  acceptance_stride: 0\n"),
             f() + ":14: measure.acceptance_stride: expected an integer in 1..1000000, got 0");
+  EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  cost_profile_seconds: -1\n"),
+            f() + ":14: measure.cost_profile_seconds: expected seconds in [0, 3600], got -1");
+  EXPECT_EQ(error_of(std::string(kBase) + "measure:\n  cost_profile_seconds: 1e9\n"),
+            f() + ":14: measure.cost_profile_seconds: expected seconds in [0, 3600], got 1e+09");
   EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  deterministic_band: 1\n"),
             f() + ":14: gate.deterministic_band: expected a number in [0, 1), got 1");
   EXPECT_EQ(error_of(std::string(kBase) + "gate:\n  deterministic_band: -0.1\n"),

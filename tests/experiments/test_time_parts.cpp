@@ -106,6 +106,7 @@ CostProfile a_cost() {
   c.draft_round_s = {0.0, 0.030, 0.061, 0.092};
   c.draft_step_s = 0.030;
   c.draft_catchup_s = 0.007;
+  c.draft_prefill_s = 0.021;
   c.host_round_s = {0.0010, 0.0021, 0.0032, 0.0043};
   c.baseline_step_s = 0.098;
   return c;
@@ -120,12 +121,13 @@ CostProfileParts a_parts() {
 }
 
 TEST(TimeParts, TheProfilePricesTheRunsOwnRoundsPartByPart) {
-  // Four rounds: one drafted nothing, two drafted 1, one drafted 3; two followed a round that
-  // accepted all it drafted.
+  // Four rounds of one request: one drafted nothing, two drafted 1, one drafted 3; two followed a
+  // round that accepted all it drafted.
   TimePartsTally t;
   t.rounds = 4;
   t.rounds_by_draft = {1, 2, 0, 1};
   t.catchups = 2;
+  t.requests = 1;
   ResultRow row;
   const CostProfile c = a_cost();
   const CostProfileParts p = a_parts();
@@ -134,7 +136,8 @@ TEST(TimeParts, TheProfilePricesTheRunsOwnRoundsPartByPart) {
   EXPECT_DOUBLE_EQ(*row.profile_step_head_s, 0.0099);
   EXPECT_DOUBLE_EQ(*row.profile_step_standardize_s, 0.0006);
   EXPECT_DOUBLE_EQ(*row.profile_step_draw_s, 0.0010 - 0.0006);
-  EXPECT_DOUBLE_EQ(*row.profile_round_draft_forward_s, (2 * 0.028 + 0.086 + 2 * 0.007) / 4);
+  EXPECT_DOUBLE_EQ(*row.profile_round_draft_forward_s,
+                   (2 * 0.028 + 0.086 + 2 * 0.007 + c.draft_prefill_s) / 4);
   EXPECT_DOUBLE_EQ(*row.profile_round_draft_other_s, (2 * (0.030 - 0.028) + (0.092 - 0.086)) / 4);
   EXPECT_DOUBLE_EQ(*row.profile_round_verify_layers_s,
                    ((0.100 - 0.010) + 2 * (0.110 - 0.011) + (0.130 - 0.013)) / 4);
@@ -142,13 +145,13 @@ TEST(TimeParts, TheProfilePricesTheRunsOwnRoundsPartByPart) {
   EXPECT_DOUBLE_EQ(*row.profile_round_standardize_s, (0.0006 + 2 * 0.0012 + 0.0024) / 4);
   EXPECT_DOUBLE_EQ(*row.profile_round_accept_s,
                    ((0.0010 - 0.0006) + 2 * (0.0021 - 0.0012) + (0.0043 - 0.0024)) / 4);
-  // The parts of the profile's round add up to the round the predictor prices
+  // The parts of the profile's round add up to what the predictor prices
   // (core/speedup_prediction.h: round_s(g) = draft_round_s[g] + T(g + 1) + host(g + 1), plus
-  // a catch-up after a fully accepted round).
+  // a catch-up after a fully accepted round, plus the draft's prefill per request).
   const double whole =
       (c.draft_round_s[0] + c.target_s[0] + c.host_round_s[0] +
        2 * (c.draft_round_s[1] + c.target_s[1] + c.host_round_s[1]) + c.draft_round_s[3] +
-       c.target_s[3] + c.host_round_s[3] + 2 * c.draft_catchup_s) /
+       c.target_s[3] + c.host_round_s[3] + 2 * c.draft_catchup_s + c.draft_prefill_s) /
       4;
   EXPECT_NEAR(*row.profile_round_draft_forward_s + *row.profile_round_draft_other_s +
                   *row.profile_round_verify_layers_s + *row.profile_round_verify_head_s +
