@@ -111,7 +111,7 @@ constexpr int kMaxRepeats = 1000;           // generation.repeats, generation.wa
 constexpr int kMaxThreads = 1024;           // generation.threads
 constexpr int kMaxSweepCells = 10000;       // product of the sweep axes' lengths
 constexpr int kMaxBootstrapResamples = 1000000;
-constexpr int kMaxAcceptanceStride = 1000000;  // measure.acceptance_stride
+constexpr int kMaxAcceptanceStride = 1000000;    // measure.acceptance_stride
 constexpr double kMaxCostProfileSeconds = 3600;  // measure.cost_profile_seconds
 
 struct GenerationConfig {

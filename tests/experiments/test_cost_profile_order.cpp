@@ -134,17 +134,23 @@ std::vector<int32_t> some_context() {
 // after a proposal (sleeps only overshoot; medians over repetitions ignore one long stall).
 constexpr double kSplitS = (kAfterDraftS + kAfterTargetS) / 2;
 
-TEST(CostProfileOrder, VerifyAfterAProposalPlainStepAfterAStep) {
-  LastCall last;
-  OrderRunner target(last);
-  OrderDrafter drafter(last);
+// A profile of rounds up to k_max target tokens and g_max drafts, over `reps` repetitions.
+CostProfileRequest small_request(int k_max, int g_max, int reps) {
   CostProfileRequest req;
   req.context = some_context();
   req.context_len = 16;
   req.prompt_len = 8;
-  req.k_max = 3;
-  req.g_max = 2;
-  req.reps = 3;
+  req.k_max = k_max;
+  req.g_max = g_max;
+  req.reps = reps;
+  return req;
+}
+
+TEST(CostProfileOrder, VerifyAfterAProposalPlainStepAfterAStep) {
+  LastCall last;
+  OrderRunner target(last);
+  OrderDrafter drafter(last);
+  const CostProfileRequest req = small_request(3, 2, 3);
   CostProfileSpread spread;
   const CostProfile p = cost_profile_measure(target, drafter, req, &spread);
   for (size_t k = 0; k < p.target_s.size(); k++)
@@ -165,13 +171,7 @@ TEST(CostProfileOrder, RepetitionsGoOnUntilTheTimeBudgetHasPassed) {
   LastCall last;
   OrderRunner target(last);
   OrderDrafter drafter(last);
-  CostProfileRequest req;
-  req.context = some_context();
-  req.context_len = 16;
-  req.prompt_len = 8;
-  req.k_max = 1;
-  req.g_max = 1;
-  req.reps = 2;
+  CostProfileRequest req = small_request(1, 1, 2);
   CostProfileSpread spread;
   cost_profile_measure(target, drafter, req, &spread);
   EXPECT_EQ(spread.reps, 2) << "no budget: exactly reps";
@@ -180,8 +180,7 @@ TEST(CostProfileOrder, RepetitionsGoOnUntilTheTimeBudgetHasPassed) {
   req.min_seconds = 0.6;
   const auto t0 = std::chrono::steady_clock::now();
   cost_profile_measure(target, drafter, req, &spread);
-  const double took =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GE(took, 0.6);
   EXPECT_GT(spread.reps, 3);
   ASSERT_EQ(spread.target_s.min.size(), 1u);
