@@ -25,6 +25,7 @@ void TimePartsTally::add_speculative(const GenerationResult& g) {
     standardize_s += r.standardize_s;
     if (r.verify_head_s >= 0) verify_head_s += r.verify_head_s;
     verify_head_known = verify_head_known && r.verify_head_s >= 0;
+    chains = chains && r.tree_nodes == 0;
     priceable = priceable && r.tree_nodes == 0 && !r.verified_on_device;
     const size_t g_drafted = static_cast<size_t>(r.n_draft);
     if (rounds_by_draft.size() <= g_drafted) rounds_by_draft.resize(g_drafted + 1, 0);
@@ -47,8 +48,10 @@ void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const Cost
   }
   if (t.rounds > 0) {
     const double n = static_cast<double>(t.rounds);
-    row->round_draft_forward_s = t.draft_forward_s / n;
-    row->round_draft_other_s = (t.draft_s - t.draft_forward_s) / n;
+    if (t.chains) {
+      row->round_draft_forward_s = t.draft_forward_s / n;
+      row->round_draft_other_s = (t.draft_s - t.draft_forward_s) / n;
+    }
     row->round_verify_layers_s = (t.verify_s - (t.verify_head_known ? t.verify_head_s : 0)) / n;
     if (t.verify_head_known) row->round_verify_head_s = t.verify_head_s / n;
     row->round_standardize_s = t.standardize_s / n;
@@ -76,9 +79,12 @@ void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const Cost
     stdz += w * parts->host_standardize_s[g];
     accept += w * (cost->host_round_s[g] - parts->host_standardize_s[g]);
   }
-  // Catch-ups and each request's prefill of its prompt are draft forwards too.
-  dfwd += static_cast<double>(t.catchups) * cost->draft_catchup_s +
-          static_cast<double>(t.requests) * cost->draft_prefill_s;
+  // Catch-ups and each request's prefill of its prompt: draft forwards for a draft model, the
+  // rest of the drafting for a model-free drafter (no forward in any of its profiled rounds).
+  bool forwards = false;
+  for (double s : parts->draft_forward_s) forwards = forwards || s > 0;
+  (forwards ? dfwd : dother) += static_cast<double>(t.catchups) * cost->draft_catchup_s +
+                                static_cast<double>(t.requests) * cost->draft_prefill_s;
   const double n = static_cast<double>(t.rounds);
   row->profile_round_draft_forward_s = dfwd / n;
   row->profile_round_draft_other_s = dother / n;

@@ -33,6 +33,8 @@ struct TimePartsTally {
   double spec_decode_s = 0, draft_s = 0, draft_forward_s = 0, verify_s = 0, verify_head_s = 0,
          sample_s = 0, standardize_s = 0;
   bool verify_head_known = true;
+  bool chains = true;                    // every round a chain round (a tree's drafting is not
+                                         // split into forward and the rest)
   bool priceable = true;                 // every round a host-verified chain round
   std::vector<int64_t> rounds_by_draft;  // [g] rounds that drafted g tokens
   int64_t catchups = 0;                  // rounds that followed a round accepting all its drafts

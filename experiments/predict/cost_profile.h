@@ -39,9 +39,9 @@ struct CostProfileRequest {
   int64_t prompt_len = 32;       // length of the drafter's prefill
   int k_max = 9;                 // T(k) and host(k) for k = 1..k_max
   int g_max = 8;                 // draft rounds of n = 1..g_max tokens
-  int reps = 15;              // at least this many repetitions,
-  double min_seconds = 0;     // and more until this many seconds have passed
-  int max_reps = 100000;      // (never more than this)
+  int reps = 15;                 // at least this many repetitions,
+  double min_seconds = 0;        // and more until this many seconds have passed
+  int max_reps = 100000;         // (never more than this)
   SamplingParams target_sampling, draft_sampling;
 };
 

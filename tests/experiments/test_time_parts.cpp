@@ -158,6 +158,15 @@ TEST(TimeParts, TheProfilePricesTheRunsOwnRoundsPartByPart) {
                   *row.profile_round_standardize_s + *row.profile_round_accept_s,
               whole, 1e-15);
 
+  // A model-free drafter's catch-ups and prefills are the rest of its drafting, not forwards.
+  CostProfileParts lookup = p;
+  lookup.draft_forward_s = {0, 0, 0, 0};
+  ResultRow rl;
+  time_parts_put(t, &c, &lookup, &rl);
+  EXPECT_EQ(*rl.profile_round_draft_forward_s, 0.0);
+  EXPECT_DOUBLE_EQ(*rl.profile_round_draft_other_s,
+                   (0.030 * 2 + 0.092 + 2 * 0.007 + c.draft_prefill_s) / 4);
+
   // Rounds beyond what the profile covers, or verified on a device, are not priced.
   TimePartsTally beyond = t;
   beyond.rounds_by_draft = {0, 0, 0, 0, 4};
