@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "core/large_buffer.h"
+
 namespace speclab {
 namespace {
 
@@ -66,22 +68,20 @@ SPECLAB_AVX512 uint64_t sum_avx512(const uint64_t* p, int64_t n) {
   return hsum512(all) + sum_scalar(p + i, n - i);
 }
 
-// Two halves of the range read side by side, 2 accumulators each.
-SPECLAB_AVX512 uint64_t sum_two_streams_avx512(const uint64_t* p, int64_t n) {
-  const int64_t half = n / 2 / 8 * 8;
-  const uint64_t* q = p + half;
-  const int64_t m = std::min(half, n - half);
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, b0 = a0, b1 = a0;
-  int64_t i = 0;
-  for (; i + 16 <= m; i += 16) {
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    b0 = _mm512_add_epi64(b0, _mm512_load_si512(q + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 8));
-    b1 = _mm512_add_epi64(b1, _mm512_load_si512(q + i + 8));
+// S equal parts of the range read side by side, one cache line of each per iteration (as a
+// matmul tile reads S weight rows at once: S DRAM pages open, S prefetch streams), one
+// accumulator per part. The tail past S equal parts of whole lines is summed plainly.
+template <int S>
+SPECLAB_AVX512 uint64_t sum_streams_avx512(const uint64_t* p, int64_t n) {
+  const int64_t m = n / S / 8 * 8;  // words per part, whole lines
+  __m512i acc[S];
+  for (int s = 0; s < S; s++) acc[s] = _mm512_setzero_si512();
+  for (int64_t i = 0; i < m; i += 8) {
+    for (int s = 0; s < S; s++) acc[s] = _mm512_add_epi64(acc[s], _mm512_load_si512(p + s * m + i));
   }
-  const __m512i all = _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(b0, b1));
-  // Left over: p[i, half) and q[i, n - half).
-  return hsum512(all) + sum_scalar(p + i, half - i) + sum_scalar(q + i, n - half - i);
+  __m512i all = acc[0];
+  for (int s = 1; s < S; s++) all = _mm512_add_epi64(all, acc[s]);
+  return hsum512(all) + sum_scalar(p + S * m, n - S * m);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -123,18 +123,21 @@ SPECLAB_AVX2 uint64_t sum_avx2(const uint64_t* p, int64_t n) {
   return hsum256(all) + sum_scalar(p + i, n - i);
 }
 
-SPECLAB_AVX2 uint64_t sum_two_streams_avx2(const uint64_t* p, int64_t n) {
-  const int64_t half = n / 2 / 8 * 8;
-  const uint64_t* q = p + half;
-  const int64_t m = std::min(half, n - half);
-  __m256i a = _mm256_setzero_si256(), b = a;
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
-    b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(q + i)));
+template <int S>
+SPECLAB_AVX2 uint64_t sum_streams_avx2(const uint64_t* p, int64_t n) {
+  const int64_t m = n / S / 8 * 8;  // words per part, whole lines
+  __m256i acc[S];
+  for (int s = 0; s < S; s++) acc[s] = _mm256_setzero_si256();
+  for (int64_t i = 0; i < m; i += 8) {
+    for (int s = 0; s < S; s++) {
+      const __m256i* v = reinterpret_cast<const __m256i*>(p + s * m + i);
+      acc[s] = _mm256_add_epi64(acc[s],
+                                _mm256_add_epi64(_mm256_load_si256(v), _mm256_load_si256(v + 1)));
+    }
   }
-  return hsum256(_mm256_add_epi64(a, b)) + sum_scalar(p + i, half - i) +
-         sum_scalar(q + i, n - half - i);
+  __m256i all = acc[0];
+  for (int s = 1; s < S; s++) all = _mm256_add_epi64(all, acc[s]);
+  return hsum256(all) + sum_scalar(p + S * m, n - S * m);
 }
 
 // Without AVX2 every vector probe is the scalar loop with 4 accumulators.
@@ -178,16 +181,16 @@ uint64_t sum_range(ReadProbe probe, const uint64_t* p, int64_t n) {
              : isa == Isa::kAvx2 ? sum_avx2<false, true>(p, n)
                                  : sum_generic4(p, n);
     case ReadProbe::kTwoStreams:
-      return isa == Isa::kAvx512 ? sum_two_streams_avx512(p, n)
-             : isa == Isa::kAvx2 ? sum_two_streams_avx2(p, n)
+      return isa == Isa::kAvx512 ? sum_streams_avx512<2>(p, n)
+             : isa == Isa::kAvx2 ? sum_streams_avx2<2>(p, n)
+                                 : sum_generic4(p, n);
+    case ReadProbe::kFourStreams:
+      return isa == Isa::kAvx512 ? sum_streams_avx512<4>(p, n)
+             : isa == Isa::kAvx2 ? sum_streams_avx2<4>(p, n)
                                  : sum_generic4(p, n);
   }
   return 0;
 }
-
-struct AlignedFree {
-  void operator()(uint64_t* p) const { std::free(p); }
-};
 
 }  // namespace
 
@@ -203,13 +206,15 @@ const char* read_probe_name(ReadProbe probe) {
       return "vector-nt";
     case ReadProbe::kTwoStreams:
       return "two-streams";
+    case ReadProbe::kFourStreams:
+      return "four-streams";
   }
   return "?";
 }
 
 std::vector<ReadProbe> read_probe_all() {
   return {ReadProbe::kScalarSum, ReadProbe::kVector4, ReadProbe::kVector4Prefetch,
-          ReadProbe::kVectorStream, ReadProbe::kTwoStreams};
+          ReadProbe::kVectorStream, ReadProbe::kTwoStreams, ReadProbe::kFourStreams};
 }
 
 const char* read_probe_isa() {
@@ -236,30 +241,41 @@ uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int th
   return total;
 }
 
+std::string read_probe_label(const ReadProbeFigure& f) {
+  return std::string(read_probe_name(f.probe)) + "." + page_size_name(f.pages);
+}
+
 ReadBandwidth read_bandwidth_measure(size_t bytes, double seconds, int threads) {
   ReadBandwidth out;
   const int nt = threads > 0 ? threads : omp_get_num_procs();
   const int64_t n = static_cast<int64_t>(bytes / 64 * 64 / sizeof(uint64_t));
   if (n <= 0) return out;
-  std::unique_ptr<uint64_t, AlignedFree> buf(
-      static_cast<uint64_t*>(std::aligned_alloc(64, static_cast<size_t>(n) * sizeof(uint64_t))));
-  if (!buf) return out;
-  uint64_t* p = buf.get();
-  // First touch by the threads that read, over the same ranges, so pages are mapped (and on
-  // NUMA machines placed) before timing.
+  // One buffer per page size, each first touched by the threads that read it, over the same
+  // ranges, so pages are mapped (and on NUMA machines placed) before timing.
+  const PageSize page_sizes[] = {PageSize::kSmall, PageSize::kHuge};
+  LargeBuffer buffers[2];
+  for (int b = 0; b < 2; b++) {
+    buffers[b] = large_buffer_alloc(static_cast<size_t>(n) * sizeof(uint64_t), page_sizes[b]);
+    if (!buffers[b]) return ReadBandwidth{};
+    uint64_t* p = static_cast<uint64_t*>(buffers[b].get());
 #pragma omp parallel num_threads(nt)
-  {
-    int64_t begin = 0, end = 0;
-    thread_range(n, omp_get_thread_num(), omp_get_num_threads(), &begin, &end);
-    for (int64_t i = begin; i < end; i++) p[i] = static_cast<uint64_t>(i);
+    {
+      int64_t begin = 0, end = 0;
+      thread_range(n, omp_get_thread_num(), omp_get_num_threads(), &begin, &end);
+      for (int64_t i = begin; i < end; i++) p[i] = static_cast<uint64_t>(i);
+    }
   }
   const std::vector<ReadProbe> probes = read_probe_all();
-  for (ReadProbe probe : probes) out.probes.push_back({probe, 0.0, 0});
+  for (const PageSize pages : page_sizes) {
+    for (ReadProbe probe : probes) out.probes.push_back({probe, pages, 0.0, 0});
+  }
   uint64_t sink = 0;
   const auto t_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   int rounds = 0;
   do {  // round robin: each probe sees the same load drift
     for (ReadProbeFigure& f : out.probes) {
+      const uint64_t* p =
+          static_cast<const uint64_t*>(buffers[f.pages == PageSize::kHuge ? 1 : 0].get());
       const auto t0 = std::chrono::steady_clock::now();
       sink += read_probe_pass(f.probe, p, n, nt);
       const double dt =
@@ -275,7 +291,7 @@ ReadBandwidth read_bandwidth_measure(size_t bytes, double seconds, int threads) 
   for (const ReadProbeFigure& f : out.probes) {
     if (f.gbps > out.best_gbps) {
       out.best_gbps = f.gbps;
-      out.best_probe = f.probe;
+      out.best = f;
     }
   }
   return out;

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "core/large_buffer.h"
+
 namespace speclab {
 
 enum class ReadProbe {
@@ -26,9 +28,10 @@ enum class ReadProbe {
   kVector4Prefetch,  // as kVector4, plus a software prefetch 2 KB ahead of each stream
   kVectorStream,     // as kVector4 with non-temporal loads (MOVNTDQA) where AVX-512 is present
   kTwoStreams,       // each thread reads two halves of its range at once (two DRAM pages open)
+  kFourStreams,      // four quarters at once, a line of each in turn (as a 4-row matmul tile)
 };
 
-// "scalar-sum", "vector4", "vector4-prefetch", "vector-nt", "two-streams".
+// "scalar-sum", "vector4", "vector4-prefetch", "vector-nt", "two-streams", "four-streams".
 const char* read_probe_name(ReadProbe probe);
 // All probes, in the order they are run.
 std::vector<ReadProbe> read_probe_all();
@@ -40,20 +43,25 @@ const char* read_probe_isa();
 uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int threads);
 
 struct ReadProbeFigure {
-  ReadProbe probe;
-  double gbps = 0;  // best pass, 1e9 bytes/s
+  ReadProbe probe = ReadProbe::kScalarSum;
+  PageSize pages = PageSize::kSmall;  // the pages of the buffer it read
+  double gbps = 0;                    // best pass, 1e9 bytes/s
   int passes = 0;
 };
+// "<probe>.<pages>", e.g. "four-streams.thp": the name a figure is recorded under.
+std::string read_probe_label(const ReadProbeFigure& f);
 
 struct ReadBandwidth {
-  std::vector<ReadProbeFigure> probes;  // in read_probe_all() order
+  std::vector<ReadProbeFigure> probes;  // 4 KB pages then huge pages, read_probe_all() order each
   double best_gbps = 0;                 // the limit: the best probe's figure
-  ReadProbe best_probe = ReadProbe::kScalarSum;
+  ReadProbeFigure best;                 // the probe and pages that set it
 };
 
-// Runs every probe over a `bytes` buffer (first touched by the reading threads), round robin
-// for about `seconds` in all and at least two passes each; each probe's best pass counts.
-// threads <= 0: all cores. 512 MB defeats every cache level.
+// Runs every probe over a `bytes` buffer of 4 KB pages and over one of transparent huge pages
+// (core/large_buffer.h: the weights' own pages unless SPECLAB_NO_THP; real models are mapped
+// files on 4 KB pages), each first touched by the reading threads, round robin for about
+// `seconds` in all and at least two passes each; each probe's best pass counts. threads <= 0:
+// all cores. 512 MB defeats every cache level.
 ReadBandwidth read_bandwidth_measure(size_t bytes, double seconds, int threads);
 
 }  // namespace speclab

@@ -1,13 +1,12 @@
 #include "models/llama/llama_synthetic.h"
 
-#include <sys/mman.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
+#include "core/large_buffer.h"
 
 namespace speclab {
 namespace {
@@ -122,16 +121,11 @@ class SyntheticBuilder {
                       size_t nbytes) {
     // 64-byte aligned for vector loads; big tensors on 2 MB boundaries and transparent huge
     // pages where the kernel allows them (fewer page faults while filling, fewer TLB misses
-    // while streaming). Pages are first touched by the filling threads.
-    const size_t align = nbytes >= (size_t{2} << 20) ? (size_t{2} << 20) : 64;
-    const size_t rounded = (nbytes + align - 1) / align * align;
-    void* p = std::aligned_alloc(align, rounded);
-    if (p == nullptr) fail_input("synthetic model: cannot allocate ", nbytes, " bytes for ", name);
-#ifdef MADV_HUGEPAGE
-    // SPECLAB_NO_THP=1: 4 KB pages (THP compaction can cost more than it saves on a VM).
-    if (align > 64 && !std::getenv("SPECLAB_NO_THP")) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-    model_->storage.emplace_back(p, std::free);
+    // while streaming; core/large_buffer.h). Pages are first touched by the filling threads.
+    LargeBuffer buffer = large_buffer_alloc(nbytes, weights_page_size());
+    if (!buffer) fail_input("synthetic model: cannot allocate ", nbytes, " bytes for ", name);
+    void* p = buffer.get();
+    model_->storage.emplace_back(buffer.release(), LargeBufferFree());
     TensorView v;
     v.name = name;
     v.dtype = dtype;

@@ -13,25 +13,15 @@
 //        (2 * weight parameters * 32 / T32) and peak_GFLOPs, peak_frac beside peak_frac_limit
 //        (>= 70% of the FMA peak: where 32 rows stop being bound by the reads, the arithmetic is
 //        the limit).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
+#include "experiments/measure/compute_peak_probe.h"
 #include "models/llama/batched_llama_runner.h"
 #include "tests/bench/bench_common.h"
 
@@ -75,70 +65,11 @@ void BM_BatchedDecode(benchmark::State& state, const std::string& spec) {
   state.SetLabel(matmul_isa());
 }
 
-// The FMA peak: each thread runs kFmaChains independent accumulator chains (more than the FMA
-// latency times the FMAs issued per cycle, 4 x 2 on Zen 3 and Skylake, so that the chains
-// never wait for each other) of vectors of the matmul path's width. Returns the sum of the lanes
-// so that no loop is optimized away.
-constexpr int kFmaChains = 12;
-
-__attribute__((target("avx2,fma"), noinline)) float fma_loop_avx2(int64_t iters, float seed) {
-  __m256 acc[kFmaChains];
-  for (int c = 0; c < kFmaChains; c++) acc[c] = _mm256_set1_ps(seed + static_cast<float>(c));
-  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; i++) {
-    for (int c = 0; c < kFmaChains; c++) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
-  }
-  alignas(32) float lanes[8];
-  __m256 sum = acc[0];
-  for (int c = 1; c < kFmaChains; c++) sum = _mm256_add_ps(sum, acc[c]);
-  _mm256_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float v : lanes) total += v;
-  return total;
-}
-
-__attribute__((target("avx512f"), noinline)) float fma_loop_avx512(int64_t iters, float seed) {
-  __m512 acc[kFmaChains];
-  for (int c = 0; c < kFmaChains; c++) acc[c] = _mm512_set1_ps(seed + static_cast<float>(c));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (int64_t i = 0; i < iters; i++) {
-    for (int c = 0; c < kFmaChains; c++) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
-  }
-  alignas(64) float lanes[16];
-  __m512 sum = acc[0];
-  for (int c = 1; c < kFmaChains; c++) sum = _mm512_add_ps(sum, acc[c]);
-  _mm512_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float v : lanes) total += v;
-  return total;
-}
-
-// FP32 FLOP/s of FMAs (2 per lane) on threads_get() threads at once, with the vector width of
-// the matmul path in use (16 lanes on the avx512 paths, 8 otherwise): the sum of the threads'
-// rates, each over its own CPU time (a thread the OS deschedules for a moment, on a machine
-// shared with other jobs, does not lower its rate), the best of three passes of about 0.2 s.
+// The FP32 FMA peak of the matmul path's vector width (16 lanes on the avx512 paths, 8
+// otherwise) on threads_get() threads (experiments/measure/compute_peak_probe.h).
 double fma_peak_flops() {
   const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
-  const int lanes = wide ? 16 : 8;
-  const int64_t iters = 20'000'000;
-  const double flops_per_thread = 2.0 * lanes * kFmaChains * static_cast<double>(iters);
-  const int n_threads = threads_get();
-  double best = 0.0;
-  for (int pass = 0; pass < 3; pass++) {
-    double rate = 0.0;
-    float sink = 0.0f;
-#pragma omp parallel num_threads(n_threads) reduction(+ : rate, sink)
-    {
-      timespec a{}, b{};
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-      sink += wide ? fma_loop_avx512(iters, 1.0f) : fma_loop_avx2(iters, 1.0f);
-      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-      rate += flops_per_thread / ((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
-    }
-    benchmark::DoNotOptimize(sink);
-    best = std::max(best, rate);
-  }
-  return best;
+  return fp32_fma_peak_flops(threads_get(), wide ? 16 : 8);
 }
 
 // One forward of 32 rows (32 slots, one new token each) against one of a single row, on the

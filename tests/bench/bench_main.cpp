@@ -10,6 +10,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
+#include "experiments/measure/compute_peak_probe.h"
 #include "experiments/measure/read_bandwidth_probe.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/bench/bench_common.h"
@@ -75,21 +76,32 @@ void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iter
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  // The limit: the best of several read probes, measured before the benchmarks; each probe's
-  // figure is recorded too (context.read_probe_<name>_GBps).
+  // The limit: the best of several read probes on 4 KB and on huge pages, measured before the
+  // benchmarks; each probe's figure is recorded too (context.read_probe_<probe>.<pages>_GBps).
   const speclab::ReadBandwidth& probes = speclab::bench_read_probes();
   for (const speclab::ReadProbeFigure& f : probes.probes) {
-    std::fprintf(stderr, "read probe %-17s (2 threads, %s): %.2f GB/s\n",
-                 speclab::read_probe_name(f.probe), speclab::read_probe_isa(), f.gbps);
-    benchmark::AddCustomContext(
-        std::string("read_probe_") + speclab::read_probe_name(f.probe) + "_GBps",
-        std::to_string(f.gbps));
+    const std::string label = speclab::read_probe_label(f);
+    std::fprintf(stderr, "read probe %-21s (2 threads, %s): %.2f GB/s\n", label.c_str(),
+                 speclab::read_probe_isa(), f.gbps);
+    benchmark::AddCustomContext("read_probe_" + label + "_GBps", std::to_string(f.gbps));
   }
   const double bw = speclab::bench_read_bandwidth();
-  std::fprintf(stderr, "measured read bandwidth (best probe, %s): %.2f GB/s\n",
-               speclab::read_probe_name(probes.best_probe), bw / 1e9);
+  const std::string best = speclab::read_probe_label(probes.best);
+  std::fprintf(stderr, "measured read bandwidth (best probe, %s): %.2f GB/s\n", best.c_str(),
+               bw / 1e9);
   benchmark::AddCustomContext("read_bandwidth_GBps", std::to_string(bw / 1e9));
-  benchmark::AddCustomContext("read_bandwidth_probe", speclab::read_probe_name(probes.best_probe));
+  benchmark::AddCustomContext("read_bandwidth_probe", best);
+  // The arithmetic limits, the same threads, the same way (each chain free of memory).
+  const int lanes = speclab::fp32_fma_widest_lanes();
+  const double fma = speclab::fp32_fma_peak_flops(2, lanes);
+  const double bf16 = speclab::bf16_dot_peak_flops(2);
+  std::fprintf(stderr, "FP32 FMA peak (2 threads, %d lanes): %.1f GFLOP/s; BF16 dot peak: %s\n",
+               lanes, fma / 1e9,
+               bf16 > 0 ? (std::to_string(bf16 / 1e9) + " GFLOP/s").c_str()
+                        : "none (no AVX512-BF16)");
+  benchmark::AddCustomContext("fp32_fma_peak_GFLOPs", std::to_string(fma / 1e9));
+  benchmark::AddCustomContext("fp32_fma_peak_lanes", std::to_string(lanes));
+  benchmark::AddCustomContext("bf16_dot_peak_GFLOPs", std::to_string(bf16 / 1e9));
   benchmark::AddCustomContext("matmul_isa", speclab::matmul_isa());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

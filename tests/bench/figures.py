@@ -43,6 +43,13 @@ def main(path):
     out.append(f"machine read bandwidth (2 threads, measured in this run, best probe"
                f"{' ' + run['context']['read_bandwidth_probe'] if 'read_bandwidth_probe' in run['context'] else ''}"
                f"): {bw:.1f} GB/s")
+    ctx = run["context"]
+    if "fp32_fma_peak_GFLOPs" in ctx:
+        bf16 = float(ctx.get("bf16_dot_peak_GFLOPs", 0))
+        out.append(f"arithmetic peaks (2 threads, this run): FP32 FMA "
+                   f"{float(ctx['fp32_fma_peak_GFLOPs']):.1f} GFLOP/s "
+                   f"({ctx.get('fp32_fma_peak_lanes', '?')} lanes), BF16 dot "
+                   + (f"{bf16:.1f} GFLOP/s" if bf16 > 0 else "none (no AVX512-BF16)"))
     out.append(f"matmul path: {run['context'].get('matmul_isa', '?')}")
     out.append("")
     out.append("| decode (k = 1) | weights MB | ms/token | tokens/s | GB/s | % of bandwidth |")
@@ -55,7 +62,7 @@ def main(path):
         decode[model] = (t, b["weight_MB"])
         gbps = b["weight_MB"] / 1e3 / (t / 1e3)
         out.append(f"| {model} | {b['weight_MB']:.0f} | {t:.1f} | {1e3 / t:.2f} | {gbps:.1f} | "
-                   f"{100 * gbps / bw:.0f}% |")
+                   f"{100 * gbps / bw:.0f}%{beats_the_limit(gbps, bw)} |")
     out.append("")
     verify, ratio = {}, {}
     for (family, model, arg), b in rows.items():
@@ -146,6 +153,12 @@ def main(path):
     print("\n".join(out))
 
 
+def beats_the_limit(gbps, bw):
+    """A figure above the read limit means the probes missed a faster way to read: the limit
+    is not the limit, and every fraction of it overstates how close the kernels are."""
+    return " (BEATS THE READ LIMIT: the probes are not the limit)" if gbps > bw else ""
+
+
 def targets_table(decode, verify, ratio, bw):
     """The CPU targets, each beside the figure of this run and its limit from this run."""
     rows = []
@@ -156,8 +169,9 @@ def targets_table(decode, verify, ratio, bw):
         t, mb = decode[model]
         gbps = mb / 1e3 / (t / 1e3)
         rows.append((f"{model} decode, % of best read rate", f">= {need:.0%}",
-                     f"{gbps / bw:.0%} ({t:.1f} ms/token, {gbps:.1f} of {bw:.1f} GB/s)",
-                     gbps / bw >= need))
+                     f"{gbps / bw:.0%} ({t:.1f} ms/token, {gbps:.1f} of {bw:.1f} GB/s)"
+                     f"{beats_the_limit(gbps, bw)}",
+                     gbps / bw >= need and gbps <= bw))
 
     for shape in ("llama-3.2-3b", "llama-3.2-1b"):
         frac_row(f"{shape}:bf16", 0.90)

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <set>
+#include <string>
 
+#include "core/large_buffer.h"
+#include "experiments/measure/compute_peak_probe.h"
 #include "experiments/measure/machine_info.h"
 #include "experiments/measure/read_bandwidth_probe.h"
 #include "experiments_test_util.h"
@@ -70,7 +75,7 @@ TEST(ReadBandwidthProbe, EveryProbeSumsEveryWord) {
 
 TEST(ReadBandwidthProbe, TheLimitIsTheBestProbe) {
   const ReadBandwidth bw = read_bandwidth_measure(size_t{16} << 20, 0.05, 0);
-  ASSERT_EQ(bw.probes.size(), read_probe_all().size());
+  ASSERT_EQ(bw.probes.size(), 2 * read_probe_all().size());  // 4 KB pages, then huge pages
   double best = 0;
   for (const ReadProbeFigure& f : bw.probes) {
     EXPECT_GE(f.passes, 2) << read_probe_name(f.probe);
@@ -78,8 +83,61 @@ TEST(ReadBandwidthProbe, TheLimitIsTheBestProbe) {
     best = std::max(best, f.gbps);
   }
   EXPECT_EQ(bw.best_gbps, best);
-  EXPECT_STRNE(read_probe_name(bw.best_probe), "?");
+  EXPECT_STRNE(read_probe_name(bw.best.probe), "?");
+  EXPECT_EQ(bw.best.gbps, bw.best_gbps);
   EXPECT_STRNE(read_probe_isa(), "?");
+}
+
+// Each probe is run on both page sizes and recorded under its own label.
+TEST(ReadBandwidthProbe, EveryProbeRunsOnBothPageSizes) {
+  const ReadBandwidth bw = read_bandwidth_measure(size_t{4} << 20, 0.02, 2);
+  std::set<std::string> labels;
+  for (const ReadProbeFigure& f : bw.probes) labels.insert(read_probe_label(f));
+  EXPECT_EQ(labels.size(), 2 * read_probe_all().size());
+  EXPECT_TRUE(labels.count("four-streams.thp")) << "four-streams on huge pages";
+  EXPECT_TRUE(labels.count("scalar-sum.4k")) << "the plain sum on 4 KB pages";
+}
+
+// A large buffer is aligned as asked, rounded up to whole huge pages when it is large, and
+// writable end to end on either page size.
+TEST(LargeBuffer, AlignedRoundedAndWritable) {
+  for (const PageSize pages : {PageSize::kSmall, PageSize::kHuge}) {
+    for (const size_t n : {size_t{100}, size_t{2} << 20, (size_t{5} << 20) + 3}) {
+      LargeBuffer b = large_buffer_alloc(n, pages);
+      ASSERT_TRUE(b) << n;
+      const size_t align = n >= (size_t{2} << 20) ? (size_t{2} << 20) : 64;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % align, 0u) << n;
+      EXPECT_GE(large_buffer_rounded(n), n);
+      EXPECT_EQ(large_buffer_rounded(n) % align, 0u) << n;
+      std::memset(b.get(), 0xAB, large_buffer_rounded(n));
+      EXPECT_EQ(static_cast<unsigned char*>(b.get())[large_buffer_rounded(n) - 1], 0xAB);
+    }
+  }
+  EXPECT_STREQ(page_size_name(PageSize::kHuge), "thp");
+  EXPECT_STREQ(page_size_name(PageSize::kSmall), "4k");
+}
+
+// The arithmetic peaks: a loop the compiler had removed would report an impossible rate, a
+// wrong FLOP count per instruction a rate off by its factor. Both are caught by bounding the
+// instructions per second of one thread: at most 4 vector FMAs per cycle at 6 GHz, and at least
+// one every 30 ns (any machine that runs the test at all).
+TEST(ComputePeakProbe, RatesArePlausibleInstructionRates) {
+  const int lanes = fp32_fma_widest_lanes();
+  if (lanes == 0) GTEST_SKIP() << "no FMA on this CPU";
+  for (const int w : {8, lanes}) {
+    const double flops = fp32_fma_peak_flops(1, w, 0.02);
+    const double instr_per_s = flops / (2.0 * w);
+    EXPECT_GT(instr_per_s, 3e7) << w << " lanes";
+    EXPECT_LT(instr_per_s, 4 * 6e9) << w << " lanes";
+  }
+  EXPECT_EQ(fp32_fma_peak_flops(1, 4, 0.01), 0.0) << "no 4-lane FP32 FMA path";
+  const double bf16 = bf16_dot_peak_flops(1, 0.02);
+  if (__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_GT(bf16 / 64.0, 3e7);
+    EXPECT_LT(bf16 / 64.0, 4 * 6e9);
+  } else {
+    EXPECT_EQ(bf16, 0.0);
+  }
 }
 
 }  // namespace
