@@ -70,6 +70,43 @@ constexpr TileFn kTiles[kTileRows][kTileTokens] = {
     {tile<4, 1>, tile<4, 2>, tile<4, 3>},
 };
 
+// The tile above for BF16 weights read in place: each 8-column slice of a row is widened to
+// FP32 in registers (exact: a BF16 value is the high half of an FP32) right before its FMAs, so
+// a decode step reads every weight once from memory and never writes a converted copy. The R
+// rows are R streams read side by side, a line of each in turn. The FMAs are those of tile<R, T>
+// on the same FP32 values in the same order: the outputs are bit-identical to it.
+//   w: R pointers to BF16 rows from column 0; the rest as tile<R, T> with first = true.
+template <int R, int T>
+SPECLAB_AVX2 void tile_bf16(const uint16_t* const* w, const float* x, int64_t x_stride,
+                            int64_t n_vec, float* park, int64_t park_row) {
+  __m256 acc[R][T];
+  for (int r = 0; r < R; r++) {
+    for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < n_vec; i += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + t * x_stride + i);
+    for (int r = 0; r < R; r++) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r] + i));
+      const __m256 wv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+      for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int t = 0; t < T; t++) _mm256_storeu_ps(park + r * park_row + t * 8, acc[r][t]);
+  }
+}
+
+using TileBf16Fn = void (*)(const uint16_t* const*, const float*, int64_t, int64_t, float*,
+                            int64_t);
+
+constexpr TileBf16Fn kTilesBf16[kTileRows][kTileTokens] = {
+    {tile_bf16<1, 1>, tile_bf16<1, 2>, tile_bf16<1, 3>},
+    {tile_bf16<2, 1>, tile_bf16<2, 2>, tile_bf16<2, 3>},
+    {tile_bf16<3, 1>, tile_bf16<3, 2>, tile_bf16<3, 3>},
+    {tile_bf16<4, 1>, tile_bf16<4, 2>, tile_bf16<4, 3>},
+};
+
 SPECLAB_AVX2 inline float fp16_scalar(uint16_t h) { return _cvtsh_ss(h); }
 
 // 8 unsigned bytes -> 8 floats.
@@ -205,6 +242,25 @@ SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0
                                   int64_t n_tokens, float* park, float* buf) {
   const int64_t n_vec = n_in / 8 * 8;
   constexpr int64_t park_row = kTokenChunk * 8;
+  if (dtype == DType::BF16 && n_tokens <= kTileTokens) {
+    // One token tile: the rows are read once whether converted first or in registers, so they
+    // are read in place (tile_bf16). The tail columns (n_in % 8) go through the FP32 finish
+    // from a converted copy of just those columns.
+    const float* tail[kTileRows];
+    const uint16_t* wb[kTileRows];
+    for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
+      const int nr = std::min(kTileRows, n_rows - j0);
+      for (int j = 0; j < nr; j++) {
+        wb[j] = reinterpret_cast<const uint16_t*>(row0 + (j0 + j) * row_bytes);
+        for (int64_t i = n_vec; i < n_in; i++) buf[j * 8 + (i - n_vec)] = bf16_to_f32(wb[j][i]);
+        tail[j] = buf + j * 8;
+      }
+      kTilesBf16[nr - 1][static_cast<int>(n_tokens) - 1](wb, x, n_in, n_vec, park, park_row);
+      finish(out + j0, n_out, tail, nr, x + n_vec, n_in, n_tokens, park, park_row, n_vec, n_vec,
+             n_in);
+    }
+    return;
+  }
   const float* w[kTileRows];
   for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
     const int nr = std::min(kTileRows, n_rows - j0);
