@@ -242,10 +242,11 @@ SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0
                                   int64_t n_tokens, float* park, float* buf) {
   const int64_t n_vec = n_in / 8 * 8;
   constexpr int64_t park_row = kTokenChunk * 8;
-  if (dtype == DType::BF16 && n_tokens <= kTileTokens) {
-    // One token tile: the rows are read once whether converted first or in registers, so they
-    // are read in place (tile_bf16). The tail columns (n_in % 8) go through the FP32 finish
-    // from a converted copy of just those columns.
+  if (dtype == DType::BF16) {
+    // The rows are read in place (tile_bf16) by each token tile: the first reads them from
+    // memory, the others (up to 3 tiles for 8 tokens) from L2, as BF16, where a converted copy
+    // would be twice the bytes and out of L1 (4 rows x n_in FP32). The tail columns (n_in % 8)
+    // go through the FP32 finish from a converted copy of just those columns.
     const float* tail[kTileRows];
     const uint16_t* wb[kTileRows];
     for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
@@ -255,7 +256,11 @@ SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0
         for (int64_t i = n_vec; i < n_in; i++) buf[j * 8 + (i - n_vec)] = bf16_to_f32(wb[j][i]);
         tail[j] = buf + j * 8;
       }
-      kTilesBf16[nr - 1][static_cast<int>(n_tokens) - 1](wb, x, n_in, n_vec, park, park_row);
+      for (int64_t t = 0, nt = 0; t < n_tokens; t += nt) {
+        nt = token_tile(n_tokens - t);
+        kTilesBf16[nr - 1][static_cast<int>(nt) - 1](wb, x + t * n_in, n_in, n_vec, park + t * 8,
+                                                     park_row);
+      }
       finish(out + j0, n_out, tail, nr, x + n_vec, n_in, n_tokens, park, park_row, n_vec, n_vec,
              n_in);
     }
