@@ -213,6 +213,8 @@ const int kRegistered = [] {
   }
   ab("smollm2-135m:bf16", "smollm2-135m:bf16", 40);
   add("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
+  add("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);  // the decode the BF16 targets are about
+  add("llama-3.2-3b:bf16", "llama-3.2-3b:bf16", 6);
   ab("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
   ab("llama-3.2-1b:q8_0", "llama-3.2-1b:q8_0", 10);
   ab("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);
