@@ -215,6 +215,7 @@ const int kRegistered = [] {
   add("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
   add("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);  // the decode the BF16 targets are about
   add("llama-3.2-3b:bf16", "llama-3.2-3b:bf16", 6);
+  for (const auto& [tag, spec] : bench_user_ggufs()) add(tag, spec, 6);  // SPECLAB_BENCH_GGUF
   ab("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
   ab("llama-3.2-1b:q8_0", "llama-3.2-1b:q8_0", 10);
   ab("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);

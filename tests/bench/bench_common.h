@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models/llama/llama_model.h"
 
@@ -23,6 +25,9 @@ const LlamaModel& bench_model(const std::string& spec);
 // The installed SmolLM2-135M-Instruct Q4_1 GGUF ($SPECLAB_CACHE or ~/.cache/speclab), or ""
 // when it is not there.
 std::string bench_smollm2_gguf();
+// The GGUF files the user names in SPECLAB_BENCH_GGUF (comma-separated; empty when unset), each
+// as (tag "gguf:<file name>", spec "file:<path>").
+std::vector<std::pair<std::string, std::string>> bench_user_ggufs();
 
 // Bytes of weights one forward call reads: every layer matrix and the output head (the norms
 // are negligible, the embedding lookup reads one row per token).

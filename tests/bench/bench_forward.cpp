@@ -12,8 +12,6 @@
 // OMP_WAIT_POLICY=passive: on a machine shared with other jobs, spinning OpenMP threads steal
 // the cores from the threads doing the work.
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -211,18 +209,8 @@ const int kRegistered = [] {
   register_model("llama-3.2-3b:q4_1", "llama-3.2-3b:q4_1", true, false, 6);
   // Any GGUF files the user names (SPECLAB_BENCH_GGUF=a.gguf,b.gguf): the decode of the very
   // file another engine is timed on, same bytes, same mapped pages. Tag: gguf:<file name>.
-  if (const char* list = std::getenv("SPECLAB_BENCH_GGUF"); list && *list) {
-    std::string paths = list;
-    for (size_t start = 0; start <= paths.size();) {
-      const size_t comma = std::min(paths.find(',', start), paths.size());
-      const std::string path = paths.substr(start, comma - start);
-      if (!path.empty()) {
-        const std::string tag = "gguf:" + std::filesystem::path(path).filename().string();
-        register_model(tag.c_str(), "file:" + path, false, false, 6);
-      }
-      start = comma + 1;
-    }
-  }
+  for (const auto& [tag, spec] : bench_user_ggufs())
+    register_model(tag.c_str(), spec, false, false, 6);
   return 0;
 }();
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <map>
 
 #include "core/cpu_matmul.h"
@@ -44,6 +45,21 @@ std::string bench_smollm2_gguf() {
   const std::string path = dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
   std::error_code ec;
   return std::filesystem::is_regular_file(path, ec) ? path : "";
+}
+
+std::vector<std::pair<std::string, std::string>> bench_user_ggufs() {
+  std::vector<std::pair<std::string, std::string>> out;
+  const char* list = std::getenv("SPECLAB_BENCH_GGUF");
+  if (list == nullptr) return out;
+  const std::string paths = list;
+  for (size_t start = 0; start <= paths.size();) {
+    const size_t comma = std::min(paths.find(',', start), paths.size());
+    const std::string path = paths.substr(start, comma - start);
+    if (!path.empty())
+      out.emplace_back("gguf:" + std::filesystem::path(path).filename().string(), "file:" + path);
+    start = comma + 1;
+  }
+  return out;
 }
 
 double bench_weight_bytes(const LlamaModel& m) {
