@@ -444,6 +444,12 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
       f.profile_verify_s_per_round =
           prediction->cost.target_at(1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds);
   }
+  if (row.round_draft_forward_s && row.round_draft_other_s && row.profile_round_draft_forward_s &&
+      row.profile_round_draft_other_s) {
+    f.draft_s_per_round = *row.round_draft_forward_s + *row.round_draft_other_s;
+    f.profile_draft_s_per_round =
+        *row.profile_round_draft_forward_s + *row.profile_round_draft_other_s;
+  }
   f.rounds = m.acc.n_rounds;
   f.rounds_on_device = m.rounds_on_device;
   cell_put_law_check(exactness, m.law, m.rounds_on_device, &row, &f);

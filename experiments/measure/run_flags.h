@@ -24,8 +24,10 @@
 //                         (exactness_check argmax): the decoder is not exact
 //   profile_stale         the run's verify seconds per round depart by more than 20% from the
 //                         cost profile's T(k) at the round's mean k (one request at a time,
-//                         chains): the machine or the code changed since the profile was
-//                         taken, or the profile never described this loop (the plain loop's
+//                         chains), or its drafting per round departs by more than 20% from the
+//                         profile's price of the same rounds and by more than 5% of the
+//                         profile's round: the machine or the code changed since the profile
+//                         was taken, or the profile never described this loop (the plain loop's
 //                         departure from the same profile is baseline_drift); the prediction
 //                         error is then not the model's alone
 //   profile_load_above_cores  the load average exceeded the core count while a profile the
@@ -60,6 +62,10 @@ struct RunFlagInputs {
   // sampling), verify seconds per round at the round's mean k, the profiles' load.
   double profile_baseline_s_per_token = 0;
   double verify_s_per_round = 0, profile_verify_s_per_round = 0;
+  // The run's drafting per round (the draft's forward calls and the rest of its drafting) and
+  // the profile's price of the same rounds (time_parts.h: at this run's round mix, catch-ups
+  // and prefills included); 0: not known (trees, no profile parts).
+  double draft_s_per_round = 0, profile_draft_s_per_round = 0;
   // The run's verify and host sampling per round: what a round pays on the target's side, at
   // least a plain step's forward and sampling.
   double round_target_side_s = 0;
@@ -70,6 +76,10 @@ struct RunFlagInputs {
 constexpr int kFlagMinPrompts = 8;
 constexpr double kFlagBaselineDrift = 0.20;
 constexpr double kFlagProfileStale = 0.20;  // verify against the profile's T(k)
+// The drafting is stale when it departs by kFlagProfileStale of itself and by this share of the
+// profile's round (draft + verify): a model-free drafter's microseconds that double do not make
+// a prediction wrong.
+constexpr double kFlagStalePartOfRound = 0.05;
 // The verify bound's tolerance (a plain step also samples its token on the host).
 constexpr double kFlagBoundSlack = 1.02;
 

@@ -23,6 +23,8 @@ RunFlagInputs clean() {
   in.profile_baseline_s_per_token = 0.0098;
   in.verify_s_per_round = 0.021;
   in.profile_verify_s_per_round = 0.020;
+  in.draft_s_per_round = 0.0102;
+  in.profile_draft_s_per_round = 0.010;
   in.profile_load = 1.2;
   in.greedy_checked = true;
   in.greedy_match = true;
@@ -83,6 +85,23 @@ TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   EXPECT_NE(run_flags_evaluate(in)[0].find("verify 21 ms/round vs 30 ms/round"), std::string::npos)
       << run_flags_evaluate(in)[0];
   in.profile_verify_s_per_round = 0;  // not known (a tree, no prediction): nothing to compare
+  EXPECT_TRUE(codes(in).empty());
+  // The drafting part: a draft model's rounds 30% slower than the profile prices them.
+  in = clean();
+  in.draft_s_per_round = 0.013;
+  in.profile_draft_s_per_round = 0.010;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"profile_stale"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("drafting 13 ms/round vs 10 ms/round"),
+            std::string::npos)
+      << run_flags_evaluate(in)[0];
+  in.draft_s_per_round = 0.0115;  // 15%: within the band
+  EXPECT_TRUE(codes(in).empty());
+  // A model-free drafter's drafting tripled, but it is 0.2% of the round: not stale.
+  in.draft_s_per_round = 0.00015;
+  in.profile_draft_s_per_round = 0.00005;
+  EXPECT_TRUE(codes(in).empty());
+  in.draft_s_per_round = 0.013;
+  in.profile_draft_s_per_round = 0;  // the profile has no parts: nothing to compare
   EXPECT_TRUE(codes(in).empty());
   in = clean();
   in.profile_load = 2.4;
