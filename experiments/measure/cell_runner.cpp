@@ -418,6 +418,14 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     }
   }
 
+  // The profile's price of this run's own rounds against the measured speedup: the cost side
+  // of the prediction error alone (the run's rounds carry its acceptance, luck included).
+  if (speedup > 0 && m.acc.n_rounds > 0) {
+    const std::optional<double> at_rounds = time_parts_profile_speedup_at_rounds(
+        row, static_cast<double>(spec_tok) / static_cast<double>(m.acc.n_rounds));
+    if (at_rounds) row.profile_error_at_run_rounds = *at_rounds / speedup - 1;
+  }
+
   // Sanity flags: results that must not be quoted as they stand.
   RunFlagInputs f;
   f.speedup = speedup;

@@ -94,4 +94,21 @@ void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const Cost
   row->profile_round_accept_s = accept / n;
 }
 
+std::optional<double> time_parts_profile_speedup_at_rounds(const ResultRow& row,
+                                                           double tokens_per_round) {
+  if (tokens_per_round <= 0 || !row.profile_step_layers_s || !row.profile_step_standardize_s ||
+      !row.profile_step_draw_s || !row.profile_round_draft_forward_s ||
+      !row.profile_round_draft_other_s || !row.profile_round_verify_layers_s ||
+      !row.profile_round_standardize_s || !row.profile_round_accept_s)
+    return std::nullopt;
+  const double step = *row.profile_step_layers_s + row.profile_step_head_s.value_or(0) +
+                      *row.profile_step_standardize_s + *row.profile_step_draw_s;
+  const double round = *row.profile_round_draft_forward_s + *row.profile_round_draft_other_s +
+                       *row.profile_round_verify_layers_s +
+                       row.profile_round_verify_head_s.value_or(0) +
+                       *row.profile_round_standardize_s + *row.profile_round_accept_s;
+  if (round <= 0) return std::nullopt;
+  return step * tokens_per_round / round;
+}
+
 }  // namespace speclab

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "experiments/predict/cost_profile.h"
@@ -50,5 +51,13 @@ struct TimePartsTally {
 // profile_round_*) into the row. cost / parts may be null (no prediction).
 void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const CostProfileParts* parts,
                     ResultRow* row);
+
+// The speedup the cost profile gives a run's own rounds: its plain step (the profile_step_*
+// parts) times the run's tokens per round, over its price of one of the run's rounds (the
+// profile_round_* parts, which time_parts_put prices at the run's round mix). Uses the run's
+// rounds, so it is a diagnostic of the cost side, not a prediction. Empty when the row lacks
+// the parts or tokens_per_round <= 0.
+std::optional<double> time_parts_profile_speedup_at_rounds(const ResultRow& row,
+                                                           double tokens_per_round);
 
 }  // namespace speclab

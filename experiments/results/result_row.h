@@ -221,6 +221,10 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(parts, double, profile_round_verify_head_s, "s", "the same for round_verify_head_s")           \
   X(parts, double, profile_round_standardize_s, "s", "the same for round_standardize_s")           \
   X(parts, double, profile_round_accept_s, "s", "the same for round_accept_s")                     \
+  X(parts, double, profile_error_at_run_rounds, "",                                                \
+    "the speedup the cost profile gives this run's own rounds (its plain step x the run's "        \
+    "tokens over its price of the run's rounds, the profile_round_* parts) / speedup - 1: the "    \
+    "cost side of prediction_error without acceptance luck; a diagnostic, not a prediction")       \
   X(speedup, double, speedup, "x", "(baseline s/token) / (speculative s/token)")                   \
   X(speedup, double, speedup_ci_lo, "x", "percentile-bootstrap interval over prompts, low end")    \
   X(speedup, double, speedup_ci_hi, "x", "percentile-bootstrap interval over prompts, high end")   \

@@ -158,6 +158,13 @@ TEST(TimeParts, TheProfilePricesTheRunsOwnRoundsPartByPart) {
                   *row.profile_round_standardize_s + *row.profile_round_accept_s,
               whole, 1e-15);
 
+  // The profile's speedup at these rounds: its plain step (forward + host(1)) times the run's
+  // tokens per round over the whole price of a round; nothing without a positive token count.
+  EXPECT_NEAR(*time_parts_profile_speedup_at_rounds(row, 1.75),
+              (c.baseline_step_s + c.host_round_s[0]) * 1.75 / whole, 1e-12);
+  EXPECT_FALSE(time_parts_profile_speedup_at_rounds(row, 0.0));
+  EXPECT_FALSE(time_parts_profile_speedup_at_rounds(ResultRow{}, 1.75)) << "no parts: none";
+
   // A model-free drafter's catch-ups and prefills are the rest of its drafting, not forwards.
   CostProfileParts lookup = p;
   lookup.draft_forward_s = {0, 0, 0, 0};
