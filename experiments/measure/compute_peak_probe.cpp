@@ -1,16 +1,6 @@
 #include "experiments/measure/compute_peak_probe.h"
 
-// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized in code that includes them (GCC bug
-// 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 #include <omp.h>
 #include <time.h>
 
