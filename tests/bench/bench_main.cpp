@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/cpu_matmul.h"
+#include "core/error.h"
 #include "core/threads.h"
 #include "experiments/measure/compute_peak_probe.h"
 #include "experiments/measure/read_bandwidth_probe.h"
@@ -31,7 +32,13 @@ const LlamaModel& bench_model(const std::string& spec) {
   if (!model || current != spec) {
     model.reset();  // free the previous model first: two 3B models do not fit
     threads_set(2);
-    model = spec.rfind("file:", 0) == 0 ? llama_load(spec.substr(5)) : llama_make_synthetic(spec);
+    try {
+      model =
+          spec.rfind("file:", 0) == 0 ? llama_load(spec.substr(5)) : llama_make_synthetic(spec);
+    } catch (const InputError& e) {  // a bad file named in SPECLAB_BENCH_GGUF: one line, exit 2
+      std::fprintf(stderr, "speclab_bench: %s\n", e.what());
+      std::exit(2);
+    }
     current = spec;
   }
   return *model;
@@ -55,9 +62,15 @@ std::vector<std::pair<std::string, std::string>> bench_user_ggufs() {
   for (size_t start = 0; start <= paths.size();) {
     const size_t comma = std::min(paths.find(',', start), paths.size());
     const std::string path = paths.substr(start, comma - start);
-    if (!path.empty())
-      out.emplace_back("gguf:" + std::filesystem::path(path).filename().string(), "file:" + path);
     start = comma + 1;
+    if (path.empty()) continue;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      std::fprintf(stderr, "speclab_bench: SPECLAB_BENCH_GGUF: %s: not a regular file\n",
+                   path.c_str());
+      std::exit(2);
+    }
+    out.emplace_back("gguf:" + std::filesystem::path(path).filename().string(), "file:" + path);
   }
   return out;
 }

@@ -1,0 +1,30 @@
+#!/bin/bash
+# speclab_bench's bad input (SPECLAB_BENCH_GGUF): each case must end in one line naming the
+# file and exit 2, not a crash (before it, stderr may hold the read probes' lines). Usage: tests/bench/bad_input.sh PATH/TO/speclab_bench
+set -u
+bench=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+expect() {  # expect NAME PATTERN -- command...
+  local name=$1 pattern=$2
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  # Exit 2, and the error is the last line of stderr (the read probes may print before it).
+  if [ "$rc" -ne 2 ] || ! tail -n 1 "$tmp/err" | grep -q -- "$pattern"; then
+    echo "FAIL $name: exit $rc, stderr:"; cat "$tmp/err"; fail=1
+  else
+    echo "ok $name: $(tail -n 1 "$tmp/err")"
+  fi
+}
+# A path that does not exist, and a directory: refused when the benchmarks are registered.
+expect missing "SPECLAB_BENCH_GGUF: $tmp/none.gguf: not a regular file" -- \
+  env SPECLAB_BENCH_GGUF="$tmp/none.gguf" "$bench" --benchmark_list_tests
+expect directory "SPECLAB_BENCH_GGUF: $tmp: not a regular file" -- \
+  env SPECLAB_BENCH_GGUF="$tmp" "$bench" --benchmark_list_tests
+# A regular file that is not a GGUF: refused when its benchmark loads it.
+printf 'not a gguf file at all' >"$tmp/junk.gguf"
+expect not-gguf "junk.gguf" -- env SPECLAB_BENCH_GGUF="$tmp/junk.gguf" "$bench" \
+  --benchmark_filter='BM_Decode/gguf:junk'
+exit $fail
