@@ -45,7 +45,7 @@ __attribute__((target("avx512f"), noinline)) float fma_loop_avx512(int64_t iters
 }
 
 __attribute__((target("avx512f,avx512bf16"), noinline)) float bf16_dot_loop(int64_t iters,
-                                                                             float seed) {
+                                                                            float seed) {
   __m512 acc[kPeakChains];
   for (int c = 0; c < kPeakChains; c++) acc[c] = _mm512_set1_ps(seed + static_cast<float>(c));
   // Pairs of small BF16 values (0x3380 ~ 6e-8): the sums stay finite for any iteration count.

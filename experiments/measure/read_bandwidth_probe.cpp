@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <memory>
 
 #include "core/large_buffer.h"
 
@@ -213,7 +211,7 @@ const char* read_probe_name(ReadProbe probe) {
 }
 
 std::vector<ReadProbe> read_probe_all() {
-  return {ReadProbe::kScalarSum, ReadProbe::kVector4, ReadProbe::kVector4Prefetch,
+  return {ReadProbe::kScalarSum,    ReadProbe::kVector4,    ReadProbe::kVector4Prefetch,
           ReadProbe::kVectorStream, ReadProbe::kTwoStreams, ReadProbe::kFourStreams};
 }
 

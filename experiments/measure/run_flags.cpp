@@ -58,12 +58,14 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
             in.verify_s_per_round * 1e3, in.profile_verify_s_per_round * 1e3));
   if (in.draft_s_per_round > 0 && in.profile_draft_s_per_round > 0) {
     const double gap = std::fabs(in.draft_s_per_round - in.profile_draft_s_per_round);
-    const double round = in.profile_draft_s_per_round + std::max(0.0, in.profile_verify_s_per_round);
+    const double round =
+        in.profile_draft_s_per_round + std::max(0.0, in.profile_verify_s_per_round);
     if (gap > kFlagProfileStale * in.profile_draft_s_per_round &&
         gap > kFlagStalePartOfRound * round)
-      flags.push_back(fmt("profile_stale: drafting %.4g ms/round vs %.4g ms/round as the cost "
-                          "profile prices this run's rounds",
-                          in.draft_s_per_round * 1e3, in.profile_draft_s_per_round * 1e3));
+      flags.push_back(
+          fmt("profile_stale: drafting %.4g ms/round vs %.4g ms/round as the cost "
+              "profile prices this run's rounds",
+              in.draft_s_per_round * 1e3, in.profile_draft_s_per_round * 1e3));
   }
   if (in.cores > 0 && in.profile_load > in.cores)
     flags.push_back(

@@ -1,7 +1,6 @@
 #include "models/llama/llama_synthetic.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 

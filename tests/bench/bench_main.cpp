@@ -3,10 +3,10 @@
 // printed next to its napkin limit from the same run. See tests/bench/README.md.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <algorithm>
 #include <map>
 
 #include "core/cpu_matmul.h"
@@ -33,8 +33,7 @@ const LlamaModel& bench_model(const std::string& spec) {
     model.reset();  // free the previous model first: two 3B models do not fit
     threads_set(2);
     try {
-      model =
-          spec.rfind("file:", 0) == 0 ? llama_load(spec.substr(5)) : llama_make_synthetic(spec);
+      model = spec.rfind("file:", 0) == 0 ? llama_load(spec.substr(5)) : llama_make_synthetic(spec);
     } catch (const InputError& e) {  // a bad file named in SPECLAB_BENCH_GGUF: one line, exit 2
       std::fprintf(stderr, "speclab_bench: %s\n", e.what());
       std::exit(2);
@@ -124,10 +123,10 @@ int main(int argc, char** argv) {
   const int lanes = speclab::fp32_fma_widest_lanes();
   const double fma = speclab::fp32_fma_peak_flops(2, lanes);
   const double bf16 = speclab::bf16_dot_peak_flops(2);
-  std::fprintf(stderr, "FP32 FMA peak (2 threads, %d lanes): %.1f GFLOP/s; BF16 dot peak: %s\n",
-               lanes, fma / 1e9,
-               bf16 > 0 ? (std::to_string(bf16 / 1e9) + " GFLOP/s").c_str()
-                        : "none (no AVX512-BF16)");
+  std::fprintf(
+      stderr, "FP32 FMA peak (2 threads, %d lanes): %.1f GFLOP/s; BF16 dot peak: %s\n", lanes,
+      fma / 1e9,
+      bf16 > 0 ? (std::to_string(bf16 / 1e9) + " GFLOP/s").c_str() : "none (no AVX512-BF16)");
   benchmark::AddCustomContext("fp32_fma_peak_GFLOPs", std::to_string(fma / 1e9));
   benchmark::AddCustomContext("fp32_fma_peak_lanes", std::to_string(lanes));
   benchmark::AddCustomContext("bf16_dot_peak_GFLOPs", std::to_string(bf16 / 1e9));
