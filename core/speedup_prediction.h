@@ -23,8 +23,9 @@
 // computed exactly backwards over t. Adaptive gamma policies are walked by Monte Carlo
 // (their state depends on the history). Then, with the baseline's seconds per token
 //   base_s = T_plain(1) + host_s(1)   (one target call and one sampling per token; T_plain(1)
-//                                       is T(1) timed after another T(1), as the plain loop
-//                                       runs it, where T(k) is timed after a draft proposal),
+//                                       is T(1) timed in a run of steps at advancing
+//                                       positions, as the plain loop runs it, where T(k) is
+//                                       timed after a draft proposal),
 //   predicted speedup = (sum_prompts N_p) base_s / sum_prompts (draft_prefill_s + V_p(0)),
 // the same pooled ratio of per-token times the measurement reports.
 //
@@ -58,8 +59,9 @@ struct CostProfile {
   std::vector<double> host_round_s;   // [K] host seconds of a round verifying k tokens
                                       // (standardize k rows + verify), k = 1..K; [0] is the
                                       // baseline's sampling of one token
-  double baseline_step_s = 0;         // the plain loop's step: T(1) timed right after another
-                                      // T(1), as autoregressive decoding runs it (T(k) above is
+  double baseline_step_s = 0;         // the plain loop's step: T(1) timed in a run of steps at
+                                      // advancing positions, as autoregressive decoding runs
+                                      // it, their mean (T(k) above is
                                       // timed right after a draft proposal, as a verify runs);
                                       // 0: not profiled (older files, imported figures), T(1)
                                       // stands in

@@ -22,11 +22,13 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
   for (size_t i = 1; i < r.slots.size(); i++) SPECLAB_ASSERT(r.slots[i] > r.slots[i - 1]);
   const int b_max = r.slots.back();
   SPECLAB_ASSERT(target.n_slots() >= b_max && drafter.n_slots() >= b_max);
-  const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - r.k_max - r.g_max - 1);
+  // The plain run reads tokens L .. L + kPlainRunSteps; T(b, k) reads L .. L + k - 1.
+  const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunSteps + 1);
+  const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - ahead - r.g_max - 1);
   SPECLAB_INPUT_CHECK(L >= 3, "batched cost profile: context limit ", target.max_ctx(),
                       " too small for rounds of up to ", r.k_max, " tokens");
   const int64_t prompt_len = std::clamp<int64_t>(r.prompt_len, 2, L);
-  std::vector<int32_t> ctx(static_cast<size_t>(L + r.k_max));
+  std::vector<int32_t> ctx(static_cast<size_t>(L + ahead));
   for (size_t i = 0; i < ctx.size(); i++) ctx[i] = r.context[i % r.context.size()];
   const std::vector<int32_t> at_l(ctx.begin(), ctx.begin() + L),
       at_l1(ctx.begin(), ctx.begin() + L - 1), at_l2(ctx.begin(), ctx.begin() + L - 2),
@@ -93,17 +95,20 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
         for (int s = 0; s < b; s++) target.truncate(s, L);
         if (keep) t_bk[bi][static_cast<size_t>(k - 1)].push_back(sec);
       }
-      // The plain loop's step of b rows follows its previous step: time one right after
-      // another (each slot's last row only, as that loop asks).
-      for (int rep_step = 0; rep_step < 2; rep_step++) {
+      // The plain loop's step of b rows follows its previous step one position on: time a
+      // run of kPlainRunSteps after an untimed one and keep their mean (each slot's last row
+      // only, as that loop asks; the host's sampling between steps is priced per request
+      // from the one-request profile).
+      double plain_sum = 0;
+      for (int step = 0; step <= kPlainRunSteps; step++) {
         rows.clear();
-        for (int32_t s = 0; s < b; s++) rows.push_back({s, ctx[static_cast<size_t>(L)]});
+        for (int32_t s = 0; s < b; s++) rows.push_back({s, ctx[static_cast<size_t>(L + step)]});
         const auto t0 = Clock::now();
         target.forward_batch(rows, /*last_only=*/true);
-        const double sec = timing_since(t0);
-        for (int s = 0; s < b; s++) target.truncate(s, L);
-        if (keep && rep_step == 1) plain_b[bi].push_back(sec);
+        if (step > 0) plain_sum += timing_since(t0);
       }
+      for (int s = 0; s < b; s++) target.truncate(s, L);
+      if (keep) plain_b[bi].push_back(plain_sum / kPlainRunSteps);
       for (int n = 1; n <= r.g_max; n++) {
         propose_s(b, at_l1, 1);  // every slot now holds the context but its last token
         target_between();

@@ -45,11 +45,13 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
                                  CostProfileSpread* spread, CostProfileParts* parts) {
   SPECLAB_ASSERT(!r.context.empty() && r.k_max >= 1 && r.g_max >= 1 && r.reps >= 1);
   const int64_t vocab = target.vocab();
-  const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - r.k_max - r.g_max - 1);
+  // The plain step's run reads tokens L .. L + kPlainRunSteps; T(k) reads L .. L + k - 1.
+  const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunSteps + 1);
+  const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - ahead - r.g_max - 1);
   SPECLAB_INPUT_CHECK(L >= 3, "cost profile: context limit ", target.max_ctx(),
                       " too small for rounds of up to ", r.k_max, " tokens");
   const int64_t prompt_len = std::clamp<int64_t>(r.prompt_len, 2, L);
-  std::vector<int32_t> ctx(static_cast<size_t>(L + r.k_max));
+  std::vector<int32_t> ctx(static_cast<size_t>(L + ahead));
   for (size_t i = 0; i < ctx.size(); i++) ctx[i] = r.context[i % r.context.size()];
   const std::vector<int32_t> at_l = head(ctx, L), at_l1 = head(ctx, L - 1),
                              at_l2 = head(ctx, L - 2), prompt = head(ctx, prompt_len);
@@ -102,19 +104,28 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
         head_k[static_cast<size_t>(k - 1)].push_back(split.head_s);
       }
     }
-    // The plain loop's step follows its previous step: time one T(1) right after another.
-    target.forward(ctx.data() + L, 1);
-    target.truncate(L);
+    // The plain loop's step follows its previous step, one position further on, with the
+    // host's standardize + draw of the previous step's token between them (priced apart, as
+    // host(1)): time a run of kPlainRunSteps such steps after an untimed one and keep their
+    // mean, as the loop's time per token is the mean over its steps.
     {
-      const auto t0 = Clock::now();
-      target.forward(ctx.data() + L, 1);
-      const double s = timing_since(t0);
-      const ForwardSplit split = target.last_forward_split();
-      split_known = split_known && split.known();
+      const float* step_logits = target.forward(ctx.data() + L, 1);
+      double sum_s = 0, sum_head = 0;
+      for (int i = 1; i <= kPlainRunSteps; i++) {
+        sampling_standardize(p.data(), step_logits, vocab, r.target_sampling);
+        volatile int32_t x = sampling_draw(p.data(), vocab, 0.5);
+        (void)x;
+        const auto t0 = Clock::now();
+        step_logits = target.forward(ctx.data() + L + i, 1);
+        sum_s += timing_since(t0);
+        const ForwardSplit split = target.last_forward_split();
+        split_known = split_known && split.known();
+        sum_head += split.head_s;
+      }
       target.truncate(L);
       if (keep) {
-        plain_step.push_back(s);
-        plain_head.push_back(split.head_s);
+        plain_step.push_back(sum_s / kPlainRunSteps);
+        plain_head.push_back(sum_head / kPlainRunSteps);
       }
     }
     for (int n = 1; n <= r.g_max; n++) {

@@ -2,8 +2,10 @@
 // no speculative round runs. One repetition times, in this order,
 //   T(k)            the target's call over k tokens at a fixed cache length, k = 1..K, each
 //                   right after a (untimed) draft proposal, as a verify follows the drafting;
-//   plain step      T(1) right after an untimed T(1), as the plain loop's steps follow each
-//                   other;
+//   plain step      the mean of kPlainRunSteps consecutive T(1) at advancing positions after
+//                   an untimed one, the previous step's logits standardized and drawn from
+//                   between them, as the plain loop's steps follow each other (its time per
+//                   token is their mean);
 //   draft round(n)  a steady-state proposal of n tokens (the drafter has the context but its
 //                   last token, as after a round that rejected a draft), n = 1..G;
 //   catch-up        the same one-token proposal with two tokens to catch up (as after a
@@ -32,6 +34,9 @@
 #include "models/llama/token_runner.h"
 
 namespace speclab {
+
+// Steps in the timed run behind the plain step (each repetition's figure is their mean).
+inline constexpr int kPlainRunSteps = 4;
 
 struct CostProfileRequest {
   std::vector<int32_t> context;  // tokens to repeat or cut to the lengths below

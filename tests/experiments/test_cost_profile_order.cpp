@@ -164,6 +164,44 @@ TEST(CostProfileOrder, VerifyAfterAProposalPlainStepAfterAStep) {
   EXPECT_EQ(spread.target_s.median[1], p.target_s[1]);
 }
 
+// A target whose call costs depend on where it runs: a call one position on from where the
+// previous call ended costs 2 ms, and 14 ms at every fourth position (a stand-in for work a
+// loop pays now and then, such as a cache block filled), while a call that re-times a position
+// (the cache cut back to it) costs 20 ms.
+class PositionRunner : public TokenRunner {
+ public:
+  PositionRunner() : logits_(64 * kVocab, 0.0f) {}
+  const float* forward(const int32_t*, int64_t n, bool) override {
+    const bool advancing = n_past_ == last_end_;
+    sleep_s(!advancing ? 0.020 : n_past_ % 4 == 3 ? 0.014 : 0.002);
+    n_past_ += n;
+    last_end_ = n_past_;
+    return logits_.data();
+  }
+  void truncate(int64_t n) override { n_past_ = n; }
+  int64_t n_past() const override { return n_past_; }
+  int64_t max_ctx() const override { return 256; }
+  int64_t vocab() const override { return kVocab; }
+
+ private:
+  std::vector<float> logits_;  // [64, vocab]
+  int64_t n_past_ = 0, last_end_ = -1;
+};
+
+// The plain loop's time per token is the mean over consecutive steps at advancing positions:
+// the profile's plain step is that mean (4 steps: 2, 2, 14 and 2 ms in some order, 5 ms), not
+// one step re-timed at a fixed position (20 ms here) nor a typical single step (2 ms).
+TEST(CostProfileOrder, PlainStepIsTheMeanOfARunOfStepsAtAdvancingPositions) {
+  static_assert(kPlainRunSteps == 4, "the expected mean below assumes a run of 4 steps");
+  LastCall last;
+  PositionRunner target;
+  OrderDrafter drafter(last);
+  const CostProfile p = cost_profile_measure(target, drafter, small_request(3, 2, 3));
+  EXPECT_GT(p.baseline_step_s, 0.0045) << "not the mean of the run (a single step is 2 ms)";
+  EXPECT_LT(p.baseline_step_s, 0.0090)
+      << "not a run at advancing positions (a re-timed step: 20 ms)";
+}
+
 // A fast model's repetitions take moments: they go on until min_seconds have passed, so the
 // medians sample the machine over that stretch (measure.cost_profile_seconds); a slow one's
 // still get at least `reps`.
