@@ -15,12 +15,20 @@ namespace {
 
 bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 
-// Seconds of one round that drafts g tokens and verifies k = g + 1 (chain) or tree_nodes + 1
-// (a tree of depth g) tokens.
-double round_seconds(const CostProfile& cost, int g, int tree_nodes) {
-  const size_t k = static_cast<size_t>(tree_nodes > 0 && g > 0 ? tree_nodes + 1 : g + 1);
-  return cost.draft_round_s[static_cast<size_t>(g)] + cost.target_s[k - 1] +
-         cost.host_round_s[k - 1];
+// Seconds of one round that drafts g tokens and verifies k = g + 1 of them (chain), or drafts
+// the setting's tree cut to depth g and verifies its nodes + 1: the tree's drafting as
+// profiled for its shape (draft_tree_s), else as a chain of g.
+double round_seconds(const CostProfile& cost, int g, const ChainSetting& s) {
+  const size_t gi = static_cast<size_t>(g);
+  if (s.tree_nodes <= 0 || g == 0)
+    return cost.draft_round_s[gi] + cost.target_s[gi] + cost.host_round_s[gi];
+  const int nodes = gi < s.tree_nodes_at_depth.size() ? s.tree_nodes_at_depth[gi] : s.tree_nodes;
+  const auto tree = cost.draft_tree_s.find(s.tree_shape);
+  const double draft = tree != cost.draft_tree_s.end() && gi < tree->second.size()
+                           ? tree->second[gi]
+                           : cost.draft_round_s[gi];
+  return draft + cost.target_s[static_cast<size_t>(nodes)] +
+         cost.host_round_s[static_cast<size_t>(nodes)];
 }
 
 std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {
@@ -48,7 +56,7 @@ PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
     auto add_round = [&](const AcceptanceRollout& roll) {
       const int g = acceptance_drafts_allowed(
           roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
-      double vr = round_seconds(cost, g, s.tree_nodes), rr = 1, dr = g;
+      double vr = round_seconds(cost, g, s), rr = 1, dr = g;
       double survive = 1;  // S_t(i)
       for (int i = 0; i <= g; i++) {
         const double next = i < g ? survive * roll.accept[static_cast<size_t>(i)] : 0.0;
@@ -93,8 +101,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
       const int want = std::min<int>(std::min(policy->next_gamma(), cost.max_gamma()),
                                      static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
       const int g = acceptance_drafts_allowed(roll, want, s.p_min);
-      sum.seconds +=
-          round_seconds(cost, g, s.tree_nodes) + (pending_catchup ? cost.draft_catchup_s : 0.0);
+      sum.seconds += round_seconds(cost, g, s) + (pending_catchup ? cost.draft_catchup_s : 0.0);
       sum.rounds += 1;
       sum.drafted += g;
       int accepted = 0;

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct CostProfile {
                                       // timed right after a draft proposal, as a verify runs);
                                       // 0: not profiled (older files, imported figures), T(1)
                                       // stands in
+  // Tree shape ("3x2x1:topk", TreeShape::to_string) -> [depth + 1] seconds of the drafter's
+  // proposal of that tree cut to depth g, g = 0..depth ([0] = 0; the tree decoder drops the
+  // deepest levels near the budget). A shape not here is priced as a chain: draft_round_s[g].
+  std::map<std::string, std::vector<double>> draft_tree_s;
   int max_gamma() const { return static_cast<int>(draft_round_s.size()) - 1; }
   // T(k) at a fractional k (a mean round), linear between profiled k, clamped to [1, K].
   double target_at(double k) const;
@@ -82,6 +87,10 @@ struct AcceptanceRollout {
                                 // with lenience; -1 when the drafter proposed nothing here
   float lenient_tv = 0;         // sampling with lenience < 1: total variation between the
                                 // emitted token's law and p_t (0 when exact)
+  std::vector<float> top_mass;  // [B] at the true prefix: P(one of the drafter's b likeliest
+                                // proposals passes), b = 1..B, for top-b tree levels (greedy:
+                                // 1 if the target's argmax is among them; sampling: p_t's
+                                // mass on them); empty when not measured
 };
 
 // A strided profile (measure.acceptance_stride = s > 1) has a rollout at t = offset + k s only
@@ -147,9 +156,12 @@ struct ChainSetting {
   int64_t max_new_tokens = 64;   // the request budget (rounds shrink near its end)
   int tree_nodes = 0;            // > 0: a tree round of depth gamma verifying tree_nodes + 1
                                  // tokens (the profile then holds per-depth tree acceptance)
-  int monte_carlo_walks = 200;   // walks per prompt for adaptive policies
-  bool force_walks = false;      // walk a fixed gamma too (tests hold the walker to the recursion)
-  uint64_t seed = 0;             // Monte Carlo stream
+  std::string tree_shape;        // the tree's key in CostProfile::draft_tree_s
+  std::vector<int> tree_nodes_at_depth;  // [gamma + 1] drafted nodes of the tree cut to depth g
+                                         // (empty: tree_nodes at every depth)
+  int monte_carlo_walks = 200;           // walks per prompt for adaptive policies
+  bool force_walks = false;  // walk a fixed gamma too (tests hold the walker to the recursion)
+  uint64_t seed = 0;         // Monte Carlo stream
 };
 
 struct Prediction {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/speculative_verify.h"
+#include "core/token_tree.h"
 #include "models/decode/autoregressive.h"
 
 namespace speclab {
@@ -26,6 +27,24 @@ double acceptance_token_probability(const float* p, const float* p_raw, const fl
   return std::min(1.0, p[d] / (lenience * qd));
 }
 
+std::vector<float> acceptance_top_mass(const float* p, int64_t vocab,
+                                       const std::vector<int32_t>& tokens, int B, bool greedy) {
+  const int32_t best = greedy ? sampling_argmax(p, vocab) : -1;
+  std::vector<float> mass;
+  double m = 0;
+  for (int b = 0; b < B; b++) {
+    if (b < static_cast<int>(tokens.size())) {
+      const int32_t x = tokens[static_cast<size_t>(b)];
+      if (greedy)
+        m = m > 0 || x == best ? 1.0 : 0.0;
+      else
+        m += p[x];
+    }
+    mass.push_back(static_cast<float>(std::min(1.0, m)));
+  }
+  return mass;
+}
+
 AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& drafter,
                                              const std::vector<PromptTokens>& prompts,
                                              const AcceptanceProfileRequest& r,
@@ -41,6 +60,13 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
   std::vector<float> p, p_raw;  // [m + 1, vocab]
   std::vector<int32_t> batch;
   DraftProposal prop;
+  // The drafter's B likeliest proposals at a prefix: one level of a top-B tree.
+  const bool top_b = r.top_branching > 0 && r.lenience == 1.0;
+  TreeShape top_level;
+  top_level.branching = {r.top_branching};
+  top_level.mode = TreeMode::kTopK;
+  DraftTree siblings;
+  std::vector<int32_t> sibling_tokens;
   for (size_t pi = 0; pi < prompts.size(); pi++) {
     if (interrupted && interrupted->load()) break;
     GenerationRequest req;
@@ -133,6 +159,14 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
         if (r.lenience < 1.0)
           roll.lenient_tv =
               static_cast<float>(verify_lenient_tv(p.data(), prop.q.data(), vocab, r.lenience));
+      }
+      if (top_b && depth > 0) {
+        const RngKey key{seed, pi, static_cast<uint64_t>(L), 0, 2};
+        drafter.propose_tree(context, top_level, r.draft_sampling, key, &siblings);
+        sibling_tokens.clear();
+        for (const TreeProposal& s : siblings.proposals[0]) sibling_tokens.push_back(s.token);
+        roll.top_mass =
+            acceptance_top_mass(p.data(), vocab, sibling_tokens, r.top_branching, greedy);
       }
       ap.positions.push_back(std::move(roll));
       target.truncate(L);  // keep x_{t-1}; forget the rollout

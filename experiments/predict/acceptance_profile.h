@@ -14,6 +14,14 @@
 //       greedy     1 if d_j = argmax p_j, or the lenient greedy rule holds, else 0;
 //   - beta_t = sum_x min(q_t(x), p_t(x) / l): Corollary 3.6 at the true prefix (alpha_l with
 //     lenience), the pair's acceptance independent of any round structure.
+//   - top-b trees (top_branching = B > 0, lenience 1): the drafter's B likeliest proposals at
+//     the true prefix (a one-level top-B tree, in rank order) and top_mass[b - 1] = P(one of
+//     the first b passes): greedy, 1 if the target's argmax is among them; sampling, p_t's
+//     mass on them (deterministic siblings tried in turn, each rejection removing its token
+//     from the residual: p(x_1) + (1 - p(x_1)) p(x_2) / (1 - p(x_1)) + ...). A tree round at
+//     t passes level j with top_mass[b_j - 1] at t + j: exact at T = 0, where the accepted
+//     path is the target's text; at T > 0 the accepted path is drawn from p restricted to
+//     the siblings, which the text only approximates.
 // The survival prod_{j<=i} r_j averaged over t estimates P(first i drafts accepted) for a
 // round starting at t (the accept coins are independent given the drafts, so the product
 // is exact for the drawn rollout). Accepted prefixes are tilted toward tokens where
@@ -56,7 +64,8 @@ struct AcceptanceProfileRequest {
   int64_t max_new_tokens = 64;    // text generated per prompt
   std::vector<int64_t> stop_ids;  // EOS ids (empty = ignore EOS)
   uint64_t seed = 0;
-  int stride = 1;  // rollouts at every stride-th position (see above)
+  int stride = 1;         // rollouts at every stride-th position (see above)
+  int top_branching = 0;  // B: top_mass for b = 1..B at each rollout (0: not measured)
 };
 
 // Throws InputError from the models; stops early (returns what it has) when *interrupted.
@@ -70,5 +79,11 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
 // null when lenience = 1); q: the draft row or null (one-hot at d).
 double acceptance_token_probability(const float* p, const float* p_raw, const float* q, int32_t d,
                                     int64_t vocab, bool greedy, double lenience);
+
+// top_mass (see above) of deterministic siblings `tokens`, in the order they are tried, under
+// the standardized target row p [vocab]: entry b - 1 for the first b of them, b = 1..B (the
+// last value repeats when fewer than B tokens are given).
+std::vector<float> acceptance_top_mass(const float* p, int64_t vocab,
+                                       const std::vector<int32_t>& tokens, int B, bool greedy);
 
 }  // namespace speclab

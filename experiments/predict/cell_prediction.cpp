@@ -51,22 +51,47 @@ void cell_needs(const Cell& c, int cost_curve_max_k, int* depth, int* k_max) {
   *k_max = std::max(*k_max, g + 1);
 }
 
-// Tree rounds from chain rollouts: a depth-d level of b siblings passes when one of them
-// does; treating the siblings as independent draws, r_d(tree) = 1 - (1 - r_d)^b. Exact for
-// sampled children of a one-token-wide chain, an approximation otherwise (top-k children
-// are distinct, not independent).
-AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& shape) {
+// Whether a profile prices the top-b levels of `shape` from measured top_mass: a top-k shape,
+// a rollout at every position, each with the mass of at least the widest level's siblings.
+bool tree_top_mass_covers(const AcceptanceProfile& a, const TreeShape& shape) {
+  if (shape.mode != TreeMode::kTopK || a.stride != 1 || a.prompts.empty()) return false;
+  const size_t widest =
+      static_cast<size_t>(*std::max_element(shape.branching.begin(), shape.branching.end()));
+  for (const auto& p : a.prompts)
+    for (const auto& r : p.positions)
+      if (r.beta != -1.0f && r.top_mass.size() < widest) return false;
+  return true;
+}
+
+// Tree rounds as chain rollouts of per-level pass probabilities (acceptance_profile.h).
+//   top-b (top_mass measured): level j of a round at t passes with top_mass[b_j - 1] at t + j,
+//     the drafter's b_j likeliest siblings at the text's prefix (exact at T = 0);
+//   otherwise: a level of b siblings passes when one does; treating them as independent
+//     draws, r_j(tree) = 1 - (1 - r_j)^b. Exact for sampled children of a one-token-wide
+//     chain, an approximation for top-k children (distinct, not independent: at T = 0,
+//     where r_j is 0 or 1, it prices the tree as the chain).
+AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& shape, bool top_b) {
   AcceptanceProfile t = chain;
   t.max_depth = shape.depth();
-  for (auto& p : t.prompts)
-    for (auto& r : p.positions) {
+  for (size_t pi = 0; pi < t.prompts.size(); pi++) {
+    const std::vector<AcceptanceRollout>& source = chain.prompts[pi].positions;  // [N] at stride 1
+    for (size_t at = 0; at < source.size(); at++) {
+      AcceptanceRollout& r = t.prompts[pi].positions[at];
       const size_t d = std::min<size_t>(r.accept.size(), static_cast<size_t>(shape.depth()));
       r.accept.resize(d);
       r.top_prob.resize(d);
       r.entropy.resize(d);
-      for (size_t j = 0; j < d; j++)
-        r.accept[j] = static_cast<float>(1.0 - std::pow(1.0 - r.accept[j], shape.branching[j]));
+      for (size_t j = 0; j < d; j++) {
+        const int b = shape.branching[j];
+        // Past the text's end no round reaches level j; the chain's figure stands there.
+        if (top_b && at + j < source.size() &&
+            source[at + j].top_mass.size() >= static_cast<size_t>(b))
+          r.accept[j] = source[at + j].top_mass[static_cast<size_t>(b - 1)];
+        else
+          r.accept[j] = static_cast<float>(1.0 - std::pow(1.0 - r.accept[j], b));
+      }
     }
+  }
   return t;
 }
 
@@ -167,6 +192,14 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     int& k = k_max_[g];
     k = std::max(k, config.measure.cost_curve_max_k);
     cell_needs(c, config.measure.cost_curve_max_k, &d, &k);
+    std::vector<TreeShape>& trees = trees_[g];
+    if (c.tree.depth() > 0 && std::none_of(trees.begin(), trees.end(), [&](const TreeShape& t) {
+          return t.to_string() == c.tree.to_string();
+        }))
+      trees.push_back(c.tree);
+    int& top_b = top_branching_[g];
+    if (c.tree.depth() > 0 && c.tree.mode == TreeMode::kTopK)
+      top_b = std::max(top_b, *std::max_element(c.tree.branching.begin(), c.tree.branching.end()));
     settings_[g] = group_settings(config, c);
     needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
     if (c.gamma_policy == "predicted") slots_[g];  // its gamma table needs a batched profile
@@ -298,6 +331,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     cr.min_seconds = config_.measure.cost_profile_seconds;
     cr.target_sampling = ts;
     cr.draft_sampling = ds;
+    cr.trees = trees_.at(g);
     CostProfileTaken& taken = prof.cost_taken;
     taken = conditions_.fixed;
     if (conditions_.draft_sha256) taken.draft_sha256 = conditions_.draft_sha256(cell);
@@ -325,6 +359,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     ar.stop_ids = stop_ids_;
     ar.seed = static_cast<uint64_t>(config_.generation.seed);
     ar.stride = config_.measure.acceptance_stride;
+    ar.top_branching = top_branching_.at(g);
     // Synthetic cells predict from their configured acceptance: a group of nothing else needs
     // no rollouts (its profile file is written empty, so --profiles still finds it).
     prof.acceptance.max_depth = depth;
@@ -439,11 +474,26 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     s.gamma = std::max(1, out.gamma_by_load[1]);
   }
   if (cell.tree.depth() > 0) {
-    const TreeShape& shape = cell.tree;
+    // Sampled children of a greedy drafter are all its argmax: every repeat gets no node, so
+    // the tree the decoder verifies is the chain of the same depth (exactly). Other sampled
+    // trees are priced at their full node count (repeats, which get no node, are not
+    // subtracted: their verify is priced high where q is peaked).
+    TreeShape shape = cell.tree;
+    if (shape.mode == TreeMode::kSample && cell.draft_sampling().temperature == 0.0f)
+      std::fill(shape.branching.begin(), shape.branching.end(), 1);
     s.gamma = shape.depth();
     s.tree_nodes = static_cast<int>(shape.n_drafted());
-    out.model = "tree-approx";
-    const AcceptanceProfile tree = tree_profile(prof.acceptance, shape);
+    s.tree_shape = cell.tree.to_string();  // its drafting as timed, repeats and all
+    // The decoder drops the deepest levels near the budget: nodes of each cut.
+    s.tree_nodes_at_depth.assign(1, 0);
+    int64_t level = 1;
+    for (int b : shape.branching) {
+      level *= b;
+      s.tree_nodes_at_depth.push_back(s.tree_nodes_at_depth.back() + static_cast<int>(level));
+    }
+    const bool top_b = tree_top_mass_covers(prof.acceptance, shape);
+    out.model = top_b ? "tree-top-b" : "tree-approx";
+    const AcceptanceProfile tree = tree_profile(prof.acceptance, shape, top_b);
     out.prediction = predict_chain(prof.cost, tree, s);
     out.interval = predict_chain_interval(prof.cost, tree, s, config_.measure.bootstrap_resamples,
                                           config_.measure.confidence, s.seed);

@@ -41,7 +41,8 @@ namespace speclab {
 
 struct CellPrediction {
   std::string group;  // 12 hex digits
-  std::string model;  // "chain" | "policy-walk" | "configured-acceptance" | "tree-approx"
+  std::string model;  // "chain" | "policy-walk" | "configured-acceptance" | "tree-top-b" |
+                      // "tree-approx"
   Prediction prediction;
   AcceptanceSummary acceptance;  // of the group's profile (configured for synthetic cells)
   AlphaInterval alpha_ci;
@@ -182,10 +183,12 @@ class CellPredictor {
   ProfileConditions conditions_;
   nlohmann::json index_ = nlohmann::json::object();  // index.json: group -> its entry
   std::map<std::string, int> depth_;                 // group -> rollout depth
-  std::map<std::string, bool> needs_acceptance_;     // group -> has a cell not synthetic
-  std::map<std::string, int> k_max_;                 // group -> T(k) up to
-  std::map<std::string, nlohmann::json> settings_;   // group -> its settings (index.json)
-  std::map<std::string, std::vector<int>> slots_;    // group -> concurrencies > 1 of its cells
+  std::map<std::string, int> top_branching_;  // group -> widest level of its top-k tree cells
+  std::map<std::string, std::vector<TreeShape>> trees_;  // group -> its cells' tree shapes
+  std::map<std::string, bool> needs_acceptance_;         // group -> has a cell not synthetic
+  std::map<std::string, int> k_max_;                     // group -> T(k) up to
+  std::map<std::string, nlohmann::json> settings_;       // group -> its settings (index.json)
+  std::map<std::string, std::vector<int>> slots_;        // group -> concurrencies > 1 of its cells
   BatchedCostMeasure batched_measure_;
   std::map<std::string, Profiles> cache_;
 };

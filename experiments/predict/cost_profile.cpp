@@ -71,6 +71,11 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       standardize_k(static_cast<size_t>(r.k_max)),
       draft_forward_n(static_cast<size_t>(r.g_max + 1));
   std::vector<double> plain_head;
+  // [shape][g] repetitions of tree(shape, g), g = 0..depth (g = 0 stays empty).
+  std::vector<std::vector<std::vector<double>>> tree_g(r.trees.size());
+  for (size_t i = 0; i < r.trees.size(); i++)
+    tree_g[i].resize(static_cast<size_t>(r.trees[i].depth() + 1));
+  DraftTree tree;
   bool split_known = true;
   std::vector<float> p(static_cast<size_t>(r.k_max * vocab));
   DraftProposal prop;
@@ -140,6 +145,17 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
         draft_forward_n[static_cast<size_t>(n)].push_back(prop.forward_s);
       }
     }
+    for (size_t i = 0; i < r.trees.size(); i++)
+      for (int g = 1; g <= r.trees[i].depth(); g++) {
+        TreeShape cut = r.trees[i];
+        cut.branching.resize(static_cast<size_t>(g));
+        propose_s(at_l1, 1);  // as round(n): one token behind, after a target call
+        target.forward(ctx.data() + L, 1);
+        target.truncate(L);
+        const auto t0 = Clock::now();
+        drafter.propose_tree(at_l, cut, r.draft_sampling, key, &tree);
+        if (keep) tree_g[i][static_cast<size_t>(g)].push_back(timing_since(t0));
+      }
     propose_s(at_l2, 1);  // two tokens behind: the state after a fully accepted round
     target.forward(ctx.data() + L, 1);
     target.truncate(L);
@@ -197,6 +213,11 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   c.draft_step_s = c.draft_round_s[1];
   c.draft_catchup_s = std::max(0.0, timing_median(two_behind) - timing_median(one_behind));
   c.draft_prefill_s = std::max(0.0, timing_median(first_call) - timing_median(one_behind));
+  for (size_t i = 0; i < r.trees.size(); i++) {
+    std::vector<double>& v = c.draft_tree_s[r.trees[i].to_string()];
+    v.assign(1, 0.0);
+    for (size_t g = 1; g < tree_g[i].size(); g++) v.push_back(timing_median(tree_g[i][g]));
+  }
   if (spread) {
     *spread = CostProfileSpread{};
     spread->reps = kept;
@@ -209,6 +230,11 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     timing_spread_add(&spread->draft_one_behind_s, one_behind);
     timing_spread_add(&spread->draft_two_behind_s, two_behind);
     timing_spread_add(&spread->draft_first_call_s, first_call);
+    for (size_t i = 0; i < r.trees.size(); i++) {
+      TimingSpread& t = spread->draft_tree_s[r.trees[i].to_string()];
+      timing_spread_add(&t, {0.0});
+      for (size_t g = 1; g < tree_g[i].size(); g++) timing_spread_add(&t, tree_g[i][g]);
+    }
   }
   if (parts) {
     *parts = CostProfileParts{};

@@ -13,6 +13,9 @@
 //   prefill         a first proposal after reset over a prompt-length context minus round(1);
 //   host(k)         standardizing k target rows and verifying k - 1 drafts (k = 1: the
 //                   baseline's standardize + draw), on real logits of this target;
+//   tree(shape, g)  for each requested tree shape, the drafter's proposal of the tree cut to
+//                   depth g, g = 1..depth, after a target call and one token behind, as
+//                   round(n) (a tree's drafting grows with its node count, not its depth);
 // and repetitions alternate, so load on a shared machine touches every figure alike; each
 // figure is the median over repetitions: the loop pays a machine's interference as it comes,
 // so its typical cost, not its luckiest, is what a round costs there (on the Llama-3.2 1B/3B
@@ -25,11 +28,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/sampling.h"
 #include "core/speedup_prediction.h"
+#include "core/token_tree.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
 
@@ -48,6 +53,7 @@ struct CostProfileRequest {
   double min_seconds = 0;        // and more until this many seconds have passed
   int max_reps = 100000;         // (never more than this)
   SamplingParams target_sampling, draft_sampling;
+  std::vector<TreeShape> trees;  // tree shapes whose drafting to time (draft_tree_s)
 };
 
 // One timed figure's spread over the repetitions, entry by entry: min <= median <= max. The
@@ -79,6 +85,7 @@ struct CostProfileSpread {
   TimingSpread draft_one_behind_s;  // [1]
   TimingSpread draft_two_behind_s;  // [1]
   TimingSpread draft_first_call_s;  // [1]
+  std::map<std::string, TimingSpread> draft_tree_s;  // shape -> [depth + 1], [0] = 0
 };
 
 // When, where and on what a cost profile was taken. Unknown: "" or -1 (files written before

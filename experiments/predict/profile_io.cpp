@@ -12,6 +12,7 @@
 #include "core/input_file.h"
 #include "core/json_input.h"
 #include "core/output_file.h"
+#include "core/token_tree.h"
 
 namespace speclab {
 
@@ -238,6 +239,7 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
                       {"host_round_s", c.host_round_s},
                       {"c", c.c()}};
   if (c.baseline_step_s > 0) j["baseline_step_s"] = c.baseline_step_s;
+  if (!c.draft_tree_s.empty()) j["draft_tree_s"] = c.draft_tree_s;
   const CostProfileSpread& s = r.spread;
   if (s.reps > 0) {
     j["spread"] = {{"reps", s.reps},
@@ -249,6 +251,8 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
                    {"draft_first_call_s", timing_spread_to_json(s.draft_first_call_s)}};
     if (!s.baseline_step_s.min.empty())
       j["spread"]["baseline_step_s"] = timing_spread_to_json(s.baseline_step_s);
+    for (const auto& [shape, t] : s.draft_tree_s)
+      j["spread"]["draft_tree_s"][shape] = timing_spread_to_json(t);
   }
   if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
   if (!r.parts.empty()) {
@@ -316,6 +320,23 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
   c.draft_prefill_s = number(j, "draft_prefill_s", where, 0, false);
   // Files written before the plain step was timed apart have none: T(1) stands in.
   c.baseline_step_s = number(j, "baseline_step_s", where, 0, false);
+  // Files written before tree drafting was timed have none: a tree is priced as a chain.
+  if (j.contains("draft_tree_s")) {
+    const std::string at = where + ": draft_tree_s";
+    SPECLAB_INPUT_CHECK(j["draft_tree_s"].is_object(), at,
+                        ": expected an object (tree shape -> seconds per depth)");
+    for (const auto& [shape, list] : j["draft_tree_s"].items()) {
+      const TreeShape parsed = tree_shape_parse(shape, at + ": key '" + shape + "'");
+      std::vector<double> v = number_list(j["draft_tree_s"], shape.c_str(), at);
+      SPECLAB_INPUT_CHECK(static_cast<int>(v.size()) == parsed.depth() + 1 && v[0] == 0, at, ".",
+                          shape, ": expected ", parsed.depth() + 1, " seconds (depth 0..",
+                          parsed.depth(), ", the first 0), got ", v.size(), " entries");
+      for (size_t g = 0; g < v.size(); g++)
+        SPECLAB_INPUT_CHECK(std::isfinite(v[g]) && v[g] >= 0, at, ".", shape, "[", g,
+                            "]: expected finite seconds >= 0, got ", v[g]);
+      c.draft_tree_s[parsed.to_string()] = std::move(v);
+    }
+  }
   cost_profile_validate(c, where);
   c.origin = where;
   // Files written before the spread and the circumstances were recorded have neither.
@@ -336,6 +357,16 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
     s.draft_first_call_s = timing_spread_from_json(sj, "draft_first_call_s", 1, where);
     if (sj.contains("baseline_step_s"))
       s.baseline_step_s = timing_spread_from_json(sj, "baseline_step_s", 1, where);
+    if (sj.contains("draft_tree_s")) {
+      SPECLAB_INPUT_CHECK(sj["draft_tree_s"].is_object(), at, ".draft_tree_s: expected an object");
+      for (const auto& [shape, list] : sj["draft_tree_s"].items()) {
+        const auto figure = c.draft_tree_s.find(shape);
+        SPECLAB_INPUT_CHECK(figure != c.draft_tree_s.end(), at, ".draft_tree_s: '", shape,
+                            "' has a spread but no figure in draft_tree_s");
+        s.draft_tree_s[shape] = timing_spread_from_json(sj["draft_tree_s"], shape.c_str(),
+                                                        figure->second.size(), where);
+      }
+    }
   }
   if (j.contains("taken")) r.taken = cost_taken_from_json(j["taken"], where + ": taken");
   // Files written before the parts were recorded have none.
@@ -439,19 +470,26 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
   for (const auto& p : a.prompts) {
     nlohmann::json acc = nlohmann::json::array(), top = nlohmann::json::array(),
                    ent = nlohmann::json::array(), beta = nlohmann::json::array(),
-                   tv = nlohmann::json::array();
+                   tv = nlohmann::json::array(), top_mass = nlohmann::json::array();
+    bool any_tv = false, any_top_mass = false;
     for (const auto& r : p.positions) {
       acc.push_back(r.accept);
       top.push_back(r.top_prob);
       ent.push_back(r.entropy);
       beta.push_back(r.beta);
       tv.push_back(r.lenient_tv);
+      top_mass.push_back(r.top_mass);
+      any_tv = any_tv || r.lenient_tv != 0;
+      any_top_mass = any_top_mass || !r.top_mass.empty();
     }
     prompts.push_back({{"id", p.prompt_id},
                        {"accept", acc},
                        {"top_prob", top},
                        {"entropy", ent},
                        {"beta", beta}});
+    // Left out when absent (exact rules; no top-b tree cell), as in files written before.
+    if (any_tv) prompts.back()["lenient_tv"] = tv;
+    if (any_top_mass) prompts.back()["top_mass"] = top_mass;
     if (a.stride > 1) {
       prompts.back()["n_tokens"] = acceptance_prompt_tokens(p);
       prompts.back()["offset"] = p.offset;
@@ -524,6 +562,16 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
       }
       SPECLAB_INPUT_CHECK(r.beta == -1.0f || (r.beta >= 0 && r.beta <= 1), pos,
                           ": beta: expected a number in [0, 1] or -1");
+      if (pj.contains("top_mass")) {
+        SPECLAB_INPUT_CHECK(
+            pj["top_mass"].is_array() && pj["top_mass"].size() == pj["accept"].size(), at,
+            ": top_mass: expected a list of one entry per position");
+        floats("top_mass", &r.top_mass);
+        for (size_t b = 1; b < r.top_mass.size(); b++)
+          SPECLAB_INPUT_CHECK(r.top_mass[b] >= r.top_mass[b - 1], pos,
+                              ": top_mass: expected a non-decreasing list (more siblings pass "
+                              "at least as often)");
+      }
       p.positions.push_back(std::move(r));
     }
     if (a.stride > 1) {

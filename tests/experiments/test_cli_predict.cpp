@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -208,6 +209,18 @@ TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
       {"profile.json",
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[-1]})", "draft_round_s"}},
       {"broken.json", {"{\"format\":", "not valid JSON"}},
+      {"tree-depth.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"draft_tree_s":{"3x2":[0,0.001]}})",
+        "tree-depth.json: draft_tree_s.3x2: expected 3 seconds (depth 0..2, the first 0), got 2"}},
+      {"tree-shape.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"draft_tree_s":{"3y2":[0,0.001,0.002]}})",
+        "tree-shape.json: draft_tree_s: key '3y2'"}},
+      {"tree-negative.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"draft_tree_s":{"2x2":[0,-1,0.002]}})",
+        "tree-negative.json: draft_tree_s.2x2[1]: expected finite seconds >= 0"}},
       {"spread.json",
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
         R"("draft_step_s":0,"host_round_s":[0],"spread":{"reps":3,"target_s":{"min":[0.01],)"
@@ -275,6 +288,84 @@ TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
   const CliResult p = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "' --profiles '" +
                                   d.file("R") + "'");
   EXPECT_EQ(p.exit_code, 0) << p.err;
+}
+
+// Top-k trees at T = 0: the accepted path is the target's greedy text, so a tree level passes
+// exactly when the target's token is among the drafter's b likeliest at the text's prefix
+// (top_mass), and the predicted tokens per round equal the measured ones, as for chains. The
+// retired pricing (siblings as independent tries: 1 - (1 - r)^b with r 0 or 1) gave the
+// chain's tokens per round, which the case shows differ from the tree's.
+TEST(CliRunPrediction, TreesAtTemperatureZeroPredictTheMeasuredTokensPerRound) {
+  ScratchDir d;
+  const std::string src = SPECLAB_SOURCE_DIR;
+  const std::string cfg =
+      d.write("tree.yaml", "name: tree\nquestion: \"q\"\ntarget: " + src +
+                               "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + src +
+                               "/models/zoo/tiny-draft-0.5m\nprompts:\n  file: " + src +
+                               "/configs/prompts/tiny-in-domain.jsonl\n  limit: 3\ngeneration:\n"
+                               "  max_new_tokens: 24\n  warmup: 0\n  threads: 1\n  ctx: 128\n"
+                               "  ignore_eos: true\nmeasure:\n  bootstrap_resamples: 50\nsweep:\n"
+                               "  drafter: [d]\n  gamma: [3]\n  temperature: [0, 1]\n"
+                               "  tree: [\"off\", \"3x2x1\", \"2x2x2\", \"2x2x2:sample\"]\n");
+  const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("R") + "' --no-plots");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, double> chain_tau;  // temperature -> the chain's measured tau
+  std::vector<nlohmann::json> trees;
+  for (const auto& row : read_jsonl(d.file("R/results.jsonl"))) {
+    const std::string tree =
+        row.contains("tree") && row["tree"].is_string() ? row["tree"].get<std::string>() : "";
+    if (tree.empty() || tree == "off")
+      chain_tau[row["temperature"].dump()] = row["tau"].get<double>();
+    else
+      trees.push_back(row);
+  }
+  ASSERT_EQ(trees.size(), 6u);
+  ASSERT_EQ(chain_tau.size(), 2u);
+  int greedy_topk = 0, differs_from_chain = 0;
+  for (const auto& row : trees) {
+    const std::string tree = row["tree"].get<std::string>();
+    const bool sampled_tree = tree.find("sample") != std::string::npos;
+    EXPECT_EQ(row["prediction_model"], sampled_tree ? "tree-approx" : "tree-top-b") << tree;
+    if (row["temperature"] == 0 && !sampled_tree) {
+      greedy_topk++;
+      EXPECT_NEAR(row["predicted_tokens_per_round"].get<double>(), row["tau"].get<double>(), 1e-9)
+          << tree;
+      differs_from_chain += std::abs(row["tau"].get<double>() - chain_tau["0"]) > 0.01 ? 1 : 0;
+    }
+    // Sampled children of a greedy drafter are all its argmax: the decoder verifies the chain
+    // of the same depth (one node per level), and the prediction prices exactly that.
+    if (row["temperature"] == 0 && sampled_tree) {
+      EXPECT_LE(row["mean_tree_nodes_per_round"].get<double>(), 3.0);  // depth 3, cut near the end
+      EXPECT_DOUBLE_EQ(row["mean_tree_nodes_per_round"].get<double>(),
+                       row["predicted_drafted_per_round"].get<double>());
+      EXPECT_NEAR(row["predicted_tokens_per_round"].get<double>(), row["tau"].get<double>(), 1e-9);
+    }
+  }
+  EXPECT_EQ(greedy_topk, 2);
+  EXPECT_GT(differs_from_chain, 0) << "every tree measured the chain's tau: the case tests nothing";
+  // The top-b mass and the trees' drafting times survive the profile files: predicting from
+  // them gives the same figures.
+  const CliResult p = run_speclab("predict '" + cfg + "' --out '" + d.file("P") + "' --profiles '" +
+                                  d.file("R") + "'");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  std::map<std::string, nlohmann::json> offline;
+  for (const auto& row : read_jsonl(d.file("P/predictions.jsonl")))
+    if (row["row_type"] == "cell") offline[row["cell_id"].get<std::string>()] = row;
+  for (const auto& row : trees) {
+    const nlohmann::json& o = offline.at(row["cell_id"].get<std::string>());
+    EXPECT_EQ(o["prediction_model"], row["prediction_model"]);
+    EXPECT_DOUBLE_EQ(o["predicted_tokens_per_round"].get<double>(),
+                     row["predicted_tokens_per_round"].get<double>());
+    EXPECT_DOUBLE_EQ(o["predicted_speedup"].get<double>(), row["predicted_speedup"].get<double>());
+  }
+  // Each tree's drafting was timed for its own shape, one entry per depth.
+  std::ifstream cost_file(
+      d.file("R/profiles/cost-" + trees[0]["prediction_group"].get<std::string>() + ".json"));
+  const nlohmann::json cost = nlohmann::json::parse(cost_file);
+  ASSERT_TRUE(cost.contains("draft_tree_s")) << cost.dump();
+  EXPECT_EQ(cost["draft_tree_s"].size(), 3u);
+  EXPECT_EQ(cost["draft_tree_s"]["3x2x1:topk"].size(), 4u);
+  EXPECT_EQ(cost["spread"]["draft_tree_s"]["2x2x2:sample"]["median"].size(), 4u);
 }
 
 }  // namespace

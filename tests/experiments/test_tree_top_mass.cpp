@@ -1,0 +1,127 @@
+// The acceptance profile's top-b mass (acceptance_profile.h), which prices top-k tree levels:
+// top_mass[b - 1] = P(one of the drafter's b likeliest proposals at the text's prefix passes).
+//   - the formula on hand-made rows: greedy, 1 once the target's argmax is among the first b;
+//     sampling, the target's mass on them; fewer siblings than b repeat the last value;
+//   - measured on the tiny zoo pair at T = 0, top_mass[0] is the chain rollout's first
+//     acceptance at every position (one top-1 sibling is the greedy chain's first draft), and
+//     at T = 1 it is p_t of the drafter's argmax; both non-decreasing in b;
+//   - the file keeps it, and a file whose top_mass is not one non-decreasing list per position
+//     is refused naming the file and the position.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/speedup_prediction.h"
+#include "experiments/predict/acceptance_profile.h"
+#include "experiments/predict/profile_io.h"
+#include "models/drafters/drafter.h"
+#include "models/llama/llama_model.h"
+#include "models/llama/llama_runner.h"
+
+namespace speclab {
+namespace {
+
+const std::string kZoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
+
+TEST(AcceptanceTopMass, GreedyCountsTheArgmaxSamplingSumsTheSiblingsMass) {
+  const std::vector<float> p = {0.1f, 0.5f, 0.3f, 0.1f};  // argmax 1
+  // Siblings in the order tried: 2, 1, 3.
+  const std::vector<float> greedy = acceptance_top_mass(p.data(), 4, {2, 1, 3}, 3, true);
+  EXPECT_EQ(greedy, (std::vector<float>{0.0f, 1.0f, 1.0f}));
+  const std::vector<float> sampled = acceptance_top_mass(p.data(), 4, {2, 1, 3}, 3, false);
+  ASSERT_EQ(sampled.size(), 3u);
+  EXPECT_FLOAT_EQ(sampled[0], 0.3f);
+  EXPECT_FLOAT_EQ(sampled[1], 0.8f);
+  EXPECT_FLOAT_EQ(sampled[2], 0.9f);
+  // A drafter that offers one sibling (prompt lookup's chain): wider levels pass no more often.
+  EXPECT_EQ(acceptance_top_mass(p.data(), 4, {1}, 3, true), (std::vector<float>{1, 1, 1}));
+  const std::vector<float> one = acceptance_top_mass(p.data(), 4, {2}, 2, false);
+  EXPECT_FLOAT_EQ(one[0], 0.3f);
+  EXPECT_FLOAT_EQ(one[1], 0.3f);
+}
+
+AcceptanceProfile measure_top_mass(float temperature) {
+  const auto target = llama_load(kZoo + "tiny-target-5m");
+  LlamaRunner runner(*target, 128);
+  auto drafter = drafter_create(kZoo + "tiny-draft-0.5m", *target, 128);
+  std::vector<PromptTokens> prompts;
+  for (int i = 0; i < 3; i++)
+    prompts.push_back({"p" + std::to_string(i), {1, 17 + i, 40 + 3 * i, 9, 33}, ""});
+  AcceptanceProfileRequest r;
+  r.target_sampling.temperature = temperature;
+  r.draft_sampling.temperature = temperature;
+  r.depth = 3;
+  r.max_new_tokens = 30;
+  r.seed = 7;
+  r.top_branching = 3;
+  return acceptance_profile_measure(runner, *drafter, prompts, r);
+}
+
+TEST(AcceptanceTopMass, TopOneIsTheGreedyChainsFirstAcceptanceAndWiderLevelsPassMoreOften) {
+  const AcceptanceProfile greedy = measure_top_mass(0.0f);
+  int64_t positions = 0, wider_helps = 0;
+  for (const auto& p : greedy.prompts)
+    for (const auto& r : p.positions) {
+      ASSERT_EQ(r.top_mass.size(), 3u);
+      ASSERT_FALSE(r.accept.empty());
+      EXPECT_EQ(r.top_mass[0], r.accept[0]) << p.prompt_id;
+      EXPECT_LE(r.top_mass[0], r.top_mass[1]);
+      EXPECT_LE(r.top_mass[1], r.top_mass[2]);
+      for (float m : r.top_mass) EXPECT_TRUE(m == 0.0f || m == 1.0f) << "greedy mass is 0 or 1";
+      wider_helps += r.top_mass[2] > r.top_mass[0] ? 1 : 0;
+      positions++;
+    }
+  EXPECT_EQ(positions, 90);
+  // The case is one where a wider level passes where the chain fails (else it tests nothing
+  // a chain would not).
+  EXPECT_GT(wider_helps, 0);
+
+  const AcceptanceProfile sampled = measure_top_mass(1.0f);
+  int64_t fractional = 0;
+  for (const auto& p : sampled.prompts)
+    for (const auto& r : p.positions) {
+      ASSERT_EQ(r.top_mass.size(), 3u);
+      EXPECT_GE(r.top_mass[0], 0.0f);
+      EXPECT_LE(r.top_mass[0], r.top_mass[1]);
+      EXPECT_LE(r.top_mass[1], r.top_mass[2]);
+      EXPECT_LE(r.top_mass[2], 1.0f);
+      fractional += r.top_mass[2] > 0.0f && r.top_mass[2] < 1.0f ? 1 : 0;
+    }
+  EXPECT_GT(fractional, 0);
+}
+
+TEST(AcceptanceTopMass, TheFileKeepsItAndRefusesABadList) {
+  const AcceptanceProfile a = measure_top_mass(0.0f);
+  const nlohmann::json j = acceptance_profile_to_json(a);
+  ASSERT_TRUE(j["prompts"][0].contains("top_mass"));
+  const AcceptanceProfile back = acceptance_profile_from_json(j, "f.json");
+  ASSERT_EQ(back.prompts.size(), a.prompts.size());
+  for (size_t i = 0; i < a.prompts.size(); i++)
+    for (size_t t = 0; t < a.prompts[i].positions.size(); t++)
+      EXPECT_EQ(back.prompts[i].positions[t].top_mass, a.prompts[i].positions[t].top_mass);
+
+  auto refused = [&](const nlohmann::json& bad, const std::string& said) {
+    try {
+      acceptance_profile_from_json(bad, "f.json");
+      ADD_FAILURE() << "accepted; expected: " << said;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json decreasing = j;
+  decreasing["prompts"][0]["top_mass"][2] = {1.0, 0.0, 1.0};
+  refused(decreasing, "f.json: prompts[0]: position 2: top_mass: expected a non-decreasing list");
+  nlohmann::json short_list = j;
+  short_list["prompts"][1]["top_mass"].erase(0);
+  refused(short_list, "f.json: prompts[1]: top_mass: expected a list of one entry per position");
+  nlohmann::json above_one = j;
+  above_one["prompts"][0]["top_mass"][0] = {0.5, 1.5, 1.5};
+  refused(above_one, "f.json: prompts[0]: position 0: top_mass: expected numbers in [0, 1]");
+}
+
+}  // namespace
+}  // namespace speclab
