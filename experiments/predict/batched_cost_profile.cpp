@@ -22,8 +22,8 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
   for (size_t i = 1; i < r.slots.size(); i++) SPECLAB_ASSERT(r.slots[i] > r.slots[i - 1]);
   const int b_max = r.slots.back();
   SPECLAB_ASSERT(target.n_slots() >= b_max && drafter.n_slots() >= b_max);
-  // The plain run reads tokens L .. L + kPlainRunSteps; T(b, k) reads L .. L + k - 1.
-  const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunSteps + 1);
+  // The plain run reads tokens L .. L + kPlainRunMaxSteps; T(b, k) reads L .. L + k - 1.
+  const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunMaxSteps + 1);
   const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - ahead - r.g_max - 1);
   SPECLAB_INPUT_CHECK(L >= 3, "batched cost profile: context limit ", target.max_ctx(),
                       " too small for rounds of up to ", r.k_max, " tokens");
@@ -96,19 +96,23 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
         if (keep) t_bk[bi][static_cast<size_t>(k - 1)].push_back(sec);
       }
       // The plain loop's step of b rows follows its previous step one position on: time a
-      // run of kPlainRunSteps after an untimed one and keep their mean (each slot's last row
-      // only, as that loop asks; the host's sampling between steps is priced per request
-      // from the one-request profile).
+      // run of them after an untimed one (plain_run_goes_on, cost_profile.h) and keep their
+      // mean (each slot's last row only, as that loop asks; the host's sampling between steps
+      // is priced per request from the one-request profile).
       double plain_sum = 0;
-      for (int step = 0; step <= kPlainRunSteps; step++) {
+      int timed = 0;
+      for (int step = 0; step == 0 || plain_run_goes_on(timed, plain_sum); step++) {
         rows.clear();
         for (int32_t s = 0; s < b; s++) rows.push_back({s, ctx[static_cast<size_t>(L + step)]});
         const auto t0 = Clock::now();
         target.forward_batch(rows, /*last_only=*/true);
-        if (step > 0) plain_sum += timing_since(t0);
+        if (step > 0) {
+          plain_sum += timing_since(t0);
+          timed++;
+        }
       }
       for (int s = 0; s < b; s++) target.truncate(s, L);
-      if (keep) plain_b[bi].push_back(plain_sum / kPlainRunSteps);
+      if (keep) plain_b[bi].push_back(plain_sum / timed);
       for (int n = 1; n <= r.g_max; n++) {
         propose_s(b, at_l1, 1);  // every slot now holds the context but its last token
         target_between();

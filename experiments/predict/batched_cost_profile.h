@@ -5,9 +5,10 @@
 //   T(b, k)        one target forward of b slots x k tokens, all rows' logits (the verify of
 //                  b requests), right after an untimed batched proposal (a verify follows
 //                  the round's drafting), the slots truncated back after it, k = 1..K;
-//   plain(b)       the mean of kPlainRunSteps consecutive forwards of b slots x 1 token at
-//                  advancing positions, each slot's last row, after an untimed one (the plain
-//                  loop's steps follow each other; its time per token is their mean);
+//   plain(b)       the mean of a run of consecutive forwards of b slots x 1 token at
+//                  advancing positions, each slot's last row, after an untimed one, as long as
+//                  the one-request profile's plain run (plain_run_goes_on) (the plain loop's
+//                  steps follow each other; its time per token is their mean);
 //   draft(b, n)    one batched proposal of n tokens for each of b slots, each one token
 //                  behind (the state after a rejection), after a target forward (which, as
 //                  in the loop, has pushed the draft's weights out of the caches), n = 1..G;

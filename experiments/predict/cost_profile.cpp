@@ -45,8 +45,8 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
                                  CostProfileSpread* spread, CostProfileParts* parts) {
   SPECLAB_ASSERT(!r.context.empty() && r.k_max >= 1 && r.g_max >= 1 && r.reps >= 1);
   const int64_t vocab = target.vocab();
-  // The plain step's run reads tokens L .. L + kPlainRunSteps; T(k) reads L .. L + k - 1.
-  const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunSteps + 1);
+  // The plain step's run reads tokens L .. L + kPlainRunMaxSteps; T(k) reads L .. L + k - 1.
+  const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunMaxSteps + 1);
   const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - ahead - r.g_max - 1);
   SPECLAB_INPUT_CHECK(L >= 3, "cost profile: context limit ", target.max_ctx(),
                       " too small for rounds of up to ", r.k_max, " tokens");
@@ -111,12 +111,13 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     }
     // The plain loop's step follows its previous step, one position further on, with the
     // host's standardize + draw of the previous step's token between them (priced apart, as
-    // host(1)): time a run of kPlainRunSteps such steps after an untimed one and keep their
-    // mean, as the loop's time per token is the mean over its steps.
+    // host(1)): time a run of such steps after an untimed one (plain_run_goes_on) and keep
+    // their mean, as the loop's time per token is the mean over its steps.
     {
       const float* step_logits = target.forward(ctx.data() + L, 1);
       double sum_s = 0, sum_head = 0;
-      for (int i = 1; i <= kPlainRunSteps; i++) {
+      int steps = 0;
+      for (int i = 1; plain_run_goes_on(steps, sum_s); i++, steps++) {
         sampling_standardize(p.data(), step_logits, vocab, r.target_sampling);
         volatile int32_t x = sampling_draw(p.data(), vocab, 0.5);
         (void)x;
@@ -129,8 +130,8 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       }
       target.truncate(L);
       if (keep) {
-        plain_step.push_back(sum_s / kPlainRunSteps);
-        plain_head.push_back(sum_head / kPlainRunSteps);
+        plain_step.push_back(sum_s / steps);
+        plain_head.push_back(sum_head / steps);
       }
     }
     for (int n = 1; n <= r.g_max; n++) {

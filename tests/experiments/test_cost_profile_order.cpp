@@ -189,10 +189,12 @@ class PositionRunner : public TokenRunner {
 };
 
 // The plain loop's time per token is the mean over consecutive steps at advancing positions:
-// the profile's plain step is that mean (4 steps: 2, 2, 14 and 2 ms in some order, 5 ms), not
-// one step re-timed at a fixed position (20 ms here) nor a typical single step (2 ms).
+// the profile's plain step is that mean (4 steps: 2, 2, 14 and 2 ms in some order, 5 ms; they
+// take the run's 20 ms, so it stops there), not one step re-timed at a fixed position (20 ms
+// here) nor a typical single step (2 ms).
 TEST(CostProfileOrder, PlainStepIsTheMeanOfARunOfStepsAtAdvancingPositions) {
-  static_assert(kPlainRunSteps == 4, "the expected mean below assumes a run of 4 steps");
+  static_assert(kPlainRunMinSteps == 4 && kPlainRunSeconds <= 0.020,
+                "the expected mean below assumes a run that stops after 4 steps of 20 ms");
   LastCall last;
   PositionRunner target;
   OrderDrafter drafter(last);
@@ -200,6 +202,16 @@ TEST(CostProfileOrder, PlainStepIsTheMeanOfARunOfStepsAtAdvancingPositions) {
   EXPECT_GT(p.baseline_step_s, 0.0045) << "not the mean of the run (a single step is 2 ms)";
   EXPECT_LT(p.baseline_step_s, 0.0090)
       << "not a run at advancing positions (a re-timed step: 20 ms)";
+}
+
+// The run behind the plain step: at least 4 steps, then on until 20 ms have passed (a 1 ms
+// model's first steps after other work are slower than its steady state), at most 16.
+TEST(CostProfileOrder, PlainRunTakesFourStepsThenGoesOnForTwentyMillisecondsUpToSixteen) {
+  for (int s = 0; s < 4; s++) EXPECT_TRUE(plain_run_goes_on(s, 10.0)) << s;
+  EXPECT_TRUE(plain_run_goes_on(4, 0.019));
+  EXPECT_FALSE(plain_run_goes_on(4, 0.020));
+  EXPECT_TRUE(plain_run_goes_on(15, 0.015));
+  EXPECT_FALSE(plain_run_goes_on(16, 0.0));
 }
 
 // A fast model's repetitions take moments: they go on until min_seconds have passed, so the
