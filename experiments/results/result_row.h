@@ -257,7 +257,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "requests in flight per speculative step, averaged over steps")                                \
   X(prediction, std::string, prediction_group, "", "the profile group (12 hex digits)")            \
   X(prediction, std::string, prediction_model, "",                                                 \
-    "chain, policy-walk, configured-acceptance, tree-top-b (top-k trees from the measured top-b mass), tree-approx (siblings as independent tries); batched-loop at concurrency > 1")     \
+    "chain, policy-walk, configured-acceptance, tree-top-b (top-k trees from the measured "        \
+    "top-b mass), tree-approx (siblings as independent tries); batched-loop at concurrency > 1")   \
   X(prediction, double, predicted_speedup, "x", "out-of-sample prediction from the profiles")      \
   X(prediction, double, predicted_tokens_per_round, "tokens", "predicted tau")                     \
   X(prediction, double, predicted_speedup_ci_lo, "x",                                              \
