@@ -6,7 +6,8 @@
 //     acceptance at every position (one top-1 sibling is the greedy chain's first draft), and
 //     at T = 1 it is p_t of the drafter's argmax; both non-decreasing in b;
 //   - the file keeps it, and a file whose top_mass is not one non-decreasing list per position
-//     is refused naming the file and the position.
+//     is refused naming the file and the position; the file keeps a lenient profile's
+//     lenient_tv too, and leaves both optional lists out when they are absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -121,6 +122,35 @@ TEST(AcceptanceTopMass, TheFileKeepsItAndRefusesABadList) {
   nlohmann::json above_one = j;
   above_one["prompts"][0]["top_mass"][0] = {0.5, 1.5, 1.5};
   refused(above_one, "f.json: prompts[0]: position 0: top_mass: expected numbers in [0, 1]");
+}
+
+// A lenient profile's per-position quality cost survives its file (it was collected but not
+// written, so a reused lenient profile said its emitted law was exact); an exact profile's
+// file leaves both optional lists out, as files before them.
+TEST(AcceptanceTopMass, LenientTvAndTopMassAreWrittenOnlyWhenThereAndReadBack) {
+  AcceptanceProfile a;
+  a.max_depth = 2;
+  AcceptancePrompt p;
+  p.prompt_id = "p0";
+  for (int t = 0; t < 3; t++) {
+    AcceptanceRollout r;
+    r.accept = {0.5f, 0.25f};
+    r.top_prob = {0.9f, 0.8f};
+    r.entropy = {0.1f, 0.2f};
+    r.beta = 0.6f;
+    r.lenient_tv = 0.125f * static_cast<float>(t);
+    p.positions.push_back(r);
+  }
+  a.prompts.push_back(p);
+  const nlohmann::json j = acceptance_profile_to_json(a);
+  ASSERT_TRUE(j["prompts"][0].contains("lenient_tv"));
+  EXPECT_FALSE(j["prompts"][0].contains("top_mass"));
+  const AcceptanceProfile back = acceptance_profile_from_json(j, "f.json");
+  for (int t = 0; t < 3; t++)
+    EXPECT_EQ(back.prompts[0].positions[static_cast<size_t>(t)].lenient_tv, 0.125f * t);
+  EXPECT_NEAR(acceptance_summarize(back).lenient_tv, 0.125, 1e-6);
+  for (auto& r : a.prompts[0].positions) r.lenient_tv = 0;
+  EXPECT_FALSE(acceptance_profile_to_json(a)["prompts"][0].contains("lenient_tv"));
 }
 
 }  // namespace
