@@ -264,7 +264,8 @@ BatchedPrediction predict_batched(const CostProfile& one, const BatchedCostProfi
   batched_cost_profile_validate(many, where);
   const ChainSetting& c = s.chain;
   SPECLAB_INPUT_CHECK(c.gamma >= 1, "prediction: gamma ", c.gamma, " (expected >= 1)");
-  SPECLAB_INPUT_CHECK(c.tree_nodes == 0, "prediction: trees serve one request at a time");
+  SPECLAB_INPUT_CHECK(c.tree_nodes_at_depth.empty(),
+                      "prediction: trees serve one request at a time");
   SPECLAB_INPUT_CHECK(s.concurrency >= 1 && s.repeats >= 1, "prediction: concurrency ",
                       s.concurrency, ", repeats ", s.repeats, " (expected >= 1)");
   SPECLAB_INPUT_CHECK(s.concurrency <= many.max_slots(), where, ": profiled up to ",

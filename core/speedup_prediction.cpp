@@ -20,9 +20,9 @@ bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 // profiled for its shape (draft_tree_s), else as a chain of g.
 double round_seconds(const CostProfile& cost, int g, const ChainSetting& s) {
   const size_t gi = static_cast<size_t>(g);
-  if (s.tree_nodes <= 0 || g == 0)
+  if (s.tree_nodes_at_depth.empty() || g == 0)
     return cost.draft_round_s[gi] + cost.target_s[gi] + cost.host_round_s[gi];
-  const int nodes = gi < s.tree_nodes_at_depth.size() ? s.tree_nodes_at_depth[gi] : s.tree_nodes;
+  const int nodes = s.tree_nodes_at_depth.at(gi);
   const auto tree = cost.draft_tree_s.find(s.tree_shape);
   const double draft = tree != cost.draft_tree_s.end() && gi < tree->second.size()
                            ? tree->second[gi]
@@ -287,7 +287,8 @@ std::vector<PromptTotals> chain_prompt_totals(const CostProfile& cost,
   SPECLAB_INPUT_CHECK(s.gamma >= 1, "prediction: gamma ", s.gamma, " (expected >= 1)");
   SPECLAB_INPUT_CHECK(s.max_new_tokens >= 1, "prediction: max_new_tokens ", s.max_new_tokens);
   const int g_max = s.policy == "heuristic" ? cost.max_gamma() : s.gamma;
-  const int64_t k_max = s.tree_nodes > 0 ? s.tree_nodes + 1 : g_max + 1;
+  const int64_t k_max =
+      s.tree_nodes_at_depth.empty() ? g_max + 1 : s.tree_nodes_at_depth.back() + 1;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(cost.target_s.size()) >= k_max, where,
                       ": T(k) up to k = ", cost.target_s.size(), ", the setting needs k = ", k_max);
   SPECLAB_INPUT_CHECK(cost.max_gamma() >= g_max, where, ": draft cost for up to ", cost.max_gamma(),

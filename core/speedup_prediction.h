@@ -154,14 +154,15 @@ struct ChainSetting {
   std::string policy = "fixed";  // fixed | heuristic | entropy (core/gamma_policy.h)
   double p_min = 0;              // drafting stops before a token with top probability < p_min
   int64_t max_new_tokens = 64;   // the request budget (rounds shrink near its end)
-  int tree_nodes = 0;            // > 0: a tree round of depth gamma verifying tree_nodes + 1
-                                 // tokens (the profile then holds per-depth tree acceptance)
-  std::string tree_shape;        // the tree's key in CostProfile::draft_tree_s
-  std::vector<int> tree_nodes_at_depth;  // [gamma + 1] drafted nodes of the tree cut to depth g
-                                         // (empty: tree_nodes at every depth)
-  int monte_carlo_walks = 200;           // walks per prompt for adaptive policies
-  bool force_walks = false;  // walk a fixed gamma too (tests hold the walker to the recursion)
-  uint64_t seed = 0;         // Monte Carlo stream
+  // Tree rounds (not empty): [gamma + 1] drafted nodes of the tree cut to depth g, g = 0..gamma
+  // (the decoder drops the deepest levels near the budget); a round of depth g verifies
+  // tree_nodes_at_depth[g] + 1 tokens, and the acceptance profile then holds per-depth tree
+  // acceptance. Empty: chain rounds.
+  std::vector<int> tree_nodes_at_depth;
+  std::string tree_shape;       // the tree's key in CostProfile::draft_tree_s
+  int monte_carlo_walks = 200;  // walks per prompt for adaptive policies
+  bool force_walks = false;     // walk a fixed gamma too (tests hold the walker to the recursion)
+  uint64_t seed = 0;            // Monte Carlo stream
 };
 
 struct Prediction {

@@ -99,20 +99,20 @@ BatchedCostProfile batched_cost_profile_measure(BatchTokenRunner& target, BatchD
       // run of them after an untimed one (plain_run_goes_on, cost_profile.h) and keep their
       // mean (each slot's last row only, as that loop asks; the host's sampling between steps
       // is priced per request from the one-request profile).
-      double plain_sum = 0;
-      int timed = 0;
-      for (int step = 0; step == 0 || plain_run_goes_on(timed, plain_sum); step++) {
+      // One step of b rows at position L + i; its seconds.
+      auto plain_step_s = [&](int64_t i) {
         rows.clear();
-        for (int32_t s = 0; s < b; s++) rows.push_back({s, ctx[static_cast<size_t>(L + step)]});
+        for (int32_t s = 0; s < b; s++) rows.push_back({s, ctx[static_cast<size_t>(L + i)]});
         const auto t0 = Clock::now();
         target.forward_batch(rows, /*last_only=*/true);
-        if (step > 0) {
-          plain_sum += timing_since(t0);
-          timed++;
-        }
-      }
+        return timing_since(t0);
+      };
+      plain_step_s(0);
+      double plain_sum = 0;
+      int steps = 0;
+      for (; plain_run_goes_on(steps, plain_sum); steps++) plain_sum += plain_step_s(1 + steps);
       for (int s = 0; s < b; s++) target.truncate(s, L);
-      if (keep) plain_b[bi].push_back(plain_sum / timed);
+      if (keep) plain_b[bi].push_back(plain_sum / steps);
       for (int n = 1; n <= r.g_max; n++) {
         propose_s(b, at_l1, 1);  // every slot now holds the context but its last token
         target_between();

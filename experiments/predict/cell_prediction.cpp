@@ -482,14 +482,12 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     if (shape.mode == TreeMode::kSample && cell.draft_sampling().temperature == 0.0f)
       std::fill(shape.branching.begin(), shape.branching.end(), 1);
     s.gamma = shape.depth();
-    s.tree_nodes = static_cast<int>(shape.n_drafted());
     s.tree_shape = cell.tree.to_string();  // its drafting as timed, repeats and all
-    // The decoder drops the deepest levels near the budget: nodes of each cut.
-    s.tree_nodes_at_depth.assign(1, 0);
-    int64_t level = 1;
-    for (int b : shape.branching) {
-      level *= b;
-      s.tree_nodes_at_depth.push_back(s.tree_nodes_at_depth.back() + static_cast<int>(level));
+    // The decoder drops the deepest levels near the budget: the nodes of each cut.
+    for (int g = 0; g <= shape.depth(); g++) {
+      TreeShape cut = shape;
+      cut.branching.resize(static_cast<size_t>(g));
+      s.tree_nodes_at_depth.push_back(static_cast<int>(cut.n_drafted()));
     }
     const bool top_b = tree_top_mass_covers(prof.acceptance, shape);
     out.model = top_b ? "tree-top-b" : "tree-approx";

@@ -117,12 +117,12 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
       const float* step_logits = target.forward(ctx.data() + L, 1);
       double sum_s = 0, sum_head = 0;
       int steps = 0;
-      for (int i = 1; plain_run_goes_on(steps, sum_s); i++, steps++) {
+      for (; plain_run_goes_on(steps, sum_s); steps++) {
         sampling_standardize(p.data(), step_logits, vocab, r.target_sampling);
         volatile int32_t x = sampling_draw(p.data(), vocab, 0.5);
         (void)x;
         const auto t0 = Clock::now();
-        step_logits = target.forward(ctx.data() + L + i, 1);
+        step_logits = target.forward(ctx.data() + L + 1 + steps, 1);
         sum_s += timing_since(t0);
         const ForwardSplit split = target.last_forward_split();
         split_known = split_known && split.known();
