@@ -79,7 +79,7 @@ BENCHMARK(BM_Matmul)
     ->ArgsProduct({{static_cast<int>(DType::F32), static_cast<int>(DType::F16),
                     static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
                     static_cast<int>(DType::Q4_1)},
-                   {1, 2, 4, 8, 16}})
+                   {1, 2, 4, 8, 16, 32}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinTime(0.3);

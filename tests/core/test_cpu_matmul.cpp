@@ -287,7 +287,9 @@ TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
 // Many tokens at once (continuous batching verifies b requests x k tokens in one call): every
 // token's outputs are the bits it gets alone, for token counts that fill no register tile, one,
 // several and several chunks (the avx2 path: tiles of 3 tokens, up to 3 tokens unpacked, 64
-// tokens per chunk; avx512: groups of 4 and 8, chunks of 16 or more), on 1 and 2 threads.
+// tokens per chunk; avx512: up to 8 tokens in groups of 4, more in passes of 12 as groups of
+// 6, with partial groups and passes at 9, 13, 18 and 21; chunks of 16 or more), on 1 and 2
+// threads.
 // Shapes: 29 rows leave partial work items and row tiles; 77 columns are less than a segment
 // with a scalar tail, 1031 = 2 x 512 + 7 and 1544 = 3 x 512 + 8 end on a partial segment (a
 // tail, a single slice), 1056 = 33 blocks of 32 and 768 = 3 super-blocks for quantized rows.
@@ -302,7 +304,7 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
                         {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 768},
                         {DType::Q6_K, 768}};
   const int64_t n_out = 29;
-  const int64_t token_counts[] = {2, 3, 5, 8, 13, 32, 64, 130};
+  const int64_t token_counts[] = {2, 3, 5, 8, 9, 12, 13, 18, 21, 32, 64, 130};
   const int64_t max_tokens = 130;
   for (const Case& c : cases) {
     const std::string what = std::string(dtype_name(c.dtype)) + " n_in=" + std::to_string(c.n_in);
