@@ -26,6 +26,9 @@ const std::vector<ConfigKey>& fixed_keys() {
       {"prompts.file", "path or list of paths", "required", "",
        "JSONL files of {id, text, task?} (configs/prompts/README.md); a list runs the sets one "
        "after the other, ids unique across them"},
+      {"prompts.skip", "integer >= 0", "0", "0",
+       "leave out the first N prompts of each file, then apply limit (two configs with skip 0 "
+       "and skip N, limit N, split each file into halves: held-out prompts, docs/prediction.md)"},
       {"prompts.limit", "integer >= 0", "0", "0", "the first N prompts of each file (0 = all)"},
       {"prompts.chat_template", "true or false", "false", "false",
        "wrap each text in the target's chat format (ChatML or Llama 3, chosen by the "

@@ -413,7 +413,8 @@ nlohmann::json ExperimentConfig::prompts_json() const {
   for (const auto& f : prompts->files) files.push_back(f.spec);
   nlohmann::json j = {
       {"file", files}, {"limit", prompts->limit}, {"chat_template", prompts->chat_template}};
-  // Only when set, so configs without it keep their hash and cell ids.
+  // Only when set, so configs without them keep their hash and cell ids.
+  if (prompts->skip != 0) j["skip"] = prompts->skip;
   if (!prompts->tokenizer.spec.empty()) j["tokenizer"] = prompts->tokenizer.spec;
   return j;
 }
@@ -563,6 +564,7 @@ ExperimentConfig experiment_config_load(const std::string& path,
     PromptsConfig p;
     for (const auto& spec : r.list<std::string>(m.require("file"), "prompts.file", expanded))
       p.files.push_back(ModelRef{spec, resolve_path(spec, repo_root)});
+    if (m.has("skip")) p.skip = r.scalar_int32(m.get("skip"), "prompts.skip");
     if (m.has("limit")) p.limit = r.scalar_int32(m.get("limit"), "prompts.limit");
     if (m.has("chat_template"))
       p.chat_template = r.scalar_bool(m.get("chat_template"), "prompts.chat_template");
@@ -684,6 +686,9 @@ void experiment_config_validate(const ExperimentConfig& c) {
     for (size_t i = 0; i < c.prompts->files.size(); ++i)
       check(!c.prompts->files[i].spec.empty(), str_cat("prompts.file[", i, "]"),
             "expected a JSONL file path, got an empty string");
+  if (c.prompts)
+    check(c.prompts->skip >= 0, "prompts.skip",
+          str_cat("expected an integer >= 0, got ", c.prompts->skip));
   if (c.prompts)
     check(c.prompts->limit >= 0, "prompts.limit",
           str_cat("expected an integer >= 0 (0 = all), got ", c.prompts->limit));

@@ -22,6 +22,7 @@
 //   prompts:                   required with a target unless measure.cost_only
 //     file: PATH | [PATH, ...] required; JSONL {id, text, task?, ...} (prompt_set.h); a list
 //                              runs the sets one after the other (ids unique across them)
+//     skip: 0                  leave out the first N prompts of each file, >= 0 (then limit)
 //     limit: 0                 first N prompts of each file (0 = all), >= 0
 //     chat_template: false     wrap each text in the target's chat format
 //     tokenizer: PATH          optional: encode with this tokenizer (tokenizer.json,
@@ -96,6 +97,7 @@ struct DrafterEntry {
 
 struct PromptsConfig {
   std::vector<ModelRef> files;  // ModelRef for its spec-as-written / resolved-path pair
+  int skip = 0;                 // prompts left out at the start of each file, before `limit`
   int limit = 0;
   bool chat_template = false;
   // Tokenizer for the prompts instead of the target's (synthetic shapes carry none); unset:

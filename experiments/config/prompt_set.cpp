@@ -45,7 +45,7 @@ std::string prompt_default_category(const std::string& task) {
   return prompt_category_valid(task) ? task : "uncategorized";
 }
 
-std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
+std::vector<Prompt> prompt_set_load(const std::string& path, int limit, int skip) {
   // A special file (/dev/zero, a FIFO) is refused before a byte is read; the size bound keeps
   // a wrong path from filling memory.
   std::istringstream in(input_file_read(path, "prompt file", kMaxPromptFileBytes));
@@ -97,17 +97,22 @@ std::vector<Prompt> prompt_set_load(const std::string& path, int limit) {
   }
   SPECLAB_INPUT_CHECK(!prompts.empty(), path,
                       ": no prompts (expected JSONL, one {\"id\", \"text\"} object per line)");
+  SPECLAB_INPUT_CHECK(skip >= 0 && static_cast<size_t>(skip) < prompts.size(), path,
+                      ": prompts.skip = ", skip, " leaves no prompts (the file has ",
+                      prompts.size(), ")");
+  prompts.erase(prompts.begin(), prompts.begin() + skip);
   if (limit > 0 && static_cast<size_t>(limit) < prompts.size())
     prompts.resize(static_cast<size_t>(limit));
   return prompts;
 }
 
-std::vector<Prompt> prompt_set_load_files(const std::vector<std::string>& paths,
-                                          int limit_per_file) {
+std::vector<Prompt> prompt_set_load_files(const std::vector<std::string>& paths, int limit_per_file,
+                                          int skip_per_file) {
   std::vector<Prompt> all;
   std::map<std::string, const Prompt*> seen;
   for (const auto& path : paths) {
-    for (auto& p : prompt_set_load(path, limit_per_file)) all.push_back(std::move(p));
+    for (auto& p : prompt_set_load(path, limit_per_file, skip_per_file))
+      all.push_back(std::move(p));
   }
   for (const auto& p : all) {
     const auto [it, fresh] = seen.emplace(p.id, &p);

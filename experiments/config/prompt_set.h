@@ -28,9 +28,10 @@ struct Prompt {
   int line = 0;                                     // 1-based line in the file
 };
 
-// The prompts of `path` in file order; limit > 0 keeps the first `limit` (the whole file is
-// still checked). Throws InputError.
-std::vector<Prompt> prompt_set_load(const std::string& path, int limit = 0);
+// The prompts of `path` in file order; the first `skip` are left out, then limit > 0 keeps the
+// first `limit` of the rest (the whole file is still checked). Throws InputError, also when
+// `skip` leaves no prompt.
+std::vector<Prompt> prompt_set_load(const std::string& path, int limit = 0, int skip = 0);
 
 // The category given to prompts without one ("uncategorized" when `task` is no valid name).
 std::string prompt_default_category(const std::string& task);
@@ -38,9 +39,10 @@ std::string prompt_default_category(const std::string& task);
 // columns and plot labels).
 bool prompt_category_valid(const std::string& name);
 
-// The prompts of several files in order (prompts.file as a list), the first `limit_per_file`
-// of each (0 = all); an id repeated across files is an InputError naming both files.
+// The prompts of several files in order (prompts.file as a list), of each the first
+// `limit_per_file` (0 = all) after the first `skip_per_file`; an id repeated across files is
+// an InputError naming both files.
 std::vector<Prompt> prompt_set_load_files(const std::vector<std::string>& paths,
-                                          int limit_per_file = 0);
+                                          int limit_per_file = 0, int skip_per_file = 0);
 
 }  // namespace speclab

@@ -89,7 +89,7 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
                         "prompts.tokenizer)");
     std::vector<std::string> files;
     for (const auto& f : cfg.prompts->files) files.push_back(f.path);
-    for (const auto& p : prompt_set_load_files(files, cfg.prompts->limit)) {
+    for (const auto& p : prompt_set_load_files(files, cfg.prompts->limit, cfg.prompts->skip)) {
       const std::string text =
           cfg.prompts->chat_template ? chat_template_apply(*tok, p.text) : p.text;
       PromptTokens pt{p.id, tok->encode(text, /*add_bos=*/true), p.category};

@@ -200,6 +200,8 @@ TEST_F(ConfigTest, OutOfRange) {
             f() + ":14: gate.deterministic_band: expected a number in [0, 1), got -0.1");
   EXPECT_EQ(error_of(replaced("  file: p.jsonl\n", "  file: p.jsonl\n  limit: -1\n")),
             f() + ":9: prompts.limit: expected an integer >= 0 (0 = all), got -1");
+  EXPECT_EQ(error_of(replaced("  file: p.jsonl\n", "  file: p.jsonl\n  skip: -2\n")),
+            f() + ":9: prompts.skip: expected an integer >= 0, got -2");
   EXPECT_EQ(error_of(replaced("name: t", "name: ../escape")),
             f() +
                 ":1: name: expected letters, digits, '.', '_' or '-' (it names "

@@ -44,6 +44,34 @@ TEST(PromptSet, LoadsFieldsInOrderWithLimit) {
   EXPECT_EQ(prompt_set_load(path, 10).size(), 3u);
 }
 
+// Two configs with skip 0 / limit N and skip N split each file into halves (held-out prompts):
+// skip leaves out the first prompts of every file, then limit counts from there; a skip that
+// leaves a file without prompts is an error naming the file.
+TEST(PromptSet, SkipLeavesOutTheFirstPromptsOfEachFileBeforeTheLimit) {
+  ScratchDir dir;
+  const std::string a = dir.write("a.jsonl",
+                                  "{\"id\": \"a1\", \"text\": \"x\"}\n{\"id\": \"a2\", \"text\": "
+                                  "\"y\"}\n{\"id\": \"a3\", \"text\": \"z\"}\n");
+  const std::string b = dir.write(
+      "b.jsonl", "{\"id\": \"b1\", \"text\": \"x\"}\n{\"id\": \"b2\", \"text\": \"y\"}\n");
+  const auto ids = [](const std::vector<Prompt>& ps) {
+    std::string s;
+    for (const auto& p : ps) s += p.id + " ";
+    return s;
+  };
+  EXPECT_EQ(ids(prompt_set_load(a, 0, 1)), "a2 a3 ");
+  EXPECT_EQ(ids(prompt_set_load(a, 1, 1)), "a2 ");
+  EXPECT_EQ(prompt_set_load(a, 0, 2)[0].line, 3);  // lines still name the file's lines
+  EXPECT_EQ(ids(prompt_set_load_files({a, b}, 1, 0)), "a1 b1 ");  // the first half
+  EXPECT_EQ(ids(prompt_set_load_files({a, b}, 1, 1)), "a2 b2 ");  // the second half
+  try {
+    prompt_set_load_files({a, b}, 0, 2);
+    FAIL() << "a skip past the end of b was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), b + ": prompts.skip = 2 leaves no prompts (the file has 2)");
+  }
+}
+
 TEST(PromptSet, BadLinesNameFileAndLine) {
   ScratchDir dir;
   const std::string ok = "{\"id\": \"a\", \"text\": \"x\"}\n";
