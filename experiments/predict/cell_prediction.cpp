@@ -112,6 +112,10 @@ void CellPrediction::put_into(ResultRow* row) const {
     r.predicted_tokens_per_round_ci_lo = interval.tokens_per_round_lo;
     r.predicted_tokens_per_round_ci_hi = interval.tokens_per_round_hi;
   }
+  if (std::isfinite(cost_range.lo) && !batched) {
+    r.predicted_speedup_cost_lo = cost_range.lo;
+    r.predicted_speedup_cost_hi = cost_range.hi;
+  }
   if (acceptance_stride != 1) r.acceptance_profile_stride = acceptance_stride;
   r.alpha_profile = acceptance.alpha_beta;
   r.alpha_profile_ci_lo = alpha_ci.lo;
@@ -495,11 +499,14 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     out.prediction = predict_chain(prof.cost, tree, s);
     out.interval = predict_chain_interval(prof.cost, tree, s, config_.measure.bootstrap_resamples,
                                           config_.measure.confidence, s.seed);
+    out.cost_range = predict_cost_range(prof.cost, prof.cost_spread, tree, s);
   } else {
     out.model = synthetic                      ? "configured-acceptance"
                 : cell.gamma_policy == "fixed" ? "chain"
                                                : "policy-walk";
     out.prediction = predict_chain(prof.cost, acceptance, s);
+    if (cell.concurrency <= 1)
+      out.cost_range = predict_cost_range(prof.cost, prof.cost_spread, acceptance, s);
     // A configured acceptance has no sampling error to state.
     if (!synthetic)
       out.interval =

@@ -33,6 +33,7 @@
 #include "experiments/predict/acceptance_profile.h"
 #include "experiments/predict/batched_cost_profile.h"
 #include "experiments/predict/cost_profile.h"
+#include "experiments/predict/cost_range.h"
 #include "experiments/results/result_row.h"
 #include "models/drafters/drafter.h"
 #include "models/llama/token_runner.h"
@@ -49,6 +50,9 @@ struct CellPrediction {
   // predict_chain_interval: the acceptance side's interval (NaN: none, as for synthetic and
   // batched cells).
   PredictionInterval interval{NAN, NAN, NAN, NAN};
+  // predict_cost_range: the speedup at the ends of the cost profile's own timing spread (NaN:
+  // no spread recorded, or a batched cell).
+  SpeedupRange cost_range;
   int acceptance_stride = 1;    // of the profile the prediction came from
   double c = 0;                 // the paper's c from the cost profile
   double thm38_alpha = 0;       // alpha_profile; under a configured per-position list, the

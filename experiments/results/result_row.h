@@ -268,6 +268,11 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, double, predicted_tokens_per_round_ci_lo, "tokens",                                \
     "predicted_tokens_per_round's interval, low end (as predicted_speedup_ci_lo)")                 \
   X(prediction, double, predicted_tokens_per_round_ci_hi, "tokens", "its high end")                \
+  X(prediction, double, predicted_speedup_cost_lo, "x",                                            \
+    "predicted_speedup with the plain loop at the fastest and the speculative loop at the "        \
+    "slowest of the cost profile's repetitions (a range, not a confidence interval: what the "     \
+    "profile's own timing spread allows; one-request cells, absent without a recorded spread)")    \
+  X(prediction, double, predicted_speedup_cost_hi, "x", "the reverse: its high end")               \
   X(prediction, int64_t, acceptance_profile_stride, "",                                            \
     "measure.acceptance_stride of the acceptance profile (absent: 1, every position)")             \
   X(prediction, double, predicted_drafted_per_round, "tokens", "predicted drafted per round")      \

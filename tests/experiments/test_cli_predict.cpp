@@ -131,6 +131,12 @@ TEST(CliPredict, AnAcceptanceProfileOfAnotherStrideIsNeverReused) {
               row["predicted_tokens_per_round"].get<double>());
     EXPECT_GE(row["predicted_tokens_per_round_ci_hi"].get<double>(),
               row["predicted_tokens_per_round"].get<double>());
+    // The range the cost profile's own timing spread allows brackets the prediction.
+    ASSERT_TRUE(row.contains("predicted_speedup_cost_lo")) << row.dump();
+    EXPECT_LE(row["predicted_speedup_cost_lo"].get<double>(),
+              row["predicted_speedup"].get<double>());
+    EXPECT_GE(row["predicted_speedup_cost_hi"].get<double>(),
+              row["predicted_speedup"].get<double>());
   }
   for (const auto& row : read_jsonl(d.file("A/predictions.jsonl")))
     if (row["row_type"] == "cell") {

@@ -1,0 +1,47 @@
+#include "experiments/predict/cost_range.h"
+
+#include <utility>
+
+namespace speclab {
+
+bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread& spread,
+                                bool fastest, CostProfile* out) {
+  const auto end = [fastest](const TimingSpread& s) -> const std::vector<double>& {
+    return fastest ? s.min : s.max;
+  };
+  const auto covers = [&](const TimingSpread& s, const std::vector<double>& v) {
+    return end(s).size() == v.size();
+  };
+  if (spread.reps <= 0 || !covers(spread.target_s, cost.target_s) ||
+      !covers(spread.host_round_s, cost.host_round_s) ||
+      !covers(spread.draft_round_s, cost.draft_round_s) || cost.draft_round_s.size() < 2 ||
+      end(spread.baseline_step_s).size() != 1 ||
+      spread.draft_tree_s.size() != cost.draft_tree_s.size())
+    return false;
+  for (const auto& [shape, v] : cost.draft_tree_s) {
+    const auto it = spread.draft_tree_s.find(shape);
+    if (it == spread.draft_tree_s.end() || !covers(it->second, v)) return false;
+  }
+  CostProfile c = cost;
+  c.target_s = end(spread.target_s);
+  c.host_round_s = end(spread.host_round_s);
+  c.draft_round_s = end(spread.draft_round_s);
+  c.draft_step_s = c.draft_round_s[1];
+  c.baseline_step_s = end(spread.baseline_step_s)[0];
+  for (auto& [shape, v] : c.draft_tree_s) v = end(spread.draft_tree_s.at(shape));
+  *out = std::move(c);
+  return true;
+}
+
+SpeedupRange predict_cost_range(const CostProfile& cost, const CostProfileSpread& spread,
+                                const AcceptanceProfile& acceptance, const ChainSetting& setting) {
+  CostProfile fast, slow;
+  if (!cost_profile_at_spread_end(cost, spread, /*fastest=*/true, &fast) ||
+      !cost_profile_at_spread_end(cost, spread, /*fastest=*/false, &slow))
+    return {};
+  const Prediction f = predict_chain(fast, acceptance, setting);
+  const Prediction s = predict_chain(slow, acceptance, setting);
+  return {f.base_s_per_token / s.spec_s_per_token, s.base_s_per_token / f.spec_s_per_token};
+}
+
+}  // namespace speclab

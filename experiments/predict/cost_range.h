@@ -1,0 +1,33 @@
+// The speedup a prediction would give at the ends of its cost profile's own timing spread:
+// every figure the profile timed taken at the fastest, or the slowest, of its repetitions
+// (CostProfileSpread keeps min / median / max). Not a confidence interval: the range the
+// profile's repetitions allow when the plain side and the speculative side err in opposite
+// directions, beside the acceptance side's interval (predict_chain_interval). A measured
+// speedup outside it cannot be put down to the timing noise the profile itself saw.
+#pragma once
+
+#include <cmath>
+
+#include "core/speedup_prediction.h"
+#include "experiments/predict/cost_profile.h"
+
+namespace speclab {
+
+struct SpeedupRange {
+  double lo = NAN, hi = NAN;
+};
+
+// The cost profile with every figure the spread covers at one end of its repetitions: the
+// fastest (`fastest`) or the slowest. T(k), the plain step, host(k), the draft rounds (and the
+// draft step, round(1)) and the tree draftings; catch-up and prefill, differences of two
+// timings, stay at their medians. False when the spread does not cover the profile (no spread
+// recorded, or lists of other lengths: an older file); `out` is then untouched.
+bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread& spread,
+                                bool fastest, CostProfile* out);
+
+// lo: the plain loop at its fastest over the speculative loop at its slowest (predict_chain on
+// the two ends); hi: the reverse. {NaN, NaN} when the spread does not cover the profile.
+SpeedupRange predict_cost_range(const CostProfile& cost, const CostProfileSpread& spread,
+                                const AcceptanceProfile& acceptance, const ChainSetting& setting);
+
+}  // namespace speclab
