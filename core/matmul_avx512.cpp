@@ -2,8 +2,8 @@
 //
 // The weights are dequantized in registers straight from the stored bytes (no FP32 copy of a
 // row is written), so one call streams each weight byte from memory once, and a register tile
-// of 4 rows x up to 4 tokens uses every dequantized 16-float slice for all its tokens (each
-// activation slice for 4 rows).
+// of 4 rows x up to 4 tokens (up to 6 in calls of more than 8 tokens) uses every dequantized
+// 16-float slice for all its tokens (each activation slice for 4 rows).
 //
 // Summation order of one output (row r, token t), the same in every tile shape and work split:
 //   one 16-lane accumulator over the row's 16-wide slices in order (FMA),
@@ -14,7 +14,8 @@
 // is computed alone or in a batch of any size, on any number of threads (batch invariance).
 //
 // Column segments. A work item (kRowBlock rows) runs segment by segment: for each segment of
-// columns, every row tile of the item with every token of the call (up to 8). A segment is
+// columns, every row tile of the item with every token of a pass (8 tokens, or 12 in calls of
+// more; a call of more tokens runs several passes over the item: rows_avx512). A segment is
 // short enough that the activations of all tokens for it stay in L1 (8 tokens of 3072 columns
 // are 96 KB: without segments they stream from L2 for every row tile), so verifying 8 tokens
 // reads each weight once from memory and the activations from L1.

@@ -112,7 +112,7 @@ void CellPrediction::put_into(ResultRow* row) const {
     r.predicted_tokens_per_round_ci_lo = interval.tokens_per_round_lo;
     r.predicted_tokens_per_round_ci_hi = interval.tokens_per_round_hi;
   }
-  if (std::isfinite(cost_range.lo) && !batched) {
+  if (std::isfinite(cost_range.lo)) {  // (left NaN by predict for batched cells)
     r.predicted_speedup_cost_lo = cost_range.lo;
     r.predicted_speedup_cost_hi = cost_range.hi;
   }
