@@ -123,6 +123,10 @@ void run_experiment(const RunArgs& a) {
     else
       session.enable_prediction(all, dir + "/profiles",
                                 a.resume ? ProfileMode::kResume : ProfileMode::kMeasure, nullptr);
+    // A profile taken minutes before a cell may no longer describe the machine: check it
+    // before each cell and retake it when it does not (profiles reused from --profiles DIR are
+    // another run's and stay as they are; their cells are flagged profile_stale instead).
+    session.recheck_profiles_before_cells();
   }
   std::unique_ptr<RoundTraceWriter> trace;  // --trace: every speculative round of the run
   if (!a.trace.empty()) {

@@ -450,6 +450,8 @@ nlohmann::json ExperimentConfig::to_json() const {
     j["measure"]["acceptance_stride"] = measure.acceptance_stride;
   if (measure.cost_profile_seconds != MeasureConfig{}.cost_profile_seconds)
     j["measure"]["cost_profile_seconds"] = measure.cost_profile_seconds;
+  if (measure.cost_profile_recheck != MeasureConfig{}.cost_profile_recheck)
+    j["measure"]["cost_profile_recheck"] = measure.cost_profile_recheck;
   if (sweep) {
     // Axes at their default list that say so are left out, so configs that do not use
     // them keep their hash (sweep_axes.h).
@@ -611,6 +613,9 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("cost_profile_seconds"))
       ms.cost_profile_seconds =
           r.scalar_double(m.get("cost_profile_seconds"), "measure.cost_profile_seconds");
+    if (m.has("cost_profile_recheck"))
+      ms.cost_profile_recheck =
+          r.scalar_double(m.get("cost_profile_recheck"), "measure.cost_profile_recheck");
   }
   if (top.has("sweep")) {
     MapReader m(r, top.get("sweep"), "sweep", config_schema_children("sweep"));
@@ -773,6 +778,8 @@ void experiment_config_validate(const ExperimentConfig& c) {
         "measure.cost_profile_seconds",
         str_cat("expected seconds in [0, ", kMaxCostProfileSeconds, "], got ",
                 m.cost_profile_seconds));
+  check(m.cost_profile_recheck >= 0 && m.cost_profile_recheck <= 1, "measure.cost_profile_recheck",
+        str_cat("expected a fraction in [0, 1], got ", m.cost_profile_recheck));
 
   const int max_gamma = c.sweep ? c.sweep->max_gamma() : 0;
   check(m.cost_curve_max_k >= max_gamma + 1, "measure.cost_curve_max_k",

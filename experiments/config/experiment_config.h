@@ -113,8 +113,9 @@ constexpr int kMaxRepeats = 1000;           // generation.repeats, generation.wa
 constexpr int kMaxThreads = 1024;           // generation.threads
 constexpr int kMaxSweepCells = 10000;       // product of the sweep axes' lengths
 constexpr int kMaxBootstrapResamples = 1000000;
-constexpr int kMaxAcceptanceStride = 1000000;    // measure.acceptance_stride
-constexpr double kMaxCostProfileSeconds = 3600;  // measure.cost_profile_seconds
+constexpr int kMaxAcceptanceStride = 1000000;        // measure.acceptance_stride
+constexpr double kMaxCostProfileSeconds = 3600;      // measure.cost_profile_seconds
+constexpr double kDefaultCostProfileRecheck = 0.05;  // measure.cost_profile_recheck
 
 struct GenerationConfig {
   int max_new_tokens = 64;
@@ -140,6 +141,10 @@ struct MeasureConfig {
   // this many seconds have passed, so that its medians sample the machine over a stretch of time
   // rather than the moment a fast model's 15 repetitions take. 0: 15 repetitions.
   double cost_profile_seconds = 0;
+  // `speclab run`: the band of the check before each cell of one request
+  // (experiments/predict/cost_profile_check.h); a failed check retakes the cost profile. 0: no
+  // check.
+  double cost_profile_recheck = kDefaultCostProfileRecheck;
 };
 
 // The sweep's axes, generic: the axes themselves are declared in experiments/config/sweep_axes.cpp

@@ -232,6 +232,11 @@ void ExperimentSession::enable_prediction(const std::vector<Cell>& all_cells,
   ctx_.predictor = predictor_.get();
 }
 
+void ExperimentSession::recheck_profiles_before_cells() {
+  SPECLAB_ASSERT(predictor_ != nullptr);
+  predictor_->set_recheck(config_.measure.cost_profile_recheck);
+}
+
 CellPrediction ExperimentSession::predict_cell(const Cell& cell) {
   SPECLAB_ASSERT(predictor_ != nullptr);
   return predictor_->predict(cell, drafter_for(cell).drafter.get());

@@ -29,6 +29,9 @@ class ExperimentSession {
   // and load.
   void enable_prediction(const std::vector<Cell>& all_cells, const std::string& profiles_dir,
                          ProfileMode mode, const CostProfile* cost_override);
+  // Each cell run from now on first checks its cost profile and retakes it when the machine's
+  // speed has left it (measure.cost_profile_recheck; experiments/predict/cost_profile_check.h).
+  void recheck_profiles_before_cells();
   // Runs one cell (throws CellInterrupted when interrupted).
   ResultRow run_cell(const Cell& cell);
   // Predicts one cell from profiles only (enable_prediction first).

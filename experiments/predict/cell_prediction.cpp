@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/error.h"
@@ -9,6 +10,7 @@
 #include "core/speedup_theory.h"
 #include "core/token_tree.h"
 #include "experiments/predict/cost_profile.h"
+#include "experiments/predict/cost_profile_check.h"
 #include "experiments/predict/profile_io.h"
 
 namespace speclab {
@@ -135,6 +137,10 @@ void CellPrediction::put_into(ResultRow* row) const {
   if (!profile_prompts.empty()) r.profile_prompts = profile_prompts;
   r.cost_profile_file = cost_file;
   if (!cost_taken_utc.empty()) r.cost_profile_taken_utc = cost_taken_utc;
+  if (!cost_check.empty()) {
+    r.cost_profile_check = cost_check;
+    r.cost_profile_check_step_s = cost_check_step_s;
+  }
   r.cost_profile_context_len = cost.context_len;
   r.cost_profile_target_s = cost.target_s;
   if (cost.baseline_step_s > 0) r.cost_profile_baseline_step_s = cost.baseline_step_s;
@@ -300,6 +306,45 @@ void CellPredictor::batched_for(const Cell& cell, Profiles* prof) {
   if (mode_ != ProfileMode::kReuse) write_index();
 }
 
+void CellPredictor::measure_cost(const Cell& cell, Drafter* drafter, Profiles* prof) {
+  CostProfileTaken& taken = prof->cost_taken;
+  taken = conditions_.fixed;
+  if (conditions_.draft_sha256) taken.draft_sha256 = conditions_.draft_sha256(cell);
+  if (conditions_.load1) taken.load_before = conditions_.load1();
+  taken.utc = conditions_.utc_now ? conditions_.utc_now() : "";
+  prof->cost = cost_profile_measure(*target_, *drafter, prof->cost_request, &prof->cost_spread,
+                                    &prof->cost_parts);
+  if (conditions_.load1) taken.load_after = conditions_.load1();
+}
+
+void CellPredictor::recheck_cost(const Cell& cell, Drafter* drafter, Profiles* prof,
+                                 CellPrediction* out) {
+  const CostProfileCheck check =
+      cost_profile_check_judge(cost_profile_check_time(*target_, prof->cost_request), prof->cost,
+                               prof->cost_spread, recheck_band_);
+  out->cost_check_step_s = check.step_s;
+  out->cost_check = check.holds ? "held" : "retaken";
+  if (check.holds) return;
+  std::fprintf(stderr,
+               "speclab: cost profile %s: plain step %.4g ms outside [%.4g, %.4g] ms before cell "
+               "%s; retaking it\n",
+               prof->cost_file.c_str(), check.step_s * 1e3, check.lo * 1e3, check.hi * 1e3,
+               cell.cell_id.c_str());
+  measure_cost(cell, drafter, prof);
+  // A file of its own: the group's first profile (and any earlier retake) stays as the rows
+  // that came from it read it; a resumed run numbers on past the retakes already there.
+  const std::string g = group_of(config_, cell);
+  std::string file;
+  do {
+    file = str_cat(dir_, "/cost-", g, "-retake", ++prof->cost_retakes, ".json");
+  } while (std::filesystem::exists(file));
+  prof->cost_file = file;
+  const bool cut_short = interrupted_ != nullptr && interrupted_->load();
+  if (!cut_short)
+    profile_write_json(file, cost_profile_to_json({prof->cost, prof->cost_spread, prof->cost_taken,
+                                                   prof->cost_parts}));
+}
+
 CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* drafter) {
   const std::string g = group_of(config_, cell);
   auto it = cache_.find(g);
@@ -318,6 +363,14 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
   const SamplingParams ts = cell.target_sampling(), ds = cell.draft_sampling();
 
   prof.cost_file = cost_file;
+  CostProfileRequest& cr = prof.cost_request;
+  profile_context(&cr.context, &cr.context_len, &cr.prompt_len);
+  cr.k_max = k_max_.at(g);
+  cr.g_max = std::max(depth, k_max_.at(g) - 1);
+  cr.min_seconds = config_.measure.cost_profile_seconds;
+  cr.target_sampling = ts;
+  cr.draft_sampling = ds;
+  cr.trees = trees_.at(g);
   if (cost_override_) {
     prof.cost = *cost_override_;
     prof.cost_file = cost_override_->origin;
@@ -328,21 +381,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     prof.cost_taken = std::move(rec.taken);
     prof.cost_parts = std::move(rec.parts);
   } else {
-    CostProfileRequest cr;
-    profile_context(&cr.context, &cr.context_len, &cr.prompt_len);
-    cr.k_max = k_max_.at(g);
-    cr.g_max = std::max(depth, k_max_.at(g) - 1);
-    cr.min_seconds = config_.measure.cost_profile_seconds;
-    cr.target_sampling = ts;
-    cr.draft_sampling = ds;
-    cr.trees = trees_.at(g);
-    CostProfileTaken& taken = prof.cost_taken;
-    taken = conditions_.fixed;
-    if (conditions_.draft_sha256) taken.draft_sha256 = conditions_.draft_sha256(cell);
-    if (conditions_.load1) taken.load_before = conditions_.load1();
-    taken.utc = conditions_.utc_now ? conditions_.utc_now() : "";
-    prof.cost = cost_profile_measure(*target_, *drafter, cr, &prof.cost_spread, &prof.cost_parts);
-    if (conditions_.load1) taken.load_after = conditions_.load1();
+    measure_cost(cell, drafter, &prof);
   }
 
   if (read_acc) {
@@ -432,6 +471,9 @@ void CellPredictor::predict_batched_into(const Cell& cell, const Profiles& prof,
 CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   Profiles& prof = profiles_for(cell, drafter);
   CellPrediction out;
+  if (recheck_band_ > 0 && mode_ != ProfileMode::kReuse && cost_override_ == nullptr &&
+      cell.concurrency == 1 && target_ != nullptr && drafter != nullptr)
+    recheck_cost(cell, drafter, &prof, &out);
   out.group = group_of(config_, cell);
   out.cost = prof.cost;
   out.cost_parts = prof.cost_parts;

@@ -62,6 +62,11 @@ struct CellPrediction {
   CostProfileParts cost_parts;  // its parts (empty when its file has none)
   std::string cost_file;        // the cost profile's file (written, read or imported)
   std::string cost_taken_utc;   // when the cost profile was taken ("" when unknown)
+  // The check before the cell (experiments/predict/cost_profile_check.h): "held", "retaken"
+  // (the profile failed it and was taken again before this prediction), or "" when none ran;
+  // the plain step it timed.
+  std::string cost_check;
+  double cost_check_step_s = 0;
   // The acceptance profile's prompts against the cell's: "same" (measured on this config's
   // prompts), "other" (held out: another prompt set's, read with --profiles), "" (unknown: an
   // index written before it recorded them).
@@ -133,6 +138,11 @@ class CellPredictor {
   // How batched cost profiles are measured (cells of concurrency > 1); without it they can
   // only be read.
   void set_batched_measure(BatchedCostMeasure m) { batched_measure_ = std::move(m); }
+  // Check each cost profile before every prediction of a cell of one request, and retake it
+  // when the check fails (experiments/predict/cost_profile_check.h): `speclab run`, whose
+  // cells run right after their prediction. band <= 0: no check. Profiles this predictor
+  // owns only (measured, or read on --resume), not reused or imported ones.
+  void set_recheck(double band) { recheck_band_ = band; }
 
   // Measures (or loads) the group's profiles on first use; `drafter` is the cell's drafter
   // (null when reusing profiles).
@@ -156,6 +166,8 @@ class CellPredictor {
     CostProfileTaken cost_taken;
     CostProfileParts cost_parts;
     std::string cost_file;
+    CostProfileRequest cost_request;  // what the cost profile times (a retake times it again)
+    int cost_retakes = 0;
     AcceptanceProfile acceptance;
     AcceptanceSummary summary;
     AlphaInterval alpha_ci;
@@ -166,6 +178,10 @@ class CellPredictor {
     std::string batched_file;
   };
   Profiles& profiles_for(const Cell& cell, Drafter* drafter);
+  // Times prof's cost profile (prof->cost_request) and records where and when.
+  void measure_cost(const Cell& cell, Drafter* drafter, Profiles* prof);
+  // The check before a cell; retakes prof's cost profile into a file of its own when it fails.
+  void recheck_cost(const Cell& cell, Drafter* drafter, Profiles* prof, CellPrediction* out);
   void batched_for(const Cell& cell, Profiles* prof);
   // Fills out's batched figures for cell (concurrency > 1) from prof's batched cost profile.
   void predict_batched_into(const Cell& cell, const Profiles& prof,
@@ -194,6 +210,7 @@ class CellPredictor {
   std::map<std::string, nlohmann::json> settings_;       // group -> its settings (index.json)
   std::map<std::string, std::vector<int>> slots_;        // group -> concurrencies > 1 of its cells
   BatchedCostMeasure batched_measure_;
+  double recheck_band_ = 0;
   std::map<std::string, Profiles> cache_;
 };
 

@@ -41,18 +41,51 @@ void timing_spread_add(TimingSpread* out, std::vector<double> v) {
   out->median.push_back(timing_median(std::move(v)));
 }
 
-CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const CostProfileRequest& r,
-                                 CostProfileSpread* spread, CostProfileParts* parts) {
-  SPECLAB_ASSERT(!r.context.empty() && r.k_max >= 1 && r.g_max >= 1 && r.reps >= 1);
-  const int64_t vocab = target.vocab();
+std::vector<int32_t> cost_profile_tokens(const TokenRunner& target, const CostProfileRequest& r,
+                                         int64_t* L) {
+  SPECLAB_ASSERT(!r.context.empty());
   // The plain step's run reads tokens L .. L + kPlainRunMaxSteps; T(k) reads L .. L + k - 1.
   const int64_t ahead = std::max<int64_t>(r.k_max, kPlainRunMaxSteps + 1);
-  const int64_t L = std::min<int64_t>(r.context_len, target.max_ctx() - ahead - r.g_max - 1);
-  SPECLAB_INPUT_CHECK(L >= 3, "cost profile: context limit ", target.max_ctx(),
+  *L = std::min<int64_t>(r.context_len, target.max_ctx() - ahead - r.g_max - 1);
+  SPECLAB_INPUT_CHECK(*L >= 3, "cost profile: context limit ", target.max_ctx(),
                       " too small for rounds of up to ", r.k_max, " tokens");
-  const int64_t prompt_len = std::clamp<int64_t>(r.prompt_len, 2, L);
-  std::vector<int32_t> ctx(static_cast<size_t>(L + ahead));
+  std::vector<int32_t> ctx(static_cast<size_t>(*L + ahead));
   for (size_t i = 0; i < ctx.size(); i++) ctx[i] = r.context[i % r.context.size()];
+  return ctx;
+}
+
+PlainRun cost_profile_plain_run(TokenRunner& target, const int32_t* tokens, int64_t L,
+                                const SamplingParams& sampling, float* p) {
+  const int64_t vocab = target.vocab();
+  SPECLAB_ASSERT(target.n_past() == L);
+  const float* step_logits = target.forward(tokens + L, 1);  // untimed: the run's first step
+  PlainRun run;
+  double sum_s = 0, sum_head = 0;
+  int steps = 0;
+  for (; plain_run_goes_on(steps, sum_s); steps++) {
+    sampling_standardize(p, step_logits, vocab, sampling);
+    volatile int32_t x = sampling_draw(p, vocab, 0.5);
+    (void)x;
+    const auto t0 = Clock::now();
+    step_logits = target.forward(tokens + L + 1 + steps, 1);
+    sum_s += timing_since(t0);
+    const ForwardSplit split = target.last_forward_split();
+    run.split_known = run.split_known && split.known();
+    sum_head += split.head_s;
+  }
+  target.truncate(L);
+  run.step_s = sum_s / steps;
+  run.head_s = sum_head / steps;
+  return run;
+}
+
+CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const CostProfileRequest& r,
+                                 CostProfileSpread* spread, CostProfileParts* parts) {
+  SPECLAB_ASSERT(r.k_max >= 1 && r.g_max >= 1 && r.reps >= 1);
+  const int64_t vocab = target.vocab();
+  int64_t L = 0;
+  const std::vector<int32_t> ctx = cost_profile_tokens(target, r, &L);
+  const int64_t prompt_len = std::clamp<int64_t>(r.prompt_len, 2, L);
   const std::vector<int32_t> at_l = head(ctx, L), at_l1 = head(ctx, L - 1),
                              at_l2 = head(ctx, L - 2), prompt = head(ctx, prompt_len);
 
@@ -114,24 +147,12 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     // host(1)): time a run of such steps after an untimed one (plain_run_goes_on) and keep
     // their mean, as the loop's time per token is the mean over its steps.
     {
-      const float* step_logits = target.forward(ctx.data() + L, 1);
-      double sum_s = 0, sum_head = 0;
-      int steps = 0;
-      for (; plain_run_goes_on(steps, sum_s); steps++) {
-        sampling_standardize(p.data(), step_logits, vocab, r.target_sampling);
-        volatile int32_t x = sampling_draw(p.data(), vocab, 0.5);
-        (void)x;
-        const auto t0 = Clock::now();
-        step_logits = target.forward(ctx.data() + L + 1 + steps, 1);
-        sum_s += timing_since(t0);
-        const ForwardSplit split = target.last_forward_split();
-        split_known = split_known && split.known();
-        sum_head += split.head_s;
-      }
-      target.truncate(L);
+      const PlainRun run =
+          cost_profile_plain_run(target, ctx.data(), L, r.target_sampling, p.data());
+      split_known = split_known && run.split_known;
       if (keep) {
-        plain_step.push_back(sum_s / steps);
-        plain_head.push_back(sum_head / steps);
+        plain_step.push_back(run.step_s);
+        plain_head.push_back(run.head_s);
       }
     }
     for (int n = 1; n <= r.g_max; n++) {

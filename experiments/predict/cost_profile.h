@@ -131,6 +131,25 @@ struct CostProfileRecord {
   CostProfileParts parts;
 };
 
+// The tokens a profile's calls read: the request's context repeated or cut to the profile's
+// cache length, *L (the request's context_len, less where the target's limit needs room for
+// the calls ahead of it), followed by the kPlainRunMaxSteps + 1 or k_max tokens those calls
+// read. [*L + ahead]
+std::vector<int32_t> cost_profile_tokens(const TokenRunner& target, const CostProfileRequest& r,
+                                         int64_t* L);
+
+// One repetition of the plain step: with L tokens of `tokens` in the target's cache, an
+// untimed step, then a run of steps at advancing positions (plain_run_goes_on), the previous
+// step's logits standardized and drawn from between them; the cache is cut back to L after.
+// p: [vocab] scratch.
+struct PlainRun {
+  double step_s = 0;        // the run's mean step
+  double head_s = 0;        // the mean of its output heads (0 when the runner does not split)
+  bool split_known = true;  // every step's forward was split into its parts
+};
+PlainRun cost_profile_plain_run(TokenRunner& target, const int32_t* tokens, int64_t L,
+                                const SamplingParams& sampling, float* p);
+
 // spread and parts (may be null) receive the spread of every timed figure and its parts.
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
                                  const CostProfileRequest& request,

@@ -310,7 +310,10 @@ TEST(CliRunPrediction, TreesAtTemperatureZeroPredictTheMeasuredTokensPerRound) {
                                "/models/zoo/tiny-draft-0.5m\nprompts:\n  file: " + src +
                                "/configs/prompts/tiny-in-domain.jsonl\n  limit: 3\ngeneration:\n"
                                "  max_new_tokens: 24\n  warmup: 0\n  threads: 1\n  ctx: 128\n"
-                               "  ignore_eos: true\nmeasure:\n  bootstrap_resamples: 50\nsweep:\n"
+                               "  ignore_eos: true\nmeasure:\n  bootstrap_resamples: 50\n"
+                               // The run's predictions must be predict's from the same
+                               // files: no retake before a cell.
+                               "  cost_profile_recheck: 0\nsweep:\n"
                                "  drafter: [d]\n  gamma: [3]\n  temperature: [0, 1]\n"
                                "  tree: [\"off\", \"3x2x1\", \"2x2x2\", \"2x2x2:sample\"]\n");
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("R") + "' --no-plots");

@@ -53,7 +53,10 @@ void drop_last_row(const std::string& path) {
 }
 
 // Two cells (gamma 1 and 2) of one profile group: one cost profile, one acceptance profile.
-std::string tiny_config(ScratchDir& d) {
+// The check before each cell is off unless asked for: these tests are about the files a run
+// writes and reads, and on a loaded test machine a check may retake a profile into another
+// file (the check's own tests: test_cost_profile_check.cpp and the two below that ask).
+std::string tiny_config(ScratchDir& d, const std::string& recheck = "0") {
   const std::string src = SPECLAB_SOURCE_DIR;
   return d.write("tiny.yaml", "name: tiny\nquestion: \"q\"\ntarget: " + src +
                                   "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + src +
@@ -61,7 +64,9 @@ std::string tiny_config(ScratchDir& d) {
                                   "/configs/prompts/tiny-in-domain.jsonl\n  limit: 2\n"
                                   "generation:\n  max_new_tokens: 16\n  warmup: 0\n"
                                   "  threads: 1\n  ctx: 128\n  ignore_eos: true\n"
-                                  "measure:\n  bootstrap_resamples: 20\n"
+                                  "measure:\n  bootstrap_resamples: 20\n  cost_profile_recheck: " +
+                                  recheck +
+                                  "\n"
                                   "sweep:\n  drafter: [d]\n  gamma: [1, 2]\n  temperature: [0]\n");
 }
 
@@ -468,6 +473,69 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
   EXPECT_TRUE(bad.one_line_error()) << bad.err;
   EXPECT_NE(bad.err.find("index.json: expected an object"), std::string::npos) << bad.err;
   EXPECT_EQ(read_bytes(cost_file), cost_bytes);
+}
+
+// `speclab run` checks each cell's cost profile before the cell (on by default): every row
+// says how the check went and what plain step it timed. A profile that no longer describes
+// the machine (its file replaced by one whose plain step and its spread read a hundred times
+// slower, as one taken on another machine or in a bad minute would) fails the check when the run
+// resumes: it is retaken into a file of its own before the cell is predicted, the row names that
+// file and says "retaken", and the file the earlier row came from is left as it was.
+TEST(CostProfileFile, ARunChecksItsProfileBeforeEachCellAndRetakesOneThatNoLongerHolds) {
+  ScratchDir d;
+  const std::string cfg = tiny_config(d, "0.05");
+  const std::string out = d.file("R");
+  const CliResult first = run_speclab("run '" + cfg + "' --out '" + out + "' --no-plots");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto full = read_jsonl(out + "/results.jsonl");
+  ASSERT_EQ(full.size(), 2u);
+  for (const auto& row : full) {
+    ASSERT_TRUE(row.contains("cost_profile_check")) << row.dump();
+    EXPECT_TRUE(row["cost_profile_check"] == "held" || row["cost_profile_check"] == "retaken")
+        << row["cost_profile_check"];
+    EXPECT_GT(row["cost_profile_check_step_s"].get<double>(), 0);
+  }
+  const std::string g = full[0]["prediction_group"].get<std::string>();
+  const std::string cost_file = out + "/profiles/cost-" + g + ".json";
+  nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
+  p["baseline_step_s"] = p["baseline_step_s"].get<double>() * 100;
+  for (const char* end : {"min", "median", "max"})
+    p["spread"]["baseline_step_s"][end][0] =
+        p["spread"]["baseline_step_s"][end][0].get<double>() * 100;
+  std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
+  const std::string tampered = read_bytes(cost_file);
+  for (const auto& e : fs::directory_iterator(out + "/profiles"))
+    if (e.path().filename().string().find("-retake") != std::string::npos) fs::remove(e.path());
+
+  drop_last_row(out + "/results.jsonl");
+  const CliResult resumed =
+      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const auto rows = read_jsonl(out + "/results.jsonl");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["cost_profile_check"], "retaken");
+  EXPECT_EQ(rows[1]["cost_profile_source"], "measured");
+  const std::string retaken = out + "/profiles/cost-" + g + "-retake1.json";
+  EXPECT_EQ(rows[1]["cost_profile_file"], retaken);
+  ASSERT_TRUE(testing_util::file_exists(retaken));
+  EXPECT_EQ(read_bytes(cost_file), tampered) << "never overwritten";
+  const nlohmann::json r = nlohmann::json::parse(read_bytes(retaken));
+  EXPECT_EQ(rows[1]["cost_profile_baseline_step_s"], r["baseline_step_s"]);
+  EXPECT_LT(10 * r["baseline_step_s"].get<double>(), p["baseline_step_s"].get<double>());
+  EXPECT_NE((resumed.out + resumed.err).find("retaking it"), std::string::npos) << resumed.err;
+}
+
+// A bad band is refused at load, naming the key.
+TEST(CostProfileFile, ARecheckBandOutsideZeroToOneIsRefused) {
+  ScratchDir d;
+  for (const char* bad : {"-0.1", "1.5", "nan"}) {
+    const std::string cfg = tiny_config(d, bad);
+    const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("B") + "' --no-plots");
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_TRUE(r.one_line_error()) << r.err;
+    EXPECT_NE(r.err.find("measure.cost_profile_recheck"), std::string::npos) << r.err;
+    EXPECT_FALSE(testing_util::file_exists(d.file("B/results.jsonl"))) << bad;
+  }
 }
 
 // Profiles measured while a signal stops the run are partial (the rollouts stop early): none
