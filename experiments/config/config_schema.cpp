@@ -70,11 +70,11 @@ const std::vector<ConfigKey>& fixed_keys() {
        "cost profile: its repetitions (at least 15) go on until this many seconds have passed, "
        "so its medians sample the machine over a stretch of time, not the moment a fast "
        "model's 15 repetitions take; 0 = 15 repetitions"},
-      {"measure.cost_profile_recheck", "number in [0, 1]", "0.05", "0.05",
+      {"measure.cost_profile_recheck", "number in [0, 1]", "0.1", "0.1",
        "`speclab run`: before each cell of one request, time the target's plain step as the "
        "cost profile did (the median of 3 runs) and retake the group's cost profile (into "
-       "cost-<group>-retakeN.json) when the step lies outside the profile's own repetitions "
-       "[min, max] widened by this fraction on each side; 0 = never check"},
+       "cost-<group>-retakeN.json) when the step departs from the profile's plain step by more "
+       "than this fraction; 0 = never check"},
       {"sweep", "section", "required with a target", "",
        "the cells: the cross product of the axes; each axis is a list or a scalar"},
       {"simulate", "section", "optional", "", "simulator-only configs (no target)"},

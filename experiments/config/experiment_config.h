@@ -115,7 +115,7 @@ constexpr int kMaxSweepCells = 10000;       // product of the sweep axes' length
 constexpr int kMaxBootstrapResamples = 1000000;
 constexpr int kMaxAcceptanceStride = 1000000;        // measure.acceptance_stride
 constexpr double kMaxCostProfileSeconds = 3600;      // measure.cost_profile_seconds
-constexpr double kDefaultCostProfileRecheck = 0.05;  // measure.cost_profile_recheck
+constexpr double kDefaultCostProfileRecheck = 0.10;  // measure.cost_profile_recheck
 
 struct GenerationConfig {
   int max_new_tokens = 64;

@@ -448,6 +448,9 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     // mean k, T(k) interpolated between profiled k.
     f.profile_baseline_s_per_token = prediction->prediction.base_s_per_token;
     f.profile_load = prediction->profile_load;
+    f.profile_plain_min_s = prediction->plain_step_min_s;
+    f.profile_plain_median_s = prediction->plain_step_median_s;
+    f.profile_plain_max_s = prediction->plain_step_max_s;
     if (!tree && m.acc.n_rounds > 0)
       f.profile_verify_s_per_round =
           prediction->cost.target_at(1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds);

@@ -67,6 +67,17 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
               "profile prices this run's rounds",
               in.draft_s_per_round * 1e3, in.profile_draft_s_per_round * 1e3));
   }
+  if (in.profile_plain_median_s > 0 &&
+      (in.profile_plain_min_s < in.profile_plain_median_s * (1 - kFlagProfileUnsteady) ||
+       in.profile_plain_max_s > in.profile_plain_median_s * (1 + kFlagProfileUnsteady))) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "profile_unsteady: the cost profile's plain step ranged %.4g-%.4g ms around "
+                  "its median %.4g ms over its repetitions",
+                  in.profile_plain_min_s * 1e3, in.profile_plain_max_s * 1e3,
+                  in.profile_plain_median_s * 1e3);
+    flags.push_back(buf);
+  }
   if (in.cores > 0 && in.profile_load > in.cores)
     flags.push_back(
         fmt("profile_load_above_cores: load average %.2f on %.0f cores while a "

@@ -30,6 +30,10 @@
 //                         was taken, or the profile never described this loop (the plain loop's
 //                         departure from the same profile is baseline_drift); the prediction
 //                         error is then not the model's alone
+//   profile_unsteady      the cost profile's plain step ranged more than 20% below or above its
+//                         median over the profile's repetitions: the machine changed speed
+//                         while the profile was taken, so its figures (each a median over
+//                         repetitions) may mix a fast and a slow machine
 //   profile_load_above_cores  the load average exceeded the core count while a profile the
 //                         cell's prediction used was measured
 //   prediction_host_verify  rounds were verified on the target's device (standardize and
@@ -70,12 +74,15 @@ struct RunFlagInputs {
   // least a plain step's forward and sampling.
   double round_target_side_s = 0;
   double profile_load = -1;
+  // The spread of the profile's plain step over its repetitions (0: not recorded).
+  double profile_plain_min_s = 0, profile_plain_median_s = 0, profile_plain_max_s = 0;
   int64_t rounds = 0, rounds_on_device = 0;  // of the rounds, how many verified on the device
 };
 
 constexpr int kFlagMinPrompts = 8;
 constexpr double kFlagBaselineDrift = 0.20;
-constexpr double kFlagProfileStale = 0.20;  // verify against the profile's T(k)
+constexpr double kFlagProfileStale = 0.20;     // verify against the profile's T(k)
+constexpr double kFlagProfileUnsteady = 0.20;  // the profile's plain step around its median
 // The drafting is stale when it departs by kFlagProfileStale of itself and by this share of the
 // profile's round (draft + verify): a model-free drafter's microseconds that double do not make
 // a prediction wrong.

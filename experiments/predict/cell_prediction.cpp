@@ -319,9 +319,8 @@ void CellPredictor::measure_cost(const Cell& cell, Drafter* drafter, Profiles* p
 
 void CellPredictor::recheck_cost(const Cell& cell, Drafter* drafter, Profiles* prof,
                                  CellPrediction* out) {
-  const CostProfileCheck check =
-      cost_profile_check_judge(cost_profile_check_time(*target_, prof->cost_request), prof->cost,
-                               prof->cost_spread, recheck_band_);
+  const CostProfileCheck check = cost_profile_check_judge(
+      cost_profile_check_time(*target_, prof->cost_request), prof->cost, recheck_band_);
   out->cost_check_step_s = check.step_s;
   out->cost_check = check.holds ? "held" : "retaken";
   if (check.holds) return;
@@ -479,6 +478,11 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   out.cost_parts = prof.cost_parts;
   out.cost_file = prof.cost_file;
   out.cost_taken_utc = prof.cost_taken.utc;
+  if (prof.cost_spread.baseline_step_s.min.size() == 1) {
+    out.plain_step_min_s = prof.cost_spread.baseline_step_s.min[0];
+    out.plain_step_median_s = prof.cost_spread.baseline_step_s.median[0];
+    out.plain_step_max_s = prof.cost_spread.baseline_step_s.max[0];
+  }
   out.profile_prompts = prof.prompts;
   out.profile_load = std::max(prof.cost_taken.load_before, prof.cost_taken.load_after);
   out.c = prof.cost.c();

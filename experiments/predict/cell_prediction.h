@@ -67,6 +67,8 @@ struct CellPrediction {
   // the plain step it timed.
   std::string cost_check;
   double cost_check_step_s = 0;
+  // The cost profile's plain step over its repetitions: min, median, max (0: not recorded).
+  double plain_step_min_s = 0, plain_step_median_s = 0, plain_step_max_s = 0;
   // The acceptance profile's prompts against the cell's: "same" (measured on this config's
   // prompts), "other" (held out: another prompt set's, read with --profiles), "" (unknown: an
   // index written before it recorded them).

@@ -6,15 +6,12 @@
 
 namespace speclab {
 
-CostProfileCheck cost_profile_check_judge(double step_s, const CostProfile& cost,
-                                          const CostProfileSpread& spread, double band) {
+CostProfileCheck cost_profile_check_judge(double step_s, const CostProfile& cost, double band) {
   SPECLAB_ASSERT(band >= 0);
-  const bool has_spread =
-      spread.baseline_step_s.min.size() == 1 && spread.baseline_step_s.max.size() == 1;
   CostProfileCheck c;
   c.step_s = step_s;
-  c.lo = (has_spread ? spread.baseline_step_s.min[0] : cost.plain_step_s()) * (1 - band);
-  c.hi = (has_spread ? spread.baseline_step_s.max[0] : cost.plain_step_s()) * (1 + band);
+  c.lo = cost.plain_step_s() * (1 - band);
+  c.hi = cost.plain_step_s() * (1 + band);
   c.holds = step_s >= c.lo && step_s <= c.hi;
   return c;
 }

@@ -526,48 +526,61 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
   // served one at a time (split by what the acceptance half rests on, when a run mixes them),
   // then cells of concurrency > 1 per request and in throughput.
   {
+    // Besides the errors: how many predictions lie inside the measured speedup's own interval
+    // (an error of the size of the measurement's sampling noise cannot be told from none), and
+    // that interval's median half-width relative to the measured figure.
     struct Errors {
       std::string what;
-      std::vector<double> errs, thm_errs;
-      int flagged = 0;
+      std::vector<double> errs, thm_errs, half_widths;
+      int flagged = 0, inside = 0, thm_inside = 0, thm_with_interval = 0;
     };
     // [0] every one-at-a-time cell; [1..4] the same by regime; [5], [6] concurrency > 1.
-    std::vector<Errors> sets = {
-        {"one request at a time: speedup", {}, {}, 0},
-        {"- of which T = 0 (tokens per round an identity: the profile walks the decoder's own "
-         "greedy text; the error is the cost model's)",
-         {},
-         {},
-         0},
-        {"- of which T > 0 (the profiled text is another sample than the measured one)", {}, {}, 0},
-        {"- of which synthetic acceptance (configured probabilities: the cost model alone)",
-         {},
-         {},
-         0},
-        {"- of which held-out prompts (profiles measured on another prompt set)", {}, {}, 0},
-        {"concurrency > 1: per-request speedup", {}, {}, 0},
-        {"concurrency > 1: throughput speedup", {}, {}, 0}};
-    auto add = [](Errors& e, double err, double thm_err, bool flagged) {
+    std::vector<Errors> sets;
+    for (const char* what :
+         {"one request at a time: speedup",
+          "- of which T = 0 (tokens per round an identity: the profile walks the decoder's own "
+          "greedy text; the error is the cost model's)",
+          "- of which T > 0 (the profiled text is another sample than the measured one)",
+          "- of which synthetic acceptance (configured probabilities: the cost model alone)",
+          "- of which held-out prompts (profiles measured on another prompt set)",
+          "concurrency > 1: per-request speedup", "concurrency > 1: throughput speedup"}) {
+      sets.emplace_back();
+      sets.back().what = what;
+    }
+    // measured, lo, hi: the measured figure and its interval (NaN: none).
+    auto add = [](Errors& e, double err, double thm_err, bool flagged, double measured, double lo,
+                  double hi) {
       e.errs.push_back(std::fabs(err));
       if (!std::isnan(thm_err)) e.thm_errs.push_back(std::fabs(thm_err));
       e.flagged += flagged;
+      if (std::isnan(lo) || std::isnan(hi) || !(measured > 0)) return;
+      e.half_widths.push_back((hi - lo) / 2 / measured);
+      const auto in = [&](double predicted) { return predicted >= lo && predicted <= hi; };
+      e.inside += in(measured * (1 + err)) ? 1 : 0;
+      if (std::isnan(thm_err)) return;
+      e.thm_with_interval++;
+      e.thm_inside += in(measured * (1 + thm_err)) ? 1 : 0;
     };
     for (const auto* r : rows) {
       const bool batched = r->cell.concurrency > 1;
       const bool flagged = !flag_codes(*r).empty();
       const double err = row_value(r->prediction_error);
+      const double measured = row_value(r->speedup), lo = row_value(r->speedup_ci_lo),
+                   hi = row_value(r->speedup_ci_hi);
       if (!std::isnan(err)) {
-        add(sets[batched ? 5 : 0], err, row_value(r->thm38_error), flagged);
+        add(sets[batched ? 5 : 0], err, row_value(r->thm38_error), flagged, measured, lo, hi);
         if (!batched) {
           const size_t regime = r->profile_prompts.value_or("") == "other" ? 4
                                 : !r->cell.synthetic_acceptance.empty()    ? 3
                                 : r->cell.temperature == 0.0               ? 1
                                                                            : 2;
-          add(sets[regime], err, row_value(r->thm38_error), flagged);
+          add(sets[regime], err, row_value(r->thm38_error), flagged, measured, lo, hi);
         }
       }
       if (!std::isnan(row_value(r->throughput_prediction_error)))
-        add(sets[6], row_value(r->throughput_prediction_error), NAN, flagged);
+        add(sets[6], row_value(r->throughput_prediction_error), NAN, flagged,
+            row_value(r->throughput_speedup), row_value(r->throughput_speedup_ci_lo),
+            row_value(r->throughput_speedup_ci_hi));
     }
     // The regimes only when the run mixes them (else the first row says it all).
     const int regimes = !sets[1].errs.empty() + !sets[2].errs.empty() + !sets[3].errs.empty() +
@@ -582,9 +595,11 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
     Table tq{"prediction_quality",
              "Prediction quality: |predicted / measured - 1| over the measured cells (the "
              "out-of-sample prediction, then Theorem 3.8 for comparison; Theorem 3.8 prices one "
-             "request at a time)",
-             {"cells", "flagged", "median |err|", "max |err|", "thm 3.8 median |err|",
-              "thm 3.8 max |err|"},
+             "request at a time); inside = predictions within the measured speedup's own "
+             "interval, beside that interval's median half-width (relative to the measured "
+             "speedup): errors of that size are the measurement's sampling noise",
+             {"cells", "flagged", "median |err|", "max |err|", "inside", "measured half-width",
+              "thm 3.8 median |err|", "thm 3.8 max |err|", "thm 3.8 inside"},
              {},
              {},
              {}};
@@ -598,9 +613,12 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
           std::to_string(e.flagged),
           f.pct(median(e.errs)),
           f.pct(*std::max_element(e.errs.begin(), e.errs.end())),
+          e.half_widths.empty() ? "-" : str_cat(e.inside, " of ", e.half_widths.size()),
+          e.half_widths.empty() ? "-" : f.pct(median(e.half_widths)),
           f.pct(e.thm_errs.empty() ? none : median(e.thm_errs)),
           f.pct(e.thm_errs.empty() ? none
-                                   : *std::max_element(e.thm_errs.begin(), e.thm_errs.end()))};
+                                   : *std::max_element(e.thm_errs.begin(), e.thm_errs.end())),
+          e.thm_with_interval == 0 ? "-" : str_cat(e.thm_inside, " of ", e.thm_with_interval)};
       if (several) row.insert(row.begin(), e.what);
       tq.rows.push_back(row);
     }

@@ -483,7 +483,7 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
 // file and says "retaken", and the file the earlier row came from is left as it was.
 TEST(CostProfileFile, ARunChecksItsProfileBeforeEachCellAndRetakesOneThatNoLongerHolds) {
   ScratchDir d;
-  const std::string cfg = tiny_config(d, "0.05");
+  const std::string cfg = tiny_config(d, "0.1");
   const std::string out = d.file("R");
   const CliResult first = run_speclab("run '" + cfg + "' --out '" + out + "' --no-plots");
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -502,6 +502,7 @@ TEST(CostProfileFile, ARunChecksItsProfileBeforeEachCellAndRetakesOneThatNoLonge
   for (const char* end : {"min", "median", "max"})
     p["spread"]["baseline_step_s"][end][0] =
         p["spread"]["baseline_step_s"][end][0].get<double>() * 100;
+  // (its other figures as they were: a profile that mixes two speeds)
   std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
   const std::string tampered = read_bytes(cost_file);
   for (const auto& e : fs::directory_iterator(out + "/profiles"))

@@ -69,5 +69,39 @@ TEST(PredictionQualityTable, ARunOfOneRegimeKeepsOneRow) {
   EXPECT_EQ(t->rows[0][0], "2");
 }
 
+// Each prediction is also placed against the measured speedup's own interval: a prediction
+// inside it is as close as that measurement can tell; the interval's median half-width says how
+// large an error the measurement's sampling noise alone makes.
+TEST(PredictionQualityTable, CountsPredictionsInsideTheMeasuredIntervalBesideItsHalfWidth) {
+  // measured 1.0 in [0.9, 1.1] (half-width 10%): +5% inside, Theorem 3.8 +20% outside;
+  // measured 2.0 in [1.8, 2.4] (15%): -15% (1.7) outside, Theorem 3.8 +10% (2.2) inside;
+  // a row without an interval counts in the errors only.
+  std::vector<nlohmann::json> cells = {cell("a", 1.0, false, 0.05, 0.20),
+                                       cell("b", 1.0, false, -0.15, 0.10),
+                                       cell("c", 1.0, false, 0.01, 0.01)};
+  cells[0]["speedup"] = 1.0;
+  cells[0]["speedup_ci_lo"] = 0.9;
+  cells[0]["speedup_ci_hi"] = 1.1;
+  cells[1]["speedup"] = 2.0;
+  cells[1]["speedup_ci_lo"] = 1.8;
+  cells[1]["speedup_ci_hi"] = 2.4;
+  const std::vector<Table> ts = tables_of(cells);
+  const Table* t = quality(ts);
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->rows.size(), 1u);
+  const auto col = [&](const std::string& h) {
+    for (size_t i = 0; i < t->headers.size(); i++)
+      if (t->headers[i] == h) return t->rows[0][i];
+    std::string all;
+    for (const auto& x : t->headers) all += "[" + x + "]";
+    ADD_FAILURE() << "no column " << h << " in " << all;
+    return std::string();
+  };
+  EXPECT_EQ(col("cells"), "3");
+  EXPECT_EQ(col("inside"), "1 of 2");
+  EXPECT_NEAR(std::stod(col("measured half-width")), 0.125, 1e-9);  // median of 10%, 15%
+  EXPECT_EQ(col("thm 3.8 inside"), "1 of 2");
+}
+
 }  // namespace
 }  // namespace speclab

@@ -26,6 +26,9 @@ RunFlagInputs clean() {
   in.draft_s_per_round = 0.0102;
   in.profile_draft_s_per_round = 0.010;
   in.profile_load = 1.2;
+  in.profile_plain_min_s = 0.0090;
+  in.profile_plain_median_s = 0.0098;
+  in.profile_plain_max_s = 0.0110;
   in.greedy_checked = true;
   in.greedy_match = true;
   return in;
@@ -102,6 +105,21 @@ TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   EXPECT_TRUE(codes(in).empty());
   in.draft_s_per_round = 0.013;
   in.profile_draft_s_per_round = 0;  // the profile has no parts: nothing to compare
+  EXPECT_TRUE(codes(in).empty());
+  // Seen on the 1B/3B pair: the plain step's repetitions at 115-171 ms, median 165.
+  in = clean();
+  in.profile_plain_min_s = 0.115;
+  in.profile_plain_median_s = 0.165;
+  in.profile_plain_max_s = 0.171;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"profile_unsteady"});
+  EXPECT_NE(run_flags_evaluate(in)[0].find("ranged 115-171 ms around its median 165 ms"),
+            std::string::npos)
+      << run_flags_evaluate(in)[0];
+  in.profile_plain_min_s = 0.140;  // within 20% on both sides
+  EXPECT_TRUE(codes(in).empty());
+  in.profile_plain_max_s = 0.200;  // 21% above
+  EXPECT_EQ(codes(in), std::vector<std::string>{"profile_unsteady"});
+  in.profile_plain_median_s = 0;  // no spread recorded
   EXPECT_TRUE(codes(in).empty());
   in = clean();
   in.profile_load = 2.4;
