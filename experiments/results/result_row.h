@@ -300,11 +300,11 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, std::string, cost_profile_taken_utc, "",                                           \
     "when the cost profile was measured (UTC); absent when its file does not say")                 \
   X(prediction, std::string, cost_profile_check, "",                                               \
-    "speclab run, one request: held (the target's plain step timed before the cell lay within "   \
-    "the profile's own spread, widened by measure.cost_profile_recheck) or retaken (it did not: " \
-    "the cost profile was taken again before the prediction, into cost_profile_file)")            \
+    "speclab run, one request: held (the target's plain step timed before the cell lay within "    \
+    "measure.cost_profile_recheck of the profile's plain step) or retaken (it did not: the "       \
+    "cost profile was taken again before the prediction, into cost_profile_file)")                 \
   X(prediction, double, cost_profile_check_step_s, "s",                                            \
-    "the plain step the check before the cell timed (median of 3 runs)")                          \
+    "the plain step the check before the cell timed (median of 3 runs)")                           \
   X(prediction, int64_t, cost_profile_context_len, "tokens", "context length of the cost profile") \
   X(prediction, std::vector<double>, cost_profile_target_s, "s",                                   \
     "profile: T(k), timed right after a draft proposal (a verify's place in the loop)")            \
