@@ -45,6 +45,14 @@ inline CliResult run_speclab(const std::string& args, const std::string& env = "
 
 inline bool file_exists(const std::string& p) { return std::ifstream(p).good(); }
 
+// A file's bytes ("" when it cannot be read).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // The rows of a JSONL file (results.jsonl, predictions.jsonl), blank lines skipped.
 inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::ifstream in(path);

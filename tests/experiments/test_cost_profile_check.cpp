@@ -30,12 +30,7 @@ namespace {
 using testing_util::ScratchDir;
 namespace fs = std::filesystem;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing_util::read_bytes;
 
 // A target whose every call costs a sleep of `step_s` (the machine's speed, set by the test)
 // and nothing else, so that its timings stay where the test puts them on a loaded machine;

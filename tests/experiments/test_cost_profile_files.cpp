@@ -31,12 +31,7 @@ using testing_util::run_speclab;
 using testing_util::ScratchDir;
 namespace fs = std::filesystem;
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing_util::read_bytes;
 
 using testing_util::read_jsonl;
 
@@ -50,6 +45,12 @@ void drop_last_row(const std::string& path) {
   lines.pop_back();
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   for (const auto& l : lines) out << l << "\n";
+}
+
+// Drops the run's last row and resumes it: that cell is predicted and measured again.
+CliResult resume_last_cell(const std::string& cfg, const std::string& out) {
+  drop_last_row(out + "/results.jsonl");
+  return run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
 }
 
 // Two cells (gamma 1 and 2) of one profile group: one cost profile, one acceptance profile.
@@ -331,9 +332,7 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   p.erase("spread");
   std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
 
-  drop_last_row(out + "/results.jsonl");
-  const CliResult resumed =
-      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  const CliResult resumed = resume_last_cell(cfg, out);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto rows = read_jsonl(out + "/results.jsonl");
   ASSERT_EQ(rows.size(), 2u);
@@ -435,9 +434,7 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
   const std::string index_bytes = read_bytes(out + "/profiles/index.json");
   ASSERT_FALSE(cost_bytes.empty());
 
-  drop_last_row(out + "/results.jsonl");
-  const CliResult resumed =
-      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  const CliResult resumed = resume_last_cell(cfg, out);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto rows = read_jsonl(out + "/results.jsonl");
   ASSERT_EQ(rows.size(), 2u);
@@ -508,9 +505,7 @@ TEST(CostProfileFile, ARunChecksItsProfileBeforeEachCellAndRetakesOneThatNoLonge
   for (const auto& e : fs::directory_iterator(out + "/profiles"))
     if (e.path().filename().string().find("-retake") != std::string::npos) fs::remove(e.path());
 
-  drop_last_row(out + "/results.jsonl");
-  const CliResult resumed =
-      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  const CliResult resumed = resume_last_cell(cfg, out);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const auto rows = read_jsonl(out + "/results.jsonl");
   ASSERT_EQ(rows.size(), 2u);
