@@ -311,8 +311,9 @@ TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
 // A profile that no longer describes the machine: the run's cells were measured, then the
 // profile's file is replaced by one whose target calls are three times faster and which was
 // taken under a load above the cores (as a profile copied from another machine, or taken
-// while something else ran, would be); the resumed cell is predicted from it and its row
-// says both, as the run summary does.
+// while something else ran, would be), with plain-step repetitions that reached down to half
+// its median (the machine changed speed while it was taken); the resumed cell is predicted
+// from it and its row says all three, as the run summary does.
 TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   ScratchDir d;
   const std::string cfg = tiny_config(d);
@@ -329,7 +330,10 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   // two readings).
   p["taken"]["load_before"] = 99.5;
   p["taken"]["load_after"] = 99.5;
-  p.erase("spread");
+  nlohmann::json& plain = p["spread"]["baseline_step_s"];
+  plain["median"][0] = p["baseline_step_s"];
+  plain["max"][0] = plain["max"][0].get<double>() / 3;
+  plain["min"][0] = p["baseline_step_s"].get<double>() / 2;
   std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
 
   const CliResult resumed = resume_last_cell(cfg, out);
@@ -342,6 +346,9 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   EXPECT_NE(flags.find("baseline_drift: plain loop"), std::string::npos) << flags;
   EXPECT_NE(flags.find("in the cost profile"), std::string::npos) << flags;
   EXPECT_NE(flags.find("profile_load_above_cores: load average 99.50"), std::string::npos) << flags;
+  EXPECT_NE(flags.find("profile_unsteady: the cost profile's plain step ranged"),
+            std::string::npos)
+      << flags;
   EXPECT_NE((resumed.out + resumed.err).find("profile_stale"), std::string::npos)
       << resumed.out << resumed.err;
 }
