@@ -346,8 +346,7 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   EXPECT_NE(flags.find("baseline_drift: plain loop"), std::string::npos) << flags;
   EXPECT_NE(flags.find("in the cost profile"), std::string::npos) << flags;
   EXPECT_NE(flags.find("profile_load_above_cores: load average 99.50"), std::string::npos) << flags;
-  EXPECT_NE(flags.find("profile_unsteady: the cost profile's plain step ranged"),
-            std::string::npos)
+  EXPECT_NE(flags.find("profile_unsteady: the cost profile's plain step ranged"), std::string::npos)
       << flags;
   EXPECT_NE((resumed.out + resumed.err).find("profile_stale"), std::string::npos)
       << resumed.out << resumed.err;
