@@ -9,9 +9,11 @@
 namespace speclab {
 
 namespace {
-std::string fmt(const char* f, double a, double b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, f, a, b);
+// Every argument is printed as a double (the formats use %g, %f): counts and cores convert.
+template <typename... Args>
+std::string fmt(const char* f, Args... args) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, f, static_cast<double>(args)...);
   return buf;
 }
 }  // namespace
@@ -70,13 +72,11 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
   if (in.profile_plain_median_s > 0 &&
       (in.profile_plain_min_s < in.profile_plain_median_s * (1 - kFlagProfileUnsteady) ||
        in.profile_plain_max_s > in.profile_plain_median_s * (1 + kFlagProfileUnsteady))) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "profile_unsteady: the cost profile's plain step ranged %.4g-%.4g ms around "
-                  "its median %.4g ms over its repetitions",
-                  in.profile_plain_min_s * 1e3, in.profile_plain_max_s * 1e3,
-                  in.profile_plain_median_s * 1e3);
-    flags.push_back(buf);
+    flags.push_back(
+        fmt("profile_unsteady: the cost profile's plain step ranged %.4g-%.4g ms "
+            "around its median %.4g ms over its repetitions",
+            in.profile_plain_min_s * 1e3, in.profile_plain_max_s * 1e3,
+            in.profile_plain_median_s * 1e3));
   }
   if (in.cores > 0 && in.profile_load > in.cores)
     flags.push_back(

@@ -10,7 +10,8 @@
 // step: the check holds within a band of it (measure.cost_profile_recheck). Not against the
 // profile's spread: a profile taken while the machine flipped between a fast and a slow state
 // has a wide spread and a median from the slow one (seen on the 1B/3B pair: repetitions of
-// 115-171 ms, median 165, cells at 114), and a check that tolerated the spread held there.
+// 115-171 ms, median 165, then checks at 112-174 ms as the machine flipped), and a check that
+// tolerated the spread held before every cell there.
 // When the check fails, the predictor retakes the whole profile before predicting the cell
 // (experiments/predict/cell_prediction.h): the prediction still comes from timings taken
 // before the cell's own runs, never from them.
