@@ -15,6 +15,21 @@ namespace {
 
 bool finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
 
+// v[k - 1] at a fractional k >= 1, linear between the measured whole k (T(k) and host(k) of
+// a tree whose expected node count is not whole).
+double at_fractional_k(const std::vector<double>& v, double k) {
+  const double x = std::clamp(k, 1.0, static_cast<double>(v.size())) - 1.0;
+  const size_t i = static_cast<size_t>(x);
+  if (i + 1 >= v.size()) return v.back();
+  return v[i] + (x - static_cast<double>(i)) * (v[i + 1] - v[i]);
+}
+
+// Drafted tokens of a round of depth g: g for a chain, the tree's expected nodes cut to g.
+double drafted_nodes(int g, const ChainSetting& s) {
+  return s.tree_nodes_at_depth.empty() || g == 0 ? g
+                                                 : s.tree_nodes_at_depth.at(static_cast<size_t>(g));
+}
+
 // Seconds of one round that drafts g tokens and verifies k = g + 1 of them (chain), or drafts
 // the setting's tree cut to depth g and verifies its nodes + 1: the tree's drafting as
 // profiled for its shape (draft_tree_s), else as a chain of g.
@@ -22,13 +37,12 @@ double round_seconds(const CostProfile& cost, int g, const ChainSetting& s) {
   const size_t gi = static_cast<size_t>(g);
   if (s.tree_nodes_at_depth.empty() || g == 0)
     return cost.draft_round_s[gi] + cost.target_s[gi] + cost.host_round_s[gi];
-  const int nodes = s.tree_nodes_at_depth.at(gi);
+  const double k = drafted_nodes(g, s) + 1;
   const auto tree = cost.draft_tree_s.find(s.tree_shape);
   const double draft = tree != cost.draft_tree_s.end() && gi < tree->second.size()
                            ? tree->second[gi]
                            : cost.draft_round_s[gi];
-  return draft + cost.target_s[static_cast<size_t>(nodes)] +
-         cost.host_round_s[static_cast<size_t>(nodes)];
+  return draft + at_fractional_k(cost.target_s, k) + at_fractional_k(cost.host_round_s, k);
 }
 
 std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {
@@ -36,27 +50,27 @@ std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {
 }
 
 struct PromptTotals {
-  double seconds = 0, rounds = 0, drafted = 0;
+  double seconds = 0, rounds = 0, drafted = 0, nodes = 0;  // nodes: tree rounds' drafted nodes
 };
 
 // Exact expectation for a fixed gamma: backward recursion over start positions (see header).
 PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
                             const ChainSetting& s) {
   const int64_t n = acceptance_prompt_tokens(p);
-  // [n + 1] expected seconds / rounds / drafted tokens to finish from t; the extra catch-up
-  // after a fully accepted round is charged to the round that caused it.
+  // [n + 1] expected seconds / rounds / drafted tokens / drafted tree nodes to finish from t;
+  // the extra catch-up after a fully accepted round is charged to the round that caused it.
   std::vector<double> v(static_cast<size_t>(n + s.gamma + 2), 0.0), r(v.size(), 0.0),
-      d(v.size(), 0.0);
+      d(v.size(), 0.0), e(v.size(), 0.0);
   // A strided prompt: the round at t under the mixture of its measured rollouts (header).
   const bool mixture = acceptance_prompt_strided(p);
   const double weight = mixture ? 1.0 / static_cast<double>(p.positions.size()) : 1.0;
   for (int64_t t = n - 1; t >= 0; t--) {
     const int64_t budget = std::max<int64_t>(0, s.max_new_tokens - t - 1);
-    double vt = 0, rt = 0, dt = 0;
+    double vt = 0, rt = 0, dt = 0, et = 0;
     auto add_round = [&](const AcceptanceRollout& roll) {
       const int g = acceptance_drafts_allowed(
           roll, static_cast<int>(std::min<int64_t>(s.gamma, budget)), s.p_min);
-      double vr = round_seconds(cost, g, s), rr = 1, dr = g;
+      double vr = round_seconds(cost, g, s), rr = 1, dr = g, er = drafted_nodes(g, s);
       double survive = 1;  // S_t(i)
       for (int i = 0; i <= g; i++) {
         const double next = i < g ? survive * roll.accept[static_cast<size_t>(i)] : 0.0;
@@ -65,11 +79,13 @@ PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
         vr += p_n * (v[to] + (i == g && g > 0 ? cost.draft_catchup_s : 0.0));
         rr += p_n * r[to];
         dr += p_n * d[to];
+        er += p_n * e[to];
         survive = next;
       }
       vt += weight * vr;
       rt += weight * rr;
       dt += weight * dr;
+      et += weight * er;
     };
     if (mixture) {
       for (const AcceptanceRollout& roll : p.positions) add_round(roll);
@@ -79,8 +95,9 @@ PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
     v[static_cast<size_t>(t)] = vt;
     r[static_cast<size_t>(t)] = rt;
     d[static_cast<size_t>(t)] = dt;
+    e[static_cast<size_t>(t)] = et;
   }
-  return {v[0], r[0], d[0]};
+  return {v[0], r[0], d[0], e[0]};
 }
 
 // Monte Carlo walks for adaptive policies: the policy sees each round's outcome.
@@ -104,6 +121,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
       sum.seconds += round_seconds(cost, g, s) + (pending_catchup ? cost.draft_catchup_s : 0.0);
       sum.rounds += 1;
       sum.drafted += g;
+      sum.nodes += drafted_nodes(g, s);
       int accepted = 0;
       while (accepted < g) {
         const RngKey key{s.seed, prompt_index, static_cast<uint64_t>(t + accepted), kRngTest,
@@ -118,7 +136,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
     }
   }
   const double inv = 1.0 / std::max(1, s.monte_carlo_walks);
-  return {sum.seconds * inv, sum.rounds * inv, sum.drafted * inv};
+  return {sum.seconds * inv, sum.rounds * inv, sum.drafted * inv, sum.nodes * inv};
 }
 
 }  // namespace
@@ -287,8 +305,9 @@ std::vector<PromptTotals> chain_prompt_totals(const CostProfile& cost,
   SPECLAB_INPUT_CHECK(s.gamma >= 1, "prediction: gamma ", s.gamma, " (expected >= 1)");
   SPECLAB_INPUT_CHECK(s.max_new_tokens >= 1, "prediction: max_new_tokens ", s.max_new_tokens);
   const int g_max = s.policy == "heuristic" ? cost.max_gamma() : s.gamma;
-  const int64_t k_max =
-      s.tree_nodes_at_depth.empty() ? g_max + 1 : s.tree_nodes_at_depth.back() + 1;
+  const int64_t k_max = s.tree_nodes_at_depth.empty()
+                           ? g_max + 1
+                           : static_cast<int64_t>(std::ceil(s.tree_nodes_at_depth.back())) + 1;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(cost.target_s.size()) >= k_max, where,
                       ": T(k) up to k = ", cost.target_s.size(), ", the setting needs k = ", k_max);
   SPECLAB_INPUT_CHECK(cost.max_gamma() >= g_max, where, ": draft cost for up to ", cost.max_gamma(),
@@ -314,11 +333,12 @@ Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& accep
   const std::vector<PromptTotals> per = chain_prompt_totals(cost, acceptance, s, &n);
   Prediction out;
   out.base_s_per_token = cost.plain_step_s() + cost.host_round_s[0];
-  double seconds = 0, rounds = 0, drafted = 0, tokens = 0;
+  double seconds = 0, rounds = 0, drafted = 0, nodes = 0, tokens = 0;
   for (size_t i = 0; i < per.size(); i++) {
     seconds += cost.draft_prefill_s + per[i].seconds;
     rounds += per[i].rounds;
     drafted += per[i].drafted;
+    nodes += per[i].nodes;
     tokens += n[i];
   }
   SPECLAB_INPUT_CHECK(tokens > 0, "acceptance profile: no generated positions to predict from");
@@ -326,6 +346,7 @@ Prediction predict_chain(const CostProfile& cost, const AcceptanceProfile& accep
   out.speedup = out.base_s_per_token / out.spec_s_per_token;
   out.tokens_per_round = tokens / rounds;
   out.mean_drafted_per_round = drafted / rounds;
+  if (!s.tree_nodes_at_depth.empty()) out.mean_tree_nodes_per_round = nodes / rounds;
   return out;
 }
 

@@ -91,6 +91,11 @@ struct AcceptanceRollout {
                                 // proposals passes), b = 1..B, for top-b tree levels (greedy:
                                 // 1 if the target's argmax is among them; sampling: p_t's
                                 // mass on them); empty when not measured
+  std::vector<float> sample_mass;      // [B] at the true prefix: P(one of b siblings drawn from
+                                       // q_t passes SpecInfer's verification), b = 1..B, for
+                                       // sampled tree levels; empty when not measured
+  std::vector<float> sample_distinct;  // [B] expected distinct tokens among b draws from q_t
+                                       // (a repeat gets no node): the level's node count
 };
 
 // A strided profile (measure.acceptance_stride = s > 1) has a rollout at t = offset + k s only
@@ -158,7 +163,8 @@ struct ChainSetting {
   // (the decoder drops the deepest levels near the budget); a round of depth g verifies
   // tree_nodes_at_depth[g] + 1 tokens, and the acceptance profile then holds per-depth tree
   // acceptance. Empty: chain rounds.
-  std::vector<int> tree_nodes_at_depth;
+  std::vector<double> tree_nodes_at_depth;  // expected counts: repeats of sampled siblings
+                                            // get no node, so a sampled level has fewer
   std::string tree_shape;       // the tree's key in CostProfile::draft_tree_s
   int monte_carlo_walks = 200;  // walks per prompt for adaptive policies
   bool force_walks = false;     // walk a fixed gamma too (tests hold the walker to the recursion)
@@ -171,6 +177,7 @@ struct Prediction {
   double spec_s_per_token = 0;  // predicted seconds per token, speculative
   double base_s_per_token = 0;  // T(1) + host_s(1)
   double mean_drafted_per_round = 0;
+  double mean_tree_nodes_per_round = 0;  // tree rounds: drafted nodes per round (0 for chains)
 };
 
 // Throws InputError when the cost profile does not cover a round the setting needs (T(k) or

@@ -45,6 +45,47 @@ std::vector<float> acceptance_top_mass(const float* p, int64_t vocab,
   return mass;
 }
 
+std::vector<float> acceptance_sample_mass(const float* p, const float* q, int64_t vocab, int B,
+                                          bool greedy) {
+  std::vector<float> mass;
+  double fail = 1;  // P(the first b siblings all rejected)
+  if (greedy) {
+    const double q_best = q[sampling_argmax(p, vocab)];
+    for (int b = 0; b < B; b++) {
+      fail *= 1.0 - q_best;
+      mass.push_back(static_cast<float>(1.0 - fail));
+    }
+    return mass;
+  }
+  std::vector<double> r(p, p + vocab);  // [vocab] the verifier's law after b rejections
+  for (int b = 0; b < B; b++) {
+    double pass = 0, residual = 0;
+    for (int64_t x = 0; x < vocab; x++) {
+      pass += std::min(r[static_cast<size_t>(x)], static_cast<double>(q[x]));
+      residual += std::max(0.0, r[static_cast<size_t>(x)] - q[x]);
+    }
+    fail *= std::max(0.0, 1.0 - pass);
+    mass.push_back(static_cast<float>(std::clamp(1.0 - fail, 0.0, 1.0)));
+    // As the verifier (core/tree_verify.cpp): a residual without mass keeps r.
+    if (residual > 0)
+      for (int64_t x = 0; x < vocab; x++)
+        r[static_cast<size_t>(x)] = std::max(0.0, r[static_cast<size_t>(x)] - q[x]) / residual;
+  }
+  return mass;
+}
+
+std::vector<float> acceptance_sample_distinct(const float* q, int64_t vocab, int B) {
+  std::vector<double> distinct(static_cast<size_t>(B), 0.0);
+  for (int64_t x = 0; x < vocab; x++) {
+    double miss = 1;  // (1 - q(x))^b: x not among b draws
+    for (int b = 0; b < B; b++) {
+      miss *= 1.0 - q[x];
+      distinct[static_cast<size_t>(b)] += 1.0 - miss;
+    }
+  }
+  return std::vector<float>(distinct.begin(), distinct.end());
+}
+
 AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& drafter,
                                              const std::vector<PromptTokens>& prompts,
                                              const AcceptanceProfileRequest& r,
@@ -62,6 +103,7 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
   DraftProposal prop;
   // The drafter's B likeliest proposals at a prefix: one level of a top-B tree.
   const bool top_b = r.top_branching > 0 && r.lenience == 1.0;
+  const bool sample_b = r.sample_branching > 0 && r.lenience == 1.0;
   TreeShape top_level;
   top_level.branching = {r.top_branching};
   top_level.mode = TreeMode::kTopK;
@@ -167,6 +209,19 @@ AcceptanceProfile acceptance_profile_measure(TokenRunner& target, Drafter& draft
         for (const TreeProposal& s : siblings.proposals[0]) sibling_tokens.push_back(s.token);
         roll.top_mass =
             acceptance_top_mass(p.data(), vocab, sibling_tokens, r.top_branching, greedy);
+      }
+      if (sample_b && m > 0) {
+        if (prop.q.empty()) {
+          // A deterministic drafter's draws are all its one proposal: one node, passing as
+          // the chain's first draft does.
+          roll.sample_mass.assign(static_cast<size_t>(r.sample_branching), roll.accept[0]);
+          roll.sample_distinct.assign(static_cast<size_t>(r.sample_branching), 1.0f);
+        } else {
+          roll.sample_mass =
+              acceptance_sample_mass(p.data(), prop.q.data(), vocab, r.sample_branching, greedy);
+          roll.sample_distinct =
+              acceptance_sample_distinct(prop.q.data(), vocab, r.sample_branching);
+        }
       }
       ap.positions.push_back(std::move(roll));
       target.truncate(L);  // keep x_{t-1}; forget the rollout

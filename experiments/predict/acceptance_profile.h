@@ -22,6 +22,15 @@
 //     t passes level j with top_mass[b_j - 1] at t + j: exact at T = 0, where the accepted
 //     path is the target's text; at T > 0 the accepted path is drawn from p restricted to
 //     the siblings, which the text only approximates.
+//   - sampled trees (sample_branching = B > 0, lenience 1, a drafter with a law q): b siblings
+//     drawn independently from q_t at the true prefix and verified as SpecInfer does (each
+//     rejection replaces the target's law r by norm(max(0, r - q)), which does not depend on
+//     the rejected token, so try i passes with beta_i = sum_x min(r_i(x), q(x)) whatever came
+//     before): sample_mass[b - 1] = 1 - prod_{i<b} (1 - beta_i), with r_0 = p_t (greedy
+//     target: 1 - (1 - q_t(argmax p_t))^b, the argmax among the draws). A repeated draw gets
+//     no node (core/token_tree.h), so the level's expected node count is
+//     sample_distinct[b - 1] = sum_x 1 - (1 - q_t(x))^b. Exact for the first level of a round
+//     at t; deeper levels are read at t + j along the text, as top_mass is.
 // The survival prod_{j<=i} r_j averaged over t estimates P(first i drafts accepted) for a
 // round starting at t (the accept coins are independent given the drafts, so the product
 // is exact for the drawn rollout). Accepted prefixes are tilted toward tokens where
@@ -65,7 +74,8 @@ struct AcceptanceProfileRequest {
   std::vector<int64_t> stop_ids;  // EOS ids (empty = ignore EOS)
   uint64_t seed = 0;
   int stride = 1;         // rollouts at every stride-th position (see above)
-  int top_branching = 0;  // B: top_mass for b = 1..B at each rollout (0: not measured)
+  int top_branching = 0;     // B: top_mass for b = 1..B at each rollout (0: not measured)
+  int sample_branching = 0;  // B: sample_mass and sample_distinct for b = 1..B (0: not measured)
 };
 
 // Throws InputError from the models; stops early (returns what it has) when *interrupted.
@@ -85,5 +95,13 @@ double acceptance_token_probability(const float* p, const float* p_raw, const fl
 // last value repeats when fewer than B tokens are given).
 std::vector<float> acceptance_top_mass(const float* p, int64_t vocab,
                                        const std::vector<int32_t>& tokens, int B, bool greedy);
+
+// sample_mass (see above) of b siblings drawn independently from the draft row q [vocab] under
+// the standardized target row p [vocab], b = 1..B; greedy: the target's argmax among them.
+std::vector<float> acceptance_sample_mass(const float* p, const float* q, int64_t vocab, int B,
+                                          bool greedy);
+
+// sample_distinct (see above): expected distinct tokens among b draws from q [vocab], b = 1..B.
+std::vector<float> acceptance_sample_distinct(const float* q, int64_t vocab, int B);
 
 }  // namespace speclab

@@ -53,26 +53,40 @@ void cell_needs(const Cell& c, int cost_curve_max_k, int* depth, int* k_max) {
   *k_max = std::max(*k_max, g + 1);
 }
 
-// Whether a profile prices the top-b levels of `shape` from measured top_mass: a top-k shape,
-// a rollout at every position, each with the mass of at least the widest level's siblings.
-bool tree_top_mass_covers(const AcceptanceProfile& a, const TreeShape& shape) {
-  if (shape.mode != TreeMode::kTopK || a.stride != 1 || a.prompts.empty()) return false;
+// How a tree's levels are priced (tree_profile below).
+enum class TreeLevelModel {
+  kTopMass,     // top-k levels from the measured top_mass
+  kSampleMass,  // sampled levels from the measured sample_mass, nodes from sample_distinct
+  kIndependent  // siblings as independent tries of the chain's rollout (nothing measured)
+};
+
+// The model a profile supports for `shape`: the measured list of its mode (top_mass for top-k,
+// sample_mass for sampled), a rollout at every position, each with at least the widest level's
+// siblings; else independent tries.
+TreeLevelModel tree_level_model(const AcceptanceProfile& a, const TreeShape& shape) {
+  if (a.stride != 1 || a.prompts.empty()) return TreeLevelModel::kIndependent;
+  const bool top = shape.mode == TreeMode::kTopK;
   const size_t widest =
       static_cast<size_t>(*std::max_element(shape.branching.begin(), shape.branching.end()));
   for (const auto& p : a.prompts)
     for (const auto& r : p.positions)
-      if (r.beta != -1.0f && r.top_mass.size() < widest) return false;
-  return true;
+      if (r.beta != -1.0f && (top ? r.top_mass : r.sample_mass).size() < widest)
+        return TreeLevelModel::kIndependent;
+  return top ? TreeLevelModel::kTopMass : TreeLevelModel::kSampleMass;
 }
 
 // Tree rounds as chain rollouts of per-level pass probabilities (acceptance_profile.h).
 //   top-b (top_mass measured): level j of a round at t passes with top_mass[b_j - 1] at t + j,
 //     the drafter's b_j likeliest siblings at the text's prefix (exact at T = 0);
+//   sampled (sample_mass measured): level j passes with sample_mass[b_j - 1] at t + j, b_j
+//     siblings drawn from q at the text's prefix and verified with SpecInfer's residuals
+//     (exact at the first level);
 //   otherwise: a level of b siblings passes when one does; treating them as independent
-//     draws, r_j(tree) = 1 - (1 - r_j)^b. Exact for sampled children of a one-token-wide
-//     chain, an approximation for top-k children (distinct, not independent: at T = 0,
-//     where r_j is 0 or 1, it prices the tree as the chain).
-AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& shape, bool top_b) {
+//     draws, r_j(tree) = 1 - (1 - r_j)^b. An approximation for both modes: a sampled repeat
+//     of a rejected token always fails again, and top-k children are distinct, not
+//     independent (at T = 0, where r_j is 0 or 1, it prices the tree as the chain).
+AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& shape,
+                               TreeLevelModel model) {
   AcceptanceProfile t = chain;
   t.max_depth = shape.depth();
   for (size_t pi = 0; pi < t.prompts.size(); pi++) {
@@ -84,17 +98,51 @@ AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& 
       r.top_prob.resize(d);
       r.entropy.resize(d);
       for (size_t j = 0; j < d; j++) {
-        const int b = shape.branching[j];
+        const size_t b = static_cast<size_t>(shape.branching[j]);
         // Past the text's end no round reaches level j; the chain's figure stands there.
-        if (top_b && at + j < source.size() &&
-            source[at + j].top_mass.size() >= static_cast<size_t>(b))
-          r.accept[j] = source[at + j].top_mass[static_cast<size_t>(b - 1)];
+        const std::vector<float>* measured =
+            at + j >= source.size()                     ? nullptr
+            : model == TreeLevelModel::kTopMass    ? &source[at + j].top_mass
+            : model == TreeLevelModel::kSampleMass ? &source[at + j].sample_mass
+                                                        : nullptr;
+        if (measured != nullptr && measured->size() >= b)
+          r.accept[j] = (*measured)[b - 1];
         else
           r.accept[j] = static_cast<float>(1.0 - std::pow(1.0 - r.accept[j], b));
       }
     }
   }
   return t;
+}
+
+// [depth + 1] expected drafted nodes of `shape` cut to depth g, g = 0..depth. Top-k levels
+// have every node; a sampled level of b siblings has the profile's mean sample_distinct[b - 1]
+// children per node (repeats get no node), levels taken as independent. Without sample_distinct
+// a sampled level is counted at full width.
+std::vector<double> tree_expected_nodes(const AcceptanceProfile& a, const TreeShape& shape,
+                                        TreeLevelModel model) {
+  std::vector<double> per_node(shape.branching.begin(), shape.branching.end());  // [depth]
+  if (model == TreeLevelModel::kSampleMass) {
+    for (size_t j = 0; j < per_node.size(); j++) {
+      const size_t b = static_cast<size_t>(shape.branching[j]);
+      double sum = 0;
+      int64_t n = 0;
+      for (const auto& p : a.prompts)
+        for (const auto& r : p.positions)
+          if (r.sample_distinct.size() >= b) {
+            sum += r.sample_distinct[b - 1];
+            n++;
+          }
+      if (n > 0) per_node[j] = std::clamp(sum / static_cast<double>(n), 1.0, per_node[j]);
+    }
+  }
+  std::vector<double> nodes = {0.0};
+  double level = 1;  // nodes at the previous level (the root)
+  for (double children : per_node) {
+    level *= children;
+    nodes.push_back(nodes.back() + level);
+  }
+  return nodes;
 }
 
 }  // namespace
@@ -106,6 +154,8 @@ void CellPrediction::put_into(ResultRow* row) const {
   r.predicted_speedup = prediction.speedup;
   r.predicted_tokens_per_round = prediction.tokens_per_round;
   r.predicted_drafted_per_round = prediction.mean_drafted_per_round;
+  if (prediction.mean_tree_nodes_per_round > 0)
+    r.predicted_tree_nodes_per_round = prediction.mean_tree_nodes_per_round;
   r.predicted_spec_s_per_token = prediction.spec_s_per_token;
   r.predicted_baseline_s_per_token = prediction.base_s_per_token;
   if (std::isfinite(interval.speedup_lo) && !batched) {
@@ -208,8 +258,12 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
         }))
       trees.push_back(c.tree);
     int& top_b = top_branching_[g];
-    if (c.tree.depth() > 0 && c.tree.mode == TreeMode::kTopK)
-      top_b = std::max(top_b, *std::max_element(c.tree.branching.begin(), c.tree.branching.end()));
+    int& sample_b = sample_branching_[g];
+    if (c.tree.depth() > 0) {
+      const int widest = *std::max_element(c.tree.branching.begin(), c.tree.branching.end());
+      int& b = c.tree.mode == TreeMode::kTopK ? top_b : sample_b;
+      b = std::max(b, widest);
+    }
     settings_[g] = group_settings(config, c);
     needs_acceptance_[g] = needs_acceptance_[g] || c.synthetic_acceptance.empty();
     if (c.gamma_policy == "predicted") slots_[g];  // its gamma table needs a batched profile
@@ -402,6 +456,7 @@ CellPredictor::Profiles& CellPredictor::profiles_for(const Cell& cell, Drafter* 
     ar.seed = static_cast<uint64_t>(config_.generation.seed);
     ar.stride = config_.measure.acceptance_stride;
     ar.top_branching = top_branching_.at(g);
+    ar.sample_branching = sample_branching_.at(g);
     // Synthetic cells predict from their configured acceptance: a group of nothing else needs
     // no rollouts (its profile file is written empty, so --profiles still finds it).
     prof.acceptance.max_depth = depth;
@@ -526,22 +581,19 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   if (cell.tree.depth() > 0) {
     // Sampled children of a greedy drafter are all its argmax: every repeat gets no node, so
     // the tree the decoder verifies is the chain of the same depth (exactly). Other sampled
-    // trees are priced at their full node count (repeats, which get no node, are not
-    // subtracted: their verify is priced high where q is peaked).
+    // trees are priced at their expected node count (tree_expected_nodes).
     TreeShape shape = cell.tree;
     if (shape.mode == TreeMode::kSample && cell.draft_sampling().temperature == 0.0f)
       std::fill(shape.branching.begin(), shape.branching.end(), 1);
     s.gamma = shape.depth();
     s.tree_shape = cell.tree.to_string();  // its drafting as timed, repeats and all
+    const TreeLevelModel levels = tree_level_model(prof.acceptance, shape);
     // The decoder drops the deepest levels near the budget: the nodes of each cut.
-    for (int g = 0; g <= shape.depth(); g++) {
-      TreeShape cut = shape;
-      cut.branching.resize(static_cast<size_t>(g));
-      s.tree_nodes_at_depth.push_back(static_cast<int>(cut.n_drafted()));
-    }
-    const bool top_b = tree_top_mass_covers(prof.acceptance, shape);
-    out.model = top_b ? "tree-top-b" : "tree-approx";
-    const AcceptanceProfile tree = tree_profile(prof.acceptance, shape, top_b);
+    s.tree_nodes_at_depth = tree_expected_nodes(prof.acceptance, shape, levels);
+    out.model = levels == TreeLevelModel::kTopMass      ? "tree-top-b"
+                : levels == TreeLevelModel::kSampleMass ? "tree-sampled-b"
+                                                        : "tree-approx";
+    const AcceptanceProfile tree = tree_profile(prof.acceptance, shape, levels);
     out.prediction = predict_chain(prof.cost, tree, s);
     out.interval = predict_chain_interval(prof.cost, tree, s, config_.measure.bootstrap_resamples,
                                           config_.measure.confidence, s.seed);

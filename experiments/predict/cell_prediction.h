@@ -205,7 +205,8 @@ class CellPredictor {
   ProfileConditions conditions_;
   nlohmann::json index_ = nlohmann::json::object();  // index.json: group -> its entry
   std::map<std::string, int> depth_;                 // group -> rollout depth
-  std::map<std::string, int> top_branching_;  // group -> widest level of its top-k tree cells
+  std::map<std::string, int> top_branching_;     // group -> widest level of its top-k tree cells
+  std::map<std::string, int> sample_branching_;  // group -> widest level of its sampled trees
   std::map<std::string, std::vector<TreeShape>> trees_;  // group -> its cells' tree shapes
   std::map<std::string, bool> needs_acceptance_;         // group -> has a cell not synthetic
   std::map<std::string, int> k_max_;                     // group -> T(k) up to

@@ -470,8 +470,10 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
   for (const auto& p : a.prompts) {
     nlohmann::json acc = nlohmann::json::array(), top = nlohmann::json::array(),
                    ent = nlohmann::json::array(), beta = nlohmann::json::array(),
-                   tv = nlohmann::json::array(), top_mass = nlohmann::json::array();
-    bool any_tv = false, any_top_mass = false;
+                   tv = nlohmann::json::array(), top_mass = nlohmann::json::array(),
+                   sample_mass = nlohmann::json::array(),
+                   sample_distinct = nlohmann::json::array();
+    bool any_tv = false, any_top_mass = false, any_sample = false;
     for (const auto& r : p.positions) {
       acc.push_back(r.accept);
       top.push_back(r.top_prob);
@@ -481,15 +483,23 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
       top_mass.push_back(r.top_mass);
       any_tv = any_tv || r.lenient_tv != 0;
       any_top_mass = any_top_mass || !r.top_mass.empty();
+      sample_mass.push_back(r.sample_mass);
+      sample_distinct.push_back(r.sample_distinct);
+      any_sample = any_sample || !r.sample_mass.empty();
     }
     prompts.push_back({{"id", p.prompt_id},
                        {"accept", acc},
                        {"top_prob", top},
                        {"entropy", ent},
                        {"beta", beta}});
-    // Left out when absent (exact rules; no top-b tree cell), as in files written before.
+    // Left out when absent (exact rules; no top-b or sampled tree cell), as in files written
+    // before.
     if (any_tv) prompts.back()["lenient_tv"] = tv;
     if (any_top_mass) prompts.back()["top_mass"] = top_mass;
+    if (any_sample) {
+      prompts.back()["sample_mass"] = sample_mass;
+      prompts.back()["sample_distinct"] = sample_distinct;
+    }
     if (a.stride > 1) {
       prompts.back()["n_tokens"] = acceptance_prompt_tokens(p);
       prompts.back()["offset"] = p.offset;
@@ -571,6 +581,31 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
           SPECLAB_INPUT_CHECK(r.top_mass[b] >= r.top_mass[b - 1], pos,
                               ": top_mass: expected a non-decreasing list (more siblings pass "
                               "at least as often)");
+      }
+      SPECLAB_INPUT_CHECK(pj.contains("sample_mass") == pj.contains("sample_distinct"), at,
+                          ": sample_mass and sample_distinct: expected both or neither");
+      if (pj.contains("sample_mass")) {
+        for (const char* key : {"sample_mass", "sample_distinct"})
+          SPECLAB_INPUT_CHECK(
+              pj[key].is_array() && pj[key].size() == pj["accept"].size() && pj[key][t].is_array(),
+              at, ": ", key, ": expected a list of one list per position");
+        floats("sample_mass", &r.sample_mass);
+        for (size_t b = 1; b < r.sample_mass.size(); b++)
+          SPECLAB_INPUT_CHECK(r.sample_mass[b] >= r.sample_mass[b - 1], pos,
+                              ": sample_mass: expected a non-decreasing list (more siblings pass "
+                              "at least as often)");
+        const nlohmann::json& dj = pj["sample_distinct"][t];
+        SPECLAB_INPUT_CHECK(dj.size() == r.sample_mass.size(), pos,
+                            ": sample_distinct: expected as many entries as sample_mass (",
+                            r.sample_mass.size(), ")");
+        for (size_t b = 0; b < dj.size(); b++) {
+          // b + 1 draws show at least one token (up to rounding) and at most b + 1.
+          SPECLAB_INPUT_CHECK(dj[b].is_number() && dj[b].get<double>() >= 0.99 &&
+                                  dj[b].get<double>() <= static_cast<double>(b + 1) + 1e-3,
+                              pos, ": sample_distinct[", b, "]: expected a number in [1, ", b + 1,
+                              "] (distinct tokens among ", b + 1, " draws)");
+          r.sample_distinct.push_back(dj[b].get<float>());
+        }
       }
       p.positions.push_back(std::move(r));
     }

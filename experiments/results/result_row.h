@@ -258,7 +258,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, std::string, prediction_group, "", "the profile group (12 hex digits)")            \
   X(prediction, std::string, prediction_model, "",                                                 \
     "chain, policy-walk, configured-acceptance, tree-top-b (top-k trees from the measured "        \
-    "top-b mass), tree-approx (siblings as independent tries); batched-loop at concurrency > 1")   \
+    "top-b mass), tree-sampled-b (sampled trees from the measured sample mass and distinct "       \
+    "draws), tree-approx (siblings as independent tries); batched-loop at concurrency > 1")        \
   X(prediction, double, predicted_speedup, "x", "out-of-sample prediction from the profiles")      \
   X(prediction, double, predicted_tokens_per_round, "tokens", "predicted tau")                     \
   X(prediction, double, predicted_speedup_ci_lo, "x",                                              \
@@ -276,6 +277,9 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, int64_t, acceptance_profile_stride, "",                                            \
     "measure.acceptance_stride of the acceptance profile (absent: 1, every position)")             \
   X(prediction, double, predicted_drafted_per_round, "tokens", "predicted drafted per round")      \
+  X(prediction, double, predicted_tree_nodes_per_round, "",                                        \
+    "tree cells: predicted drafted nodes per round (sampled levels count their expected "         \
+    "distinct draws; beside mean_tree_nodes_per_round)")                                           \
   X(prediction, double, predicted_spec_s_per_token, "s", "predicted speculative s/token")          \
   X(prediction, double, predicted_baseline_s_per_token, "s", "predicted baseline s/token")         \
   X(prediction, double, alpha_profile, "", "the pair's alpha from the acceptance profile")         \

@@ -110,6 +110,35 @@ TEST(SpeedupPrediction, ThePlainStepPricesTheBaseline) {
   EXPECT_EQ(c.target_at(7.0), 1.5);
 }
 
+// A sampled tree's levels have an expected, not whole, node count (repeated draws get no
+// node): a round of depth g verifies tree_nodes_at_depth[g] + 1 tokens at T(k) and host(k)
+// read between the profiled whole k. T(k) = k s, host(k) = 0.1 k s, no drafting cost, nothing
+// accepted (1e-12): every round drafts the depth-1 tree (2.5 nodes) and emits one token.
+TEST(SpeedupPrediction, TreeRoundsArePricedAtTheirExpectedNodeCount) {
+  CostProfile c;
+  c.target_s = {1.0, 2.0, 3.0, 4.0};
+  c.host_round_s = {0.1, 0.2, 0.3, 0.4};
+  c.draft_round_s = {0.0, 0.0};
+  c.draft_tree_s["3:sample"] = {0.0, 0.0};
+  const AcceptanceProfile acc = acceptance_profile_configured({1e-12}, 1, 1, 1000);
+  ChainSetting s;
+  s.gamma = 1;
+  s.max_new_tokens = 1000000;  // no round near the budget
+  s.tree_shape = "3:sample";
+  s.tree_nodes_at_depth = {0.0, 2.5};
+  const Prediction p = predict_chain(c, acc, s);
+  EXPECT_NEAR(p.spec_s_per_token, 3.5 + 0.35, 1e-9);
+  EXPECT_NEAR(p.speedup, 1.1 / 3.85, 1e-9);
+  EXPECT_NEAR(p.mean_tree_nodes_per_round, 2.5, 1e-9);
+  EXPECT_NEAR(p.mean_drafted_per_round, 1.0, 1e-9);  // depth, as for chains
+  // Priced at full width (3 nodes: T(4)) the same round costs more.
+  s.tree_nodes_at_depth = {0.0, 3.0};
+  EXPECT_NEAR(predict_chain(c, acc, s).spec_s_per_token, 4.4, 1e-9);
+  // A chain has no tree nodes to report.
+  s.tree_nodes_at_depth.clear();
+  EXPECT_EQ(predict_chain(c, acc, s).mean_tree_nodes_per_round, 0.0);
+}
+
 TEST(SpeedupPrediction, PerPositionAcceptanceGivesTheRefinedTokensPerRound) {
   // Eq. (1) generalized: E[tokens] = 1 + sum_i prod_{j<=i} a_j.
   const std::vector<double> a = {0.9, 0.7, 0.5, 0.3};
