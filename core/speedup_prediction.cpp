@@ -30,6 +30,17 @@ double drafted_nodes(int g, const ChainSetting& s) {
                                                  : s.tree_nodes_at_depth.at(static_cast<size_t>(g));
 }
 
+// Extra seconds of the next proposal after a round of depth g that accepted i drafts: a chain's
+// drafter is one token behind, two after a fully accepted round (draft_catchup_s); a tree's is
+// i + 1 behind (CostProfile::draft_behind_s), where profiled.
+double catchup_after(const CostProfile& cost, int g, int i, const ChainSetting& s) {
+  if (g == 0) return 0.0;
+  const size_t behind = static_cast<size_t>(i + 1);
+  if (!s.tree_nodes_at_depth.empty() && behind < cost.draft_behind_s.size())
+    return std::max(0.0, cost.draft_behind_s[behind] - cost.draft_behind_s[1]);
+  return i == g ? cost.draft_catchup_s : 0.0;
+}
+
 // Seconds of one round that drafts g tokens and verifies k = g + 1 of them (chain), or drafts
 // the setting's tree cut to depth g and verifies its nodes + 1: the tree's drafting as
 // profiled for its shape (draft_tree_s), else as a chain of g.
@@ -76,7 +87,7 @@ PromptTotals expected_fixed(const CostProfile& cost, const AcceptancePrompt& p,
         const double next = i < g ? survive * roll.accept[static_cast<size_t>(i)] : 0.0;
         const double p_n = survive - next;  // exactly i accepted
         const size_t to = static_cast<size_t>(t + i + 1);
-        vr += p_n * (v[to] + (i == g && g > 0 ? cost.draft_catchup_s : 0.0));
+        vr += p_n * (v[to] + catchup_after(cost, g, i, s));
         rr += p_n * r[to];
         dr += p_n * d[to];
         er += p_n * e[to];
@@ -107,7 +118,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
   PromptTotals sum;
   for (int w = 0; w < s.monte_carlo_walks; w++) {
     auto policy = policy_for(s);
-    bool pending_catchup = false;
+    double pending_catchup_s = 0;
     int64_t t = 0;
     while (t < n) {
       const AcceptanceRollout& roll =
@@ -118,7 +129,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
       const int want = std::min<int>(std::min(policy->next_gamma(), cost.max_gamma()),
                                      static_cast<int>(std::min<int64_t>(budget, 1 << 20)));
       const int g = acceptance_drafts_allowed(roll, want, s.p_min);
-      sum.seconds += round_seconds(cost, g, s) + (pending_catchup ? cost.draft_catchup_s : 0.0);
+      sum.seconds += round_seconds(cost, g, s) + pending_catchup_s;
       sum.rounds += 1;
       sum.drafted += g;
       sum.nodes += drafted_nodes(g, s);
@@ -129,7 +140,7 @@ PromptTotals expected_by_walks(const CostProfile& cost, const AcceptancePrompt& 
         if (rng_uniform(key) >= roll.accept[static_cast<size_t>(accepted)]) break;
         accepted++;
       }
-      pending_catchup = g > 0 && accepted == g;
+      pending_catchup_s = catchup_after(cost, g, accepted, s);
       std::vector<float> ent(roll.entropy.begin(), roll.entropy.begin() + g);
       policy->observe(g, accepted, ent);
       t += accepted + 1;
@@ -205,6 +216,11 @@ void cost_profile_validate(const CostProfile& c, const std::string& where) {
                       ": draft_step_s: expected finite seconds >= 0");
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_catchup_s), where,
                       ": draft_catchup_s: expected finite seconds >= 0");
+  check_all(c.draft_behind_s, "draft_behind_s");
+  SPECLAB_INPUT_CHECK(c.draft_behind_s.empty() || (c.draft_behind_s.size() >= 2 &&
+                                                    c.draft_behind_s[0] == 0),
+                      where, ": draft_behind_s: expected [0, s(1 behind), ...] (at least 2 entries, "
+                      "the first 0)");
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_prefill_s), where,
                       ": draft_prefill_s: expected finite seconds >= 0");
 }

@@ -70,6 +70,13 @@ struct CostProfile {
   // proposal of that tree cut to depth g, g = 0..depth ([0] = 0; the tree decoder drops the
   // deepest levels near the budget). A shape not here is priced as a chain: draft_round_s[g].
   std::map<std::string, std::vector<double>> draft_tree_s;
+  // [N + 1] seconds of a one-token proposal n tokens behind, after a target call, n = 1..N
+  // ([0] = 0; [1] is the steady state of draft_round_s, [2] the catch-up's state). A tree
+  // round forgets its tree (models/drafters/model_drafter.cpp), so the next proposal reads the
+  // i accepted tokens and the correction: i + 1 behind, where a chain's is 1 (2 after a fully
+  // accepted round). Measured for groups with tree cells (N = their deepest tree + 1); empty
+  // otherwise, and a tree round is then charged the chain's catch-up.
+  std::vector<double> draft_behind_s;
   int max_gamma() const { return static_cast<int>(draft_round_s.size()) - 1; }
   // T(k) at a fractional k (a mean round), linear between profiled k, clamped to [1, K].
   double target_at(double k) const;

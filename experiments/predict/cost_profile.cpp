@@ -106,6 +106,12 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   std::vector<double> plain_head;
   // [shape][g] repetitions of tree(shape, g), g = 0..depth (g = 0 stays empty).
   std::vector<std::vector<std::vector<double>>> tree_g(r.trees.size());
+  // [n] repetitions of a one-token proposal n tokens behind, n = 1..deepest tree + 1 (trees
+  // only; n <= L - 1 so the proposal before it has a context).
+  int max_behind = 0;
+  for (const TreeShape& t : r.trees) max_behind = std::max(max_behind, t.depth() + 1);
+  max_behind = static_cast<int>(std::min<int64_t>(max_behind, L - 1));
+  std::vector<std::vector<double>> behind_n(static_cast<size_t>(max_behind + 1));
   for (size_t i = 0; i < r.trees.size(); i++)
     tree_g[i].resize(static_cast<size_t>(r.trees[i].depth() + 1));
   DraftTree tree;
@@ -178,6 +184,15 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
         drafter.propose_tree(at_l, cut, r.draft_sampling, key, &tree);
         if (keep) tree_g[i][static_cast<size_t>(g)].push_back(timing_since(t0));
       }
+    // After a tree round the drafter reads the accepted tokens and the correction (it forgot
+    // the tree): a proposal n behind, after a target call, as one_behind and two_behind are.
+    for (int n = 1; n <= max_behind; n++) {
+      propose_s(head(ctx, L - n), 1);
+      target.forward(ctx.data() + L, 1);
+      target.truncate(L);
+      const double s = propose_s(at_l, 1);
+      if (keep) behind_n[static_cast<size_t>(n)].push_back(s);
+    }
     propose_s(at_l2, 1);  // two tokens behind: the state after a fully accepted round
     target.forward(ctx.data() + L, 1);
     target.truncate(L);
@@ -239,6 +254,11 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     std::vector<double>& v = c.draft_tree_s[r.trees[i].to_string()];
     v.assign(1, 0.0);
     for (size_t g = 1; g < tree_g[i].size(); g++) v.push_back(timing_median(tree_g[i][g]));
+  }
+  if (max_behind >= 1) {
+    c.draft_behind_s.push_back(0.0);
+    for (int n = 1; n <= max_behind; n++)
+      c.draft_behind_s.push_back(timing_median(behind_n[static_cast<size_t>(n)]));
   }
   if (spread) {
     *spread = CostProfileSpread{};

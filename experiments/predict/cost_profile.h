@@ -64,7 +64,8 @@ struct CostProfileRequest {
   double min_seconds = 0;        // and more until this many seconds have passed
   int max_reps = 100000;         // (never more than this)
   SamplingParams target_sampling, draft_sampling;
-  std::vector<TreeShape> trees;  // tree shapes whose drafting to time (draft_tree_s)
+  std::vector<TreeShape> trees;  // tree shapes whose drafting to time (draft_tree_s), and
+                                 // with any, draft_behind_s up to the deepest + 1 behind
 };
 
 // One timed figure's spread over the repetitions, entry by entry: min <= median <= max. The

@@ -240,6 +240,7 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
                       {"c", c.c()}};
   if (c.baseline_step_s > 0) j["baseline_step_s"] = c.baseline_step_s;
   if (!c.draft_tree_s.empty()) j["draft_tree_s"] = c.draft_tree_s;
+  if (!c.draft_behind_s.empty()) j["draft_behind_s"] = c.draft_behind_s;
   const CostProfileSpread& s = r.spread;
   if (s.reps > 0) {
     j["spread"] = {{"reps", s.reps},
@@ -320,6 +321,9 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
   c.draft_prefill_s = number(j, "draft_prefill_s", where, 0, false);
   // Files written before the plain step was timed apart have none: T(1) stands in.
   c.baseline_step_s = number(j, "baseline_step_s", where, 0, false);
+  // Files written before the proposal n behind was timed have none: a tree round is charged
+  // the chain's catch-up.
+  if (j.contains("draft_behind_s")) c.draft_behind_s = number_list(j, "draft_behind_s", where);
   // Files written before tree drafting was timed have none: a tree is priced as a chain.
   if (j.contains("draft_tree_s")) {
     const std::string at = where + ": draft_tree_s";

@@ -139,6 +139,37 @@ TEST(SpeedupPrediction, TreeRoundsArePricedAtTheirExpectedNodeCount) {
   EXPECT_EQ(predict_chain(c, acc, s).mean_tree_nodes_per_round, 0.0);
 }
 
+// A tree round forgets its tree, so the next proposal reads the i accepted tokens and the
+// correction: i + 1 behind, priced draft_behind_s[i + 1] - draft_behind_s[1]; a chain's is
+// one behind, two after a fully accepted round (draft_catchup_s). Every draft accepted here:
+// rounds of depth 1 emit 2 tokens and leave the drafter 2 behind.
+TEST(SpeedupPrediction, ATreeRoundLeavesTheDrafterTheAcceptedTokensBehind) {
+  CostProfile c;
+  c.target_s = {1.0, 2.0, 3.0, 4.0};
+  c.host_round_s = {0.1, 0.2, 0.3, 0.4};
+  c.draft_round_s = {0.0, 0.0};
+  c.draft_tree_s["3:sample"] = {0.0, 0.0};
+  c.draft_catchup_s = 0.2;
+  const AcceptanceProfile acc = acceptance_profile_configured({1.0}, 1, 1, 1000);
+  ChainSetting s;
+  s.gamma = 1;
+  s.max_new_tokens = 1000000;
+  s.tree_shape = "3:sample";
+  s.tree_nodes_at_depth = {0.0, 2.5};
+  // Without a profiled proposal n behind: the chain's catch-up after a fully accepted round.
+  EXPECT_NEAR(predict_chain(c, acc, s).spec_s_per_token, (3.85 + 0.2) / 2, 1e-9);
+  c.draft_behind_s = {0.0, 0.5, 0.9};
+  EXPECT_NEAR(predict_chain(c, acc, s).spec_s_per_token, (3.85 + 0.4) / 2, 1e-9);
+  // The same with nothing accepted: one behind, as the steady state the round was timed in.
+  const AcceptanceProfile none = acceptance_profile_configured({1e-12}, 1, 1, 1000);
+  EXPECT_NEAR(predict_chain(c, none, s).spec_s_per_token, 3.85, 1e-9);
+  // A chain keeps its accepted drafts: draft_behind_s does not apply to it.
+  s.tree_nodes_at_depth.clear();
+  EXPECT_NEAR(predict_chain(c, acc, s).spec_s_per_token, (2.2 + 0.2) / 2, 1e-9);
+  c.draft_behind_s = {0.0, 0.5, -1.0};
+  EXPECT_THROW(predict_chain(c, acc, s), InputError);
+}
+
 TEST(SpeedupPrediction, PerPositionAcceptanceGivesTheRefinedTokensPerRound) {
   // Eq. (1) generalized: E[tokens] = 1 + sum_i prod_{j<=i} a_j.
   const std::vector<double> a = {0.9, 0.7, 0.5, 0.3};
