@@ -227,6 +227,14 @@ TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
         R"("draft_step_s":0,"host_round_s":[0],"draft_tree_s":{"2x2":[0,-1,0.002]}})",
         "tree-negative.json: draft_tree_s.2x2[1]: expected finite seconds >= 0"}},
+      {"behind-negative.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"draft_behind_s":[0,0.001,-1]})",
+        "behind-negative.json: draft_behind_s[2]: expected finite seconds >= 0"}},
+      {"behind-first.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"draft_behind_s":[0.001]})",
+        "behind-first.json: draft_behind_s: expected [0, s(1 behind), ...]"}},
       {"spread.json",
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
         R"("draft_step_s":0,"host_round_s":[0],"spread":{"reps":3,"target_s":{"min":[0.01],)"
@@ -388,6 +396,10 @@ TEST(CliRunPrediction, TreesAtTemperatureZeroPredictTheMeasuredTokensPerRound) {
   EXPECT_EQ(cost["draft_tree_s"].size(), 3u);
   EXPECT_EQ(cost["draft_tree_s"]["3x2x1:topk"].size(), 4u);
   EXPECT_EQ(cost["spread"]["draft_tree_s"]["2x2x2:sample"]["median"].size(), 4u);
+  // The proposal n behind, n = 1..deepest tree + 1 (a tree round forgets its tree).
+  ASSERT_TRUE(cost.contains("draft_behind_s"));
+  EXPECT_EQ(cost["draft_behind_s"].size(), 5u);
+  EXPECT_EQ(cost["draft_behind_s"][0], 0.0);
 }
 
 }  // namespace
