@@ -187,10 +187,12 @@ void acceptance_profile_check(const AcceptanceProfile& acceptance) {
 
 double CostProfile::target_at(double k) const {
   SPECLAB_ASSERT(!target_s.empty());
-  const double x = std::clamp(k, 1.0, static_cast<double>(target_s.size())) - 1.0;
-  const size_t i = static_cast<size_t>(x);
-  if (i + 1 >= target_s.size()) return target_s.back();
-  return target_s[i] + (x - static_cast<double>(i)) * (target_s[i + 1] - target_s[i]);
+  return at_fractional_k(target_s, k);
+}
+
+double CostProfile::host_at(double k) const {
+  SPECLAB_ASSERT(!host_round_s.empty());
+  return at_fractional_k(host_round_s, k);
 }
 
 void cost_profile_validate(const CostProfile& c, const std::string& where) {

@@ -80,6 +80,8 @@ struct CostProfile {
   int max_gamma() const { return static_cast<int>(draft_round_s.size()) - 1; }
   // T(k) at a fractional k (a mean round), linear between profiled k, clamped to [1, K].
   double target_at(double k) const;
+  // host_round_s the same way (the host's standardize and verify of a mean round).
+  double host_at(double k) const;
   // Seconds of one plain decoding step's forward (baseline_step_s, else T(1)).
   double plain_step_s() const { return baseline_step_s > 0 ? baseline_step_s : target_s.at(0); }
   double c() const { return target_s.empty() || target_s[0] <= 0 ? 0 : draft_step_s / target_s[0]; }

@@ -451,9 +451,11 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     f.profile_plain_min_s = prediction->plain_step_min_s;
     f.profile_plain_median_s = prediction->plain_step_median_s;
     f.profile_plain_max_s = prediction->plain_step_max_s;
-    if (!tree && m.acc.n_rounds > 0)
-      f.profile_verify_s_per_round =
-          prediction->cost.target_at(1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds);
+    if (!tree && m.acc.n_rounds > 0) {
+      const double k = 1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds;
+      f.profile_verify_s_per_round = prediction->cost.target_at(k);
+      f.profile_round_target_side_s = f.profile_verify_s_per_round + prediction->cost.host_at(k);
+    }
   }
   if (row.round_draft_forward_s && row.round_draft_other_s && row.profile_round_draft_forward_s &&
       row.profile_round_draft_other_s) {

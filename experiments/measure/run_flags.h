@@ -7,8 +7,9 @@
 //                         the tokens per round (T(k) >= T(1)); nor, at any level (below 1x
 //                         too), can the plain loop's step cost more than the run's own verify
 //                         and host sampling of a round (by more than 2%); past either, load or
-//                         drift between the
-//                         baseline and the speculative runs made the timing lie
+//                         drift between the baseline and the speculative runs made the timing
+//                         lie. Both bounds widen by what the cell's cost profile itself found
+//                         (run_flags_bound_allowance): an engine whose T(k) < T(1) is not a lie
 //   few_prompts           fewer than 8 prompts behind the bootstrap interval
 //   load_above_cores      the 1-minute load average exceeded the core count during the cell
 //   baseline_drift        the plain loop's seconds per token moved more than 20% from its
@@ -73,6 +74,10 @@ struct RunFlagInputs {
   // The run's verify and host sampling per round: what a round pays on the target's side, at
   // least a plain step's forward and sampling.
   double round_target_side_s = 0;
+  // The cost profile's price of the same: T(k) + host(k) at the round's mean k (chains; 0: not
+  // known). With profile_baseline_s_per_token it says whether the engine itself, timed apart,
+  // runs a plain step dearer than a verify of the round (T(k) < T(1)).
+  double profile_round_target_side_s = 0;
   double profile_load = -1;
   // The spread of the profile's plain step over its repetitions (0: not recorded).
   double profile_plain_min_s = 0, profile_plain_median_s = 0, profile_plain_max_s = 0;
@@ -91,5 +96,10 @@ constexpr double kFlagStalePartOfRound = 0.05;
 constexpr double kFlagBoundSlack = 1.02;
 
 std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in);
+
+// The factor speedup_above_bound's two bounds are widened by: the cost profile's plain step
+// (with its sampling) over its verify and sampling of the round's mean k, when above 1 (the
+// engine, timed apart, runs T(k) < T(1)); 1 without a profile.
+double run_flags_bound_allowance(const RunFlagInputs& in);
 
 }  // namespace speclab

@@ -2,6 +2,8 @@
 // names and by nothing else, so a clean row carries none.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 #include <vector>
 
@@ -41,6 +43,51 @@ std::vector<std::string> codes(const RunFlagInputs& in) {
 }
 
 TEST(RunFlags, ACleanCellHasNone) { EXPECT_TRUE(run_flags_evaluate(clean()).empty()); }
+
+// Seen on the 3B shape in the machine's slow memory state: the cost profile, timed apart, ran
+// its plain step at 162.5 ms and a verify of 5 tokens at 149.9 (T(5) < T(1)), and the cell
+// measured the same (plain loop 163 ms/token, a round's verify and sampling 151 ms), its
+// speedup predicted within 4%. That is the engine, not a clock that lied: the bound widens by
+// the profile's own ratio. A plain loop slower still than that ratio allows is flagged, and
+// without a profile the plain bound holds.
+TEST(RunFlags, AnEngineWhoseProfileRunsAVerifyBelowAPlainStepIsNotFlaggedForIt) {
+  RunFlagInputs in = clean();
+  in.speedup = 1.57;
+  in.tokens_per_round = 3.92;
+  in.baseline_s_per_token = 0.1632;
+  in.round_target_side_s = 0.1515;
+  in.profile_baseline_s_per_token = 0.1627;  // plain step + its sampling
+  in.profile_round_target_side_s = 0.1513;   // T(4.9) + host(4.9)
+  in.verify_s_per_round = in.profile_verify_s_per_round = 0.150;
+  in.baseline_reference_s = 0.1627;
+  EXPECT_NEAR(run_flags_bound_allowance(in), 0.1627 / 0.1513, 1e-12);
+  EXPECT_TRUE(codes(in).empty()) << run_flags_evaluate(in)[0];
+  // Without the profile's view the plain bound (T(1) <= T(k)) flags it, as before.
+  in.profile_round_target_side_s = 0;
+  EXPECT_EQ(codes(in), std::vector<std::string>{"speedup_above_bound"});
+  // With it, a plain loop 12% slower than the profile's ratio allows is still flagged, and
+  // the message says by how much the bound was widened.
+  in.profile_round_target_side_s = 0.1513;
+  in.baseline_s_per_token = 0.1632 * 1.12;
+  in.baseline_reference_s = 0;
+  const std::vector<std::string> f = run_flags_evaluate(in);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f[0].rfind("speedup_above_bound", 0), 0u) << f[0];
+  EXPECT_NE(f[0].find("(x 1.08: the cost profile's plain step over its verify of the round)"),
+            std::string::npos)
+      << f[0];
+  // The tokens-per-round bound widens the same way: 1.05 tokens per round, speedup 1.10.
+  in = clean();
+  in.speedup = 1.10;
+  in.tokens_per_round = 1.05;
+  in.profile_baseline_s_per_token = 0.1627;
+  in.profile_round_target_side_s = 0.1513;
+  const std::vector<std::string> widened = codes(in);
+  EXPECT_EQ(std::count(widened.begin(), widened.end(), "speedup_above_bound"), 0);
+  in.profile_round_target_side_s = 0;
+  const std::vector<std::string> plain = codes(in);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "speedup_above_bound"), 1);
+}
 
 TEST(RunFlags, EachFlagIsRaisedByItsCase) {
   RunFlagInputs in = clean();
