@@ -219,10 +219,10 @@ void cost_profile_validate(const CostProfile& c, const std::string& where) {
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_catchup_s), where,
                       ": draft_catchup_s: expected finite seconds >= 0");
   check_all(c.draft_behind_s, "draft_behind_s");
-  SPECLAB_INPUT_CHECK(c.draft_behind_s.empty() || (c.draft_behind_s.size() >= 2 &&
-                                                    c.draft_behind_s[0] == 0),
-                      where, ": draft_behind_s: expected [0, s(1 behind), ...] (at least 2 entries, "
-                      "the first 0)");
+  SPECLAB_INPUT_CHECK(
+      c.draft_behind_s.empty() || (c.draft_behind_s.size() >= 2 && c.draft_behind_s[0] == 0), where,
+      ": draft_behind_s: expected [0, s(1 behind), ...] (at least 2 entries, "
+      "the first 0)");
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_prefill_s), where,
                       ": draft_prefill_s: expected finite seconds >= 0");
 }
@@ -324,8 +324,8 @@ std::vector<PromptTotals> chain_prompt_totals(const CostProfile& cost,
   SPECLAB_INPUT_CHECK(s.max_new_tokens >= 1, "prediction: max_new_tokens ", s.max_new_tokens);
   const int g_max = s.policy == "heuristic" ? cost.max_gamma() : s.gamma;
   const int64_t k_max = s.tree_nodes_at_depth.empty()
-                           ? g_max + 1
-                           : static_cast<int64_t>(std::ceil(s.tree_nodes_at_depth.back())) + 1;
+                            ? g_max + 1
+                            : static_cast<int64_t>(std::ceil(s.tree_nodes_at_depth.back())) + 1;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(cost.target_s.size()) >= k_max, where,
                       ": T(k) up to k = ", cost.target_s.size(), ", the setting needs k = ", k_max);
   SPECLAB_INPUT_CHECK(cost.max_gamma() >= g_max, where, ": draft cost for up to ", cost.max_gamma(),

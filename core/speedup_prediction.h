@@ -89,20 +89,20 @@ struct CostProfile {
 
 // One start position of the target's text: the draft rollout from the true prefix.
 struct AcceptanceRollout {
-  std::vector<float> accept;    // [m] r_j: P(rollout token j passes | tokens < j passed)
-  std::vector<float> top_prob;  // [m] max_x q_j(x) (1 for deterministic drafters): p_min rule
-  std::vector<float> entropy;   // [m] H(q_j) / log(vocab) (entropy-guided gamma policy)
-  float beta = 0;               // Corollary 3.6 at this position: sum_x min(p_t(x), q_t(x)/...)
-                                // with lenience; -1 when the drafter proposed nothing here
-  float lenient_tv = 0;         // sampling with lenience < 1: total variation between the
-                                // emitted token's law and p_t (0 when exact)
-  std::vector<float> top_mass;  // [B] at the true prefix: P(one of the drafter's b likeliest
-                                // proposals passes), b = 1..B, for top-b tree levels (greedy:
-                                // 1 if the target's argmax is among them; sampling: p_t's
-                                // mass on them); empty when not measured
-  std::vector<float> sample_mass;      // [B] at the true prefix: P(one of b siblings drawn from
-                                       // q_t passes SpecInfer's verification), b = 1..B, for
-                                       // sampled tree levels; empty when not measured
+  std::vector<float> accept;       // [m] r_j: P(rollout token j passes | tokens < j passed)
+  std::vector<float> top_prob;     // [m] max_x q_j(x) (1 for deterministic drafters): p_min rule
+  std::vector<float> entropy;      // [m] H(q_j) / log(vocab) (entropy-guided gamma policy)
+  float beta = 0;                  // Corollary 3.6 at this position: sum_x min(p_t(x), q_t(x)/...)
+                                   // with lenience; -1 when the drafter proposed nothing here
+  float lenient_tv = 0;            // sampling with lenience < 1: total variation between the
+                                   // emitted token's law and p_t (0 when exact)
+  std::vector<float> top_mass;     // [B] at the true prefix: P(one of the drafter's b likeliest
+                                   // proposals passes), b = 1..B, for top-b tree levels (greedy:
+                                   // 1 if the target's argmax is among them; sampling: p_t's
+                                   // mass on them); empty when not measured
+  std::vector<float> sample_mass;  // [B] at the true prefix: P(one of b siblings drawn from
+                                   // q_t passes SpecInfer's verification), b = 1..B, for
+                                   // sampled tree levels; empty when not measured
   std::vector<float> sample_distinct;  // [B] expected distinct tokens among b draws from q_t
                                        // (a repeat gets no node): the level's node count
 };
@@ -174,10 +174,10 @@ struct ChainSetting {
   // acceptance. Empty: chain rounds.
   std::vector<double> tree_nodes_at_depth;  // expected counts: repeats of sampled siblings
                                             // get no node, so a sampled level has fewer
-  std::string tree_shape;       // the tree's key in CostProfile::draft_tree_s
-  int monte_carlo_walks = 200;  // walks per prompt for adaptive policies
-  bool force_walks = false;     // walk a fixed gamma too (tests hold the walker to the recursion)
-  uint64_t seed = 0;            // Monte Carlo stream
+  std::string tree_shape;                   // the tree's key in CostProfile::draft_tree_s
+  int monte_carlo_walks = 200;              // walks per prompt for adaptive policies
+  bool force_walks = false;  // walk a fixed gamma too (tests hold the walker to the recursion)
+  uint64_t seed = 0;         // Monte Carlo stream
 };
 
 struct Prediction {

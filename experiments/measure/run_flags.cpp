@@ -36,19 +36,20 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
   // that ratio: it is then the engine, not a lying clock.
   const double allow = run_flags_bound_allowance(in);
   const std::string profile_says =
-      allow > 1 ? fmt(" (x %.3g: the cost profile's plain step over its verify of the round)", allow)
-                : std::string();
+      allow > 1
+          ? fmt(" (x %.3g: the cost profile's plain step over its verify of the round)", allow)
+          : std::string();
   if (in.speedup > 0 && in.tokens_per_round > 0 && in.speedup > in.tokens_per_round * allow)
     flags.push_back(fmt("speedup_above_bound: speedup %.3g > tokens per round %.3g", in.speedup,
                         in.tokens_per_round * allow) +
                     profile_says);
   else if (in.speedup > 0 && in.round_target_side_s > 0 &&
            in.baseline_s_per_token > in.round_target_side_s * kFlagBoundSlack * allow)
-    flags.push_back(
-        fmt("speedup_above_bound: speedup %.3g > %.3g, what a plain step no slower "
-            "than this run's verify and sampling of a round allows (T(1) <= T(k))",
-            in.speedup, in.speedup * in.round_target_side_s * allow / in.baseline_s_per_token) +
-        profile_says);
+    flags.push_back(fmt("speedup_above_bound: speedup %.3g > %.3g, what a plain step no slower "
+                        "than this run's verify and sampling of a round allows (T(1) <= T(k))",
+                        in.speedup,
+                        in.speedup * in.round_target_side_s * allow / in.baseline_s_per_token) +
+                    profile_says);
   if (in.speedup > 0 && in.n_prompts < kFlagMinPrompts)
     flags.push_back(fmt("few_prompts: %.0f prompts behind the interval (< %.0f)",
                         static_cast<double>(in.n_prompts), kFlagMinPrompts));

@@ -73,7 +73,7 @@ struct AcceptanceProfileRequest {
   int64_t max_new_tokens = 64;    // text generated per prompt
   std::vector<int64_t> stop_ids;  // EOS ids (empty = ignore EOS)
   uint64_t seed = 0;
-  int stride = 1;         // rollouts at every stride-th position (see above)
+  int stride = 1;            // rollouts at every stride-th position (see above)
   int top_branching = 0;     // B: top_mass for b = 1..B at each rollout (0: not measured)
   int sample_branching = 0;  // B: sample_mass and sample_distinct for b = 1..B (0: not measured)
 };

@@ -101,10 +101,10 @@ AcceptanceProfile tree_profile(const AcceptanceProfile& chain, const TreeShape& 
         const size_t b = static_cast<size_t>(shape.branching[j]);
         // Past the text's end no round reaches level j; the chain's figure stands there.
         const std::vector<float>* measured =
-            at + j >= source.size()                     ? nullptr
+            at + j >= source.size()                ? nullptr
             : model == TreeLevelModel::kTopMass    ? &source[at + j].top_mass
             : model == TreeLevelModel::kSampleMass ? &source[at + j].sample_mass
-                                                        : nullptr;
+                                                   : nullptr;
         if (measured != nullptr && measured->size() >= b)
           r.accept[j] = (*measured)[b - 1];
         else

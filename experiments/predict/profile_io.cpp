@@ -475,8 +475,7 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
     nlohmann::json acc = nlohmann::json::array(), top = nlohmann::json::array(),
                    ent = nlohmann::json::array(), beta = nlohmann::json::array(),
                    tv = nlohmann::json::array(), top_mass = nlohmann::json::array(),
-                   sample_mass = nlohmann::json::array(),
-                   sample_distinct = nlohmann::json::array();
+                   sample_mass = nlohmann::json::array(), sample_distinct = nlohmann::json::array();
     bool any_tv = false, any_top_mass = false, any_sample = false;
     for (const auto& r : p.positions) {
       acc.push_back(r.accept);

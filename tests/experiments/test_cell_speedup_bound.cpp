@@ -58,14 +58,14 @@ std::vector<std::string> flag_codes(const ResultRow& row) {
 TEST(CellSpeedupBound, AnEngineWhosePlainStepIsSlowIsFlaggedByTheCellThatMeasuredIt) {
   threads_set(1);
   ScratchDir d;
-  const std::string cfg_path = d.write(
-      "bound.yaml", "name: bound\nquestion: \"q\"\ntarget: " + kSrc +
-                        "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + kSrc +
-                        "/models/zoo/tiny-draft-0.5m\nprompts:\n  file: " + kSrc +
-                        "/configs/prompts/tiny-in-domain.jsonl\n  limit: 3\ngeneration:\n"
-                        "  max_new_tokens: 24\n  warmup: 0\n  threads: 1\n  ctx: 128\n"
-                        "  ignore_eos: true\nmeasure:\n  bootstrap_resamples: 50\nsweep:\n"
-                        "  drafter: [d]\n  gamma: [4]\n  temperature: [0]\n");
+  const std::string cfg_path =
+      d.write("bound.yaml", "name: bound\nquestion: \"q\"\ntarget: " + kSrc +
+                                "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + kSrc +
+                                "/models/zoo/tiny-draft-0.5m\nprompts:\n  file: " + kSrc +
+                                "/configs/prompts/tiny-in-domain.jsonl\n  limit: 3\ngeneration:\n"
+                                "  max_new_tokens: 24\n  warmup: 0\n  threads: 1\n  ctx: 128\n"
+                                "  ignore_eos: true\nmeasure:\n  bootstrap_resamples: 50\nsweep:\n"
+                                "  drafter: [d]\n  gamma: [4]\n  temperature: [0]\n");
   const ExperimentConfig cfg = experiment_config_load(cfg_path);
   const std::vector<Cell> cells = sweep_expand(cfg);
   ASSERT_EQ(cells.size(), 1u);
@@ -91,7 +91,8 @@ TEST(CellSpeedupBound, AnEngineWhosePlainStepIsSlowIsFlaggedByTheCellThatMeasure
   target.one_token_extra_s = 0.003;  // ~10x the tiny target's step
   const ResultRow slow = cell_run(ctx, cells[0], drafter);
   ASSERT_TRUE(slow.speedup.has_value() && slow.tau.has_value());
-  EXPECT_GT(*slow.speedup, *slow.tau) << "the engine did not beat the bound: the case tests nothing";
+  EXPECT_GT(*slow.speedup, *slow.tau)
+      << "the engine did not beat the bound: the case tests nothing";
   const std::vector<std::string> codes = flag_codes(slow);
   EXPECT_NE(std::find(codes.begin(), codes.end(), "speedup_above_bound"), codes.end());
 }

@@ -56,8 +56,9 @@ LevelOutcome one_level(int b, bool greedy, uint64_t trial) {
   const RngKey base{trial, 0, 0, 0, 0};
   std::vector<int32_t> drawn;
   for (int s = 0; s < b; s++) {
-    const int32_t tok = sampling_draw(
-        kQ.data(), kVocab, rng_uniform(rng_key_at(base, 0, kRngDraftSample, static_cast<uint32_t>(s))));
+    const int32_t tok =
+        sampling_draw(kQ.data(), kVocab,
+                      rng_uniform(rng_key_at(base, 0, kRngDraftSample, static_cast<uint32_t>(s))));
     if (std::find(drawn.begin(), drawn.end(), tok) != drawn.end()) {
       t.add_repeat(0, tok, 0);
     } else {
@@ -105,7 +106,8 @@ TEST(AcceptanceSampleDistinct, EqualsTheDrafersNodeCountAndRejectsFullWidth) {
   for (int b = 1; b <= 4; b++) {
     double sum = 0, sum2 = 0;
     for (int i = 0; i < kTrials; i++) {
-      const double n = one_level(b, false, static_cast<uint64_t>(7 * kTrials + b * kTrials + i)).nodes;
+      const double n =
+          one_level(b, false, static_cast<uint64_t>(7 * kTrials + b * kTrials + i)).nodes;
       sum += n;
       sum2 += n * n;
     }
@@ -200,8 +202,9 @@ TEST(AcceptanceSampleMass, TheFileKeepsBothListsAndRefusesBadOnes) {
           "f.json: prompts[0]: position 1: sample_distinct[1]: expected a number in [1, 2]");
   nlohmann::json mismatched = j;
   mismatched["prompts"][0]["sample_distinct"][1] = {1.0, 1.5};
-  refused(mismatched, "f.json: prompts[0]: position 1: sample_distinct: expected as many entries "
-                      "as sample_mass (3)");
+  refused(mismatched,
+          "f.json: prompts[0]: position 1: sample_distinct: expected as many entries "
+          "as sample_mass (3)");
 }
 
 }  // namespace
