@@ -28,6 +28,7 @@
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
+#include "tests/experiments/acceptance_file_check.h"
 
 namespace speclab {
 namespace {
@@ -177,14 +178,7 @@ TEST(AcceptanceSampleMass, TheFileKeepsBothListsAndRefusesBadOnes) {
                 a.prompts[i].positions[t].sample_distinct);
     }
 
-  auto refused = [&](const nlohmann::json& bad, const std::string& said) {
-    try {
-      acceptance_profile_from_json(bad, "f.json");
-      ADD_FAILURE() << "accepted; expected: " << said;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
-    }
-  };
+  const auto refused = testing_util::expect_acceptance_file_refused;
   nlohmann::json decreasing = j;
   decreasing["prompts"][0]["sample_mass"][2] = {0.5, 0.4, 0.6};
   refused(decreasing,

@@ -22,6 +22,7 @@
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
+#include "tests/experiments/acceptance_file_check.h"
 
 namespace speclab {
 namespace {
@@ -105,14 +106,7 @@ TEST(AcceptanceTopMass, TheFileKeepsItAndRefusesABadList) {
     for (size_t t = 0; t < a.prompts[i].positions.size(); t++)
       EXPECT_EQ(back.prompts[i].positions[t].top_mass, a.prompts[i].positions[t].top_mass);
 
-  auto refused = [&](const nlohmann::json& bad, const std::string& said) {
-    try {
-      acceptance_profile_from_json(bad, "f.json");
-      ADD_FAILURE() << "accepted; expected: " << said;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
-    }
-  };
+  const auto refused = testing_util::expect_acceptance_file_refused;
   nlohmann::json decreasing = j;
   decreasing["prompts"][0]["top_mass"][2] = {1.0, 0.0, 1.0};
   refused(decreasing, "f.json: prompts[0]: position 2: top_mass: expected a non-decreasing list");
