@@ -28,12 +28,10 @@
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
-#include "tests/experiments/acceptance_file_check.h"
+#include "tests/experiments/acceptance_profile_cases.h"
 
 namespace speclab {
 namespace {
-
-const std::string kZoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
 
 // p and q of a 5-token vocabulary where the residual matters: beta_0 = 0.4, the residual after
 // a rejection is {2/3, 1/3, 0, 0, 0}, beta_1 = 0.2, so two siblings pass with 1 - 0.6 * 0.8 =
@@ -124,20 +122,11 @@ TEST(AcceptanceSampleDistinct, EqualsTheDrafersNodeCountAndRejectsFullWidth) {
 }
 
 AcceptanceProfile measure_sample_mass(float target_temperature) {
-  const auto target = llama_load(kZoo + "tiny-target-5m");
-  LlamaRunner runner(*target, 128);
-  auto drafter = drafter_create(kZoo + "tiny-draft-0.5m", *target, 128);
-  std::vector<PromptTokens> prompts;
-  for (int i = 0; i < 3; i++)
-    prompts.push_back({"p" + std::to_string(i), {1, 17 + i, 40 + 3 * i, 9, 33}, ""});
   AcceptanceProfileRequest r;
   r.target_sampling.temperature = target_temperature;
   r.draft_sampling.temperature = 1.0f;
-  r.depth = 3;
-  r.max_new_tokens = 30;
-  r.seed = 7;
   r.sample_branching = 3;
-  return acceptance_profile_measure(runner, *drafter, prompts, r);
+  return testing_util::tiny_zoo_acceptance_profile(r);
 }
 
 TEST(AcceptanceSampleMass, OneSiblingPassesWithThePairsBetaAndRepeatsHappen) {

@@ -22,12 +22,10 @@
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
-#include "tests/experiments/acceptance_file_check.h"
+#include "tests/experiments/acceptance_profile_cases.h"
 
 namespace speclab {
 namespace {
-
-const std::string kZoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
 
 TEST(AcceptanceTopMass, GreedyCountsTheArgmaxSamplingSumsTheSiblingsMass) {
   const std::vector<float> p = {0.1f, 0.5f, 0.3f, 0.1f};  // argmax 1
@@ -47,20 +45,11 @@ TEST(AcceptanceTopMass, GreedyCountsTheArgmaxSamplingSumsTheSiblingsMass) {
 }
 
 AcceptanceProfile measure_top_mass(float temperature) {
-  const auto target = llama_load(kZoo + "tiny-target-5m");
-  LlamaRunner runner(*target, 128);
-  auto drafter = drafter_create(kZoo + "tiny-draft-0.5m", *target, 128);
-  std::vector<PromptTokens> prompts;
-  for (int i = 0; i < 3; i++)
-    prompts.push_back({"p" + std::to_string(i), {1, 17 + i, 40 + 3 * i, 9, 33}, ""});
   AcceptanceProfileRequest r;
   r.target_sampling.temperature = temperature;
   r.draft_sampling.temperature = temperature;
-  r.depth = 3;
-  r.max_new_tokens = 30;
-  r.seed = 7;
   r.top_branching = 3;
-  return acceptance_profile_measure(runner, *drafter, prompts, r);
+  return testing_util::tiny_zoo_acceptance_profile(r);
 }
 
 TEST(AcceptanceTopMass, TopOneIsTheGreedyChainsFirstAcceptanceAndWiderLevelsPassMoreOften) {
