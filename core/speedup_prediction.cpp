@@ -53,7 +53,7 @@ double round_seconds(const CostProfile& cost, int g, const ChainSetting& s) {
   const double draft = tree != cost.draft_tree_s.end() && gi < tree->second.size()
                            ? tree->second[gi]
                            : cost.draft_round_s[gi];
-  return draft + at_fractional_k(cost.target_s, k) + at_fractional_k(cost.host_round_s, k);
+  return draft + cost.target_at(k) + cost.host_at(k);
 }
 
 std::unique_ptr<GammaPolicy> policy_for(const ChainSetting& s) {

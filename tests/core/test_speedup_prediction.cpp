@@ -110,22 +110,35 @@ TEST(SpeedupPrediction, ThePlainStepPricesTheBaseline) {
   EXPECT_EQ(c.target_at(7.0), 1.5);
 }
 
-// A sampled tree's levels have an expected, not whole, node count (repeated draws get no
-// node): a round of depth g verifies tree_nodes_at_depth[g] + 1 tokens at T(k) and host(k)
-// read between the profiled whole k. T(k) = k s, host(k) = 0.1 k s, no drafting cost, nothing
-// accepted (1e-12): every round drafts the depth-1 tree (2.5 nodes) and emits one token.
-TEST(SpeedupPrediction, TreeRoundsArePricedAtTheirExpectedNodeCount) {
+// T(k) = k s, host(k) = 0.1 k s, no drafting cost; the tree shape "3:sample" drafts nothing
+// that costs.
+CostProfile linear_tree_cost() {
   CostProfile c;
   c.target_s = {1.0, 2.0, 3.0, 4.0};
   c.host_round_s = {0.1, 0.2, 0.3, 0.4};
   c.draft_round_s = {0.0, 0.0};
   c.draft_tree_s["3:sample"] = {0.0, 0.0};
-  const AcceptanceProfile acc = acceptance_profile_configured({1e-12}, 1, 1, 1000);
+  return c;
+}
+
+// Rounds of a depth-1 sampled tree of 2.5 expected nodes, no round near the budget.
+ChainSetting depth_one_tree() {
   ChainSetting s;
   s.gamma = 1;
-  s.max_new_tokens = 1000000;  // no round near the budget
+  s.max_new_tokens = 1000000;
   s.tree_shape = "3:sample";
   s.tree_nodes_at_depth = {0.0, 2.5};
+  return s;
+}
+
+// A sampled tree's levels have an expected, not whole, node count (repeated draws get no
+// node): a round of depth g verifies tree_nodes_at_depth[g] + 1 tokens at T(k) and host(k)
+// read between the profiled whole k. T(k) = k s, host(k) = 0.1 k s, no drafting cost, nothing
+// accepted (1e-12): every round drafts the depth-1 tree (2.5 nodes) and emits one token.
+TEST(SpeedupPrediction, TreeRoundsArePricedAtTheirExpectedNodeCount) {
+  const CostProfile c = linear_tree_cost();
+  const AcceptanceProfile acc = acceptance_profile_configured({1e-12}, 1, 1, 1000);
+  ChainSetting s = depth_one_tree();
   const Prediction p = predict_chain(c, acc, s);
   EXPECT_NEAR(p.spec_s_per_token, 3.5 + 0.35, 1e-9);
   EXPECT_NEAR(p.speedup, 1.1 / 3.85, 1e-9);
@@ -144,18 +157,10 @@ TEST(SpeedupPrediction, TreeRoundsArePricedAtTheirExpectedNodeCount) {
 // one behind, two after a fully accepted round (draft_catchup_s). Every draft accepted here:
 // rounds of depth 1 emit 2 tokens and leave the drafter 2 behind.
 TEST(SpeedupPrediction, ATreeRoundLeavesTheDrafterTheAcceptedTokensBehind) {
-  CostProfile c;
-  c.target_s = {1.0, 2.0, 3.0, 4.0};
-  c.host_round_s = {0.1, 0.2, 0.3, 0.4};
-  c.draft_round_s = {0.0, 0.0};
-  c.draft_tree_s["3:sample"] = {0.0, 0.0};
+  CostProfile c = linear_tree_cost();
   c.draft_catchup_s = 0.2;
   const AcceptanceProfile acc = acceptance_profile_configured({1.0}, 1, 1, 1000);
-  ChainSetting s;
-  s.gamma = 1;
-  s.max_new_tokens = 1000000;
-  s.tree_shape = "3:sample";
-  s.tree_nodes_at_depth = {0.0, 2.5};
+  ChainSetting s = depth_one_tree();
   // Without a profiled proposal n behind: the chain's catch-up after a fully accepted round.
   EXPECT_NEAR(predict_chain(c, acc, s).spec_s_per_token, (3.85 + 0.2) / 2, 1e-9);
   c.draft_behind_s = {0.0, 0.5, 0.9};

@@ -97,7 +97,7 @@ TEST(AcceptanceSampleMass, EqualsTheVerifiersPassRateAndRejectsIndependentTries)
   EXPECT_NEAR(acceptance_sample_mass(kP.data(), kQ.data(), kVocab, 2, true)[1], 1 - 0.81, 1e-6);
 }
 
-TEST(AcceptanceSampleDistinct, EqualsTheDrafersNodeCountAndRejectsFullWidth) {
+TEST(AcceptanceSampleDistinct, EqualsTheDraftersNodeCountAndRejectsFullWidth) {
   constexpr int kTrials = 40000;
   const std::vector<float> distinct = acceptance_sample_distinct(kQ.data(), kVocab, 4);
   ASSERT_EQ(distinct.size(), 4u);
