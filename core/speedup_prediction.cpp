@@ -47,7 +47,7 @@ double catchup_after(const CostProfile& cost, int g, int i, const ChainSetting& 
 double round_seconds(const CostProfile& cost, int g, const ChainSetting& s) {
   const size_t gi = static_cast<size_t>(g);
   if (s.tree_nodes_at_depth.empty() || g == 0)
-    return cost.draft_round_s[gi] + cost.target_s[gi] + cost.host_round_s[gi];
+    return cost.draft_round_s[gi] + cost.round_target_side_at(g + 1, s.verify_on_device);
   const double k = drafted_nodes(g, s) + 1;
   const auto tree = cost.draft_tree_s.find(s.tree_shape);
   const double draft = tree != cost.draft_tree_s.end() && gi < tree->second.size()
@@ -195,6 +195,11 @@ double CostProfile::host_at(double k) const {
   return at_fractional_k(host_round_s, k);
 }
 
+double CostProfile::round_target_side_at(double k, bool on_device) const {
+  if (on_device && !verify_device_s.empty()) return at_fractional_k(verify_device_s, k);
+  return target_at(k) + host_at(k);
+}
+
 void cost_profile_validate(const CostProfile& c, const std::string& where) {
   SPECLAB_INPUT_CHECK(!c.target_s.empty(), where, ": target_s: expected T(k) for k = 1.. (empty)");
   SPECLAB_INPUT_CHECK(std::isfinite(c.target_s[0]) && c.target_s[0] > 0, where,
@@ -214,6 +219,10 @@ void cost_profile_validate(const CostProfile& c, const std::string& where) {
   check_all(c.target_s, "target_s");
   check_all(c.draft_round_s, "draft_round_s");
   check_all(c.host_round_s, "host_round_s");
+  SPECLAB_INPUT_CHECK(c.verify_device_s.empty() || c.verify_device_s.size() == c.target_s.size(),
+                      where, ": verify_device_s has ", c.verify_device_s.size(),
+                      " entries, expected one per T(k) (", c.target_s.size(), ") or none");
+  check_all(c.verify_device_s, "verify_device_s");
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_step_s), where,
                       ": draft_step_s: expected finite seconds >= 0");
   SPECLAB_INPUT_CHECK(finite_non_negative(c.draft_catchup_s), where,

@@ -29,9 +29,10 @@
 //   predicted speedup = (sum_prompts N_p) base_s / sum_prompts (draft_prefill_s + V_p(0)),
 // the same pooled ratio of per-token times the measurement reports.
 //
-// round_s(g) = draft_round_s[g] + T(g + 1) + host_s(g + 1); with T(k) = T(1), draft_round_s[g]
-// = g c T(1), host, catch-up and prefill 0, r = alpha everywhere and N -> infinity this is
-// Theorem 3.8 exactly (tests/core/test_speedup_prediction.cpp).
+// round_s(g) = draft_round_s[g] + T(g + 1) + host_s(g + 1) (a round verified on the target's
+// device: draft_round_s[g] + verify_device_s(g + 1), standardize and verify inside it); with T(k) =
+// T(1), draft_round_s[g] = g c T(1), host, catch-up and prefill 0, r = alpha everywhere and N ->
+// infinity this is Theorem 3.8 exactly (tests/core/test_speedup_prediction.cpp).
 #pragma once
 
 #include <cstdint>
@@ -77,11 +78,22 @@ struct CostProfile {
   // accepted round). Measured for groups with tree cells (N = their deepest tree + 1); empty
   // otherwise, and a tree round is then charged the chain's catch-up.
   std::vector<double> draft_behind_s;
+  // [K] seconds of one verification of k tokens where the target verifies on its device
+  // (TokenRunner::verify_on_device: the forward pass, standardizing the k rows and verifying
+  // the k - 1 drafts there, the record back to the host), k = 1..K, timed after a proposal
+  // of k - 1 drafts whose q the draft runner left on the device. Empty: the target verifies
+  // on the host (the CPU), and a round's verification is T(k) + host(k). A round verified on
+  // the device (ChainSetting::verify_on_device) is priced by this figure alone: its
+  // standardize and verify ran inside it, on the device.
+  std::vector<double> verify_device_s;
   int max_gamma() const { return static_cast<int>(draft_round_s.size()) - 1; }
   // T(k) at a fractional k (a mean round), linear between profiled k, clamped to [1, K].
   double target_at(double k) const;
   // host_round_s the same way (the host's standardize and verify of a mean round).
   double host_at(double k) const;
+  // What the target's side of a round verifying k tokens costs (a fractional k read linearly
+  // as above): verify_device_s when `on_device` and profiled, else T(k) + host(k).
+  double round_target_side_at(double k, bool on_device) const;
   // Seconds of one plain decoding step's forward (baseline_step_s, else T(1)).
   double plain_step_s() const { return baseline_step_s > 0 ? baseline_step_s : target_s.at(0); }
   double c() const { return target_s.empty() || target_s[0] <= 0 ? 0 : draft_step_s / target_s[0]; }
@@ -175,9 +187,13 @@ struct ChainSetting {
   std::vector<double> tree_nodes_at_depth;  // expected counts: repeats of sampled siblings
                                             // get no node, so a sampled level has fewer
   std::string tree_shape;                   // the tree's key in CostProfile::draft_tree_s
-  int monte_carlo_walks = 200;              // walks per prompt for adaptive policies
-  bool force_walks = false;  // walk a fixed gamma too (tests hold the walker to the recursion)
-  uint64_t seed = 0;         // Monte Carlo stream
+  // The decoder verifies this setting's rounds on the target's device (chains; not synthetic
+  // acceptance nor greedy lenience < 1, which decide on the host): priced with
+  // CostProfile::verify_device_s where the profile has it.
+  bool verify_on_device = false;
+  int monte_carlo_walks = 200;  // walks per prompt for adaptive policies
+  bool force_walks = false;     // walk a fixed gamma too (tests hold the walker to the recursion)
+  uint64_t seed = 0;            // Monte Carlo stream
 };
 
 struct Prediction {

@@ -453,8 +453,12 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     f.profile_plain_max_s = prediction->plain_step_max_s;
     if (!tree && m.acc.n_rounds > 0) {
       const double k = 1.0 + static_cast<double>(m.acc.n_drafted) / m.acc.n_rounds;
-      f.profile_verify_s_per_round = prediction->cost.target_at(k);
-      f.profile_round_target_side_s = f.profile_verify_s_per_round + prediction->cost.host_at(k);
+      // A round verified on the device: the run's verify_s is that whole round, as the
+      // profile's verify_device_s.
+      const bool device = prediction->verify_on_device;
+      f.profile_round_target_side_s = prediction->cost.round_target_side_at(k, device);
+      f.profile_verify_s_per_round =
+          device ? f.profile_round_target_side_s : prediction->cost.target_at(k);
     }
   }
   if (row.round_draft_forward_s && row.round_draft_other_s && row.profile_round_draft_forward_s &&
@@ -465,6 +469,7 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   }
   f.rounds = m.acc.n_rounds;
   f.rounds_on_device = m.rounds_on_device;
+  f.prediction_verify_on_device = prediction.has_value() && prediction->verify_on_device;
   cell_put_law_check(exactness, m.law, m.rounds_on_device, &row, &f);
   row.flags = run_flags_evaluate(f);
   return row;

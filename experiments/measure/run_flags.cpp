@@ -113,7 +113,7 @@ std::vector<std::string> run_flags_evaluate(const RunFlagInputs& in) {
         fmt("law_mismatch: the PIT of %.0f emitted tokens under p is not uniform "
             "(p = %.2g < 1e-4)",
             static_cast<double>(in.law_tokens), in.law_p_value));
-  if (in.predicted && in.rounds_on_device > 0)
+  if (in.predicted && in.rounds_on_device > 0 && !in.prediction_verify_on_device)
     flags.push_back(
         fmt("prediction_host_verify: %.0f of %.0f rounds verified on the device; the "
             "prediction priced host verification",

@@ -38,9 +38,10 @@
 //   profile_load_above_cores  the load average exceeded the core count while a profile the
 //                         cell's prediction used was measured
 //   prediction_host_verify  rounds were verified on the target's device (standardize and
-//                         verify where the logits are), but the cost profile priced every
+//                         verify where the logits are), but the prediction priced every
 //                         round as a forward with its logits copied to the host plus the
-//                         host's standardize and verify: the prediction models another round
+//                         host's standardize and verify (a profile without the device's
+//                         round, verify_device_s): the prediction models another round
 #pragma once
 
 #include <cstdint>
@@ -82,6 +83,9 @@ struct RunFlagInputs {
   // The spread of the profile's plain step over its repetitions (0: not recorded).
   double profile_plain_min_s = 0, profile_plain_median_s = 0, profile_plain_max_s = 0;
   int64_t rounds = 0, rounds_on_device = 0;  // of the rounds, how many verified on the device
+  // The prediction priced each round as the device round its profile timed
+  // (CellPrediction::verify_on_device).
+  bool prediction_verify_on_device = false;
 };
 
 constexpr int kFlagMinPrompts = 8;

@@ -26,7 +26,8 @@ void TimePartsTally::add_speculative(const GenerationResult& g) {
     if (r.verify_head_s >= 0) verify_head_s += r.verify_head_s;
     verify_head_known = verify_head_known && r.verify_head_s >= 0;
     chains = chains && r.tree_nodes == 0;
-    priceable = priceable && r.tree_nodes == 0 && !r.verified_on_device;
+    rounds_on_device += r.verified_on_device ? 1 : 0;
+    priceable = priceable && r.tree_nodes == 0;
     const size_t g_drafted = static_cast<size_t>(r.n_draft);
     if (rounds_by_draft.size() <= g_drafted) rounds_by_draft.resize(g_drafted + 1, 0);
     rounds_by_draft[g_drafted]++;
@@ -69,11 +70,20 @@ void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const Cost
   if (t.rounds == 0 || !t.priceable) return;
   const size_t g_max = t.rounds_by_draft.size() - 1;
   if (g_max >= cost->draft_round_s.size() || g_max + 1 > cost->target_s.size()) return;
+  // Rounds verified on the target's device: the run's verify_s is the whole device round
+  // (forward, standardize, verify), priced by the profile's timing of that round.
+  const bool on_device = t.rounds_on_device > 0;
+  if (on_device && (t.rounds_on_device != t.rounds || cost->verify_device_s.size() < g_max + 1))
+    return;  // a mix of host and device rounds, or a profile without the device's round
   double dfwd = 0, dother = 0, layers = 0, vhead = 0, stdz = 0, accept = 0;
   for (size_t g = 0; g <= g_max; g++) {
     const double w = static_cast<double>(t.rounds_by_draft[g]);
     dfwd += w * parts->draft_forward_s[g];
     dother += w * (cost->draft_round_s[g] - parts->draft_forward_s[g]);
+    if (on_device) {
+      layers += w * cost->verify_device_s[g];
+      continue;
+    }
     layers += w * (cost->target_s[g] - (head ? parts->target_head_s[g] : 0));
     if (head) vhead += w * parts->target_head_s[g];
     stdz += w * parts->host_standardize_s[g];
@@ -89,7 +99,7 @@ void time_parts_put(const TimePartsTally& t, const CostProfile* cost, const Cost
   row->profile_round_draft_forward_s = dfwd / n;
   row->profile_round_draft_other_s = dother / n;
   row->profile_round_verify_layers_s = layers / n;
-  if (head) row->profile_round_verify_head_s = vhead / n;
+  if (head && !on_device) row->profile_round_verify_head_s = vhead / n;
   row->profile_round_standardize_s = stdz / n;
   row->profile_round_accept_s = accept / n;
 }

@@ -36,7 +36,9 @@ struct TimePartsTally {
   bool verify_head_known = true;
   bool chains = true;                    // every round a chain round (a tree's drafting is not
                                          // split into forward and the rest)
-  bool priceable = true;                 // every round a host-verified chain round
+  bool priceable = true;                 // every round a chain round (priced when all were
+                                         // verified on the host, or all on the device)
+  int64_t rounds_on_device = 0;          // rounds verified on the target's device
   std::vector<int64_t> rounds_by_draft;  // [g] rounds that drafted g tokens
   int64_t catchups = 0;                  // rounds that followed a round accepting all its drafts
   int64_t requests = 0;                  // speculative generations with a round (each one's first

@@ -198,6 +198,8 @@ void CellPrediction::put_into(ResultRow* row) const {
   r.cost_profile_draft_catchup_s = cost.draft_catchup_s;
   r.cost_profile_draft_prefill_s = cost.draft_prefill_s;
   r.cost_profile_host_round_s = cost.host_round_s;
+  if (!cost.verify_device_s.empty()) r.cost_profile_verify_device_s = cost.verify_device_s;
+  if (verify_on_device) r.predicted_verify_on_device = true;
   if (!gamma_by_load.empty())
     r.predicted_gamma_by_load = std::vector<int64_t>(gamma_by_load.begin(), gamma_by_load.end());
   if (batched) {
@@ -599,6 +601,13 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
                                           config_.measure.confidence, s.seed);
     out.cost_range = predict_cost_range(prof.cost, prof.cost_spread, tree, s);
   } else {
+    // Where the decoder verifies this cell's rounds (models/decode/speculative_decoder.cpp):
+    // on the target's device unless synthetic acceptance or greedy lenience < 1 decide on
+    // the host; one request at a time (the batched decoders verify on the host).
+    const bool greedy = cell.target_sampling().temperature == 0.0f;
+    s.verify_on_device = cell.concurrency <= 1 && !synthetic && !(greedy && cell.lenience < 1.0) &&
+                         !prof.cost.verify_device_s.empty();
+    out.verify_on_device = s.verify_on_device;
     out.model = synthetic                      ? "configured-acceptance"
                 : cell.gamma_policy == "fixed" ? "chain"
                                                : "policy-walk";

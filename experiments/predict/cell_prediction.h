@@ -53,8 +53,11 @@ struct CellPrediction {
   // predict_cost_range: the speedup at the ends of the cost profile's own timing spread (NaN:
   // no spread recorded, or a batched cell).
   SpeedupRange cost_range;
-  int acceptance_stride = 1;    // of the profile the prediction came from
-  double c = 0;                 // the paper's c from the cost profile
+  int acceptance_stride = 1;  // of the profile the prediction came from
+  double c = 0;               // the paper's c from the cost profile
+  // The rounds were priced as verified on the target's device (the profile timed that round:
+  // CostProfile::verify_device_s; the decoder verifies there: ChainSetting::verify_on_device).
+  bool verify_on_device = false;
   double thm38_alpha = 0;       // alpha_profile; under a configured per-position list, the
                                 // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
   double thm38_speedup = 0;     // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)

@@ -16,7 +16,54 @@ std::vector<int32_t> head(const std::vector<int32_t>& v, int64_t n) {
   return std::vector<int32_t>(v.begin(), v.begin() + n);
 }
 
+// The round a target that verifies on its device runs (TokenRunner::verify_on_device), as the
+// decoder runs it: a proposal of k - 1 drafts keeping q on the drafter's device (untimed),
+// then the timed call over [ctx[L], d_1..d_{k-1}] with the cache at L; cut back to L after.
+// The drafts' q rows are read where the proposal left them (DraftRows). prop: scratch.
+double device_verify_s(TokenRunner& target, Drafter& drafter, const std::vector<int32_t>& ctx,
+                       int64_t L, int k, const CostProfileRequest& r,
+                       const std::vector<int32_t>& at_l, DraftProposal* prop) {
+  const RngKey key{0x5eed, 1, static_cast<uint64_t>(L + k), 0, 0};
+  *prop = DraftProposal();
+  if (k > 1)
+    drafter.propose_keeping_q_on_device(at_l, k - 1, r.draft_sampling, DraftStopRule{}, key, prop);
+  std::vector<int32_t> batch(1, ctx[static_cast<size_t>(L)]);
+  batch.insert(batch.end(), prop->tokens.begin(), prop->tokens.end());
+  // A proposal may stop early (a drafter with nothing to propose): pad with the context's
+  // own tokens, one-hot (no q), so the call verifies k tokens as the figure says.
+  for (size_t i = batch.size(); i < static_cast<size_t>(k); i++)
+    batch.push_back(ctx[static_cast<size_t>(L) + i]);
+  const bool full = static_cast<int>(prop->tokens.size()) == k - 1;
+  DraftRows q;
+  if (full) {
+    q.host = prop->q.empty() ? nullptr : prop->q.data();
+    q.device = prop->q_device;
+  }
+  VerifyConfig vc;
+  vc.greedy = r.target_sampling.temperature == 0.0f;
+  VerifyOutcome out;
+  const auto t0 = Clock::now();
+  const bool ran =
+      target.verify_on_device(batch.data(), k - 1, q, r.target_sampling, vc, key, &out);
+  const double s = timing_since(t0);
+  SPECLAB_ASSERT(ran);  // probed before (cost_profile_verifies_on_device)
+  target.truncate(L);
+  return s;
+}
+
 }  // namespace
+
+bool cost_profile_verifies_on_device(TokenRunner& target, const int32_t* tokens, int64_t L,
+                                     const SamplingParams& sampling) {
+  SPECLAB_ASSERT(target.n_past() == L);
+  VerifyConfig vc;
+  vc.greedy = sampling.temperature == 0.0f;
+  VerifyOutcome out;
+  const bool yes = target.verify_on_device(tokens + L, 0, DraftRows{}, sampling, vc,
+                                           RngKey{0x5eed, 2, static_cast<uint64_t>(L), 0, 0}, &out);
+  target.truncate(L);
+  return yes;
+}
 
 double timing_fastest(const std::vector<double>& v) {
   return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());
@@ -99,6 +146,11 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   std::vector<std::vector<double>> t_k(static_cast<size_t>(r.k_max)),
       host_k(static_cast<size_t>(r.k_max)), draft_n(static_cast<size_t>(r.g_max + 1));
   std::vector<double> two_behind, one_behind, first_call, plain_step;
+  // [k - 1] repetitions of the device round of k tokens, for a target that verifies on its
+  // device (asked once, here; empty otherwise).
+  std::vector<std::vector<double>> device_k;
+  const bool on_device = cost_profile_verifies_on_device(target, ctx.data(), L, r.target_sampling);
+  if (on_device) device_k.resize(static_cast<size_t>(r.k_max));
   // The parts (CostProfileParts), per k or n like the figures they split.
   std::vector<std::vector<double>> head_k(static_cast<size_t>(r.k_max)),
       standardize_k(static_cast<size_t>(r.k_max)),
@@ -147,6 +199,12 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
         t_k[static_cast<size_t>(k - 1)].push_back(s);
         head_k[static_cast<size_t>(k - 1)].push_back(split.head_s);
       }
+    }
+    // A target that verifies on its device: the decoder's round there is one call (forward,
+    // standardize, verify), right after the proposal of its drafts, q left on the device.
+    for (int k = 1; on_device && k <= r.k_max; k++) {
+      const double s = device_verify_s(target, drafter, ctx, L, k, r, at_l, &prop);
+      if (keep) device_k[static_cast<size_t>(k - 1)].push_back(s);
     }
     // The plain loop's step follows its previous step, one position further on, with the
     // host's standardize + draw of the previous step's token between them (priced apart, as
@@ -243,6 +301,7 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
   c.context_len = L;
   for (const auto& v : t_k) c.target_s.push_back(timing_median(v));
   for (const auto& v : host_k) c.host_round_s.push_back(timing_median(v));
+  for (const auto& v : device_k) c.verify_device_s.push_back(timing_median(v));
   c.baseline_step_s = timing_median(plain_step);
   c.draft_round_s.push_back(0.0);
   for (int n = 1; n <= r.g_max; n++)
@@ -266,6 +325,7 @@ CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter, const Co
     for (const auto& v : t_k) timing_spread_add(&spread->target_s, v);
     timing_spread_add(&spread->baseline_step_s, plain_step);
     for (const auto& v : host_k) timing_spread_add(&spread->host_round_s, v);
+    for (const auto& v : device_k) timing_spread_add(&spread->verify_device_s, v);
     timing_spread_add(&spread->draft_round_s, {0.0});
     for (int n = 1; n <= r.g_max; n++)
       timing_spread_add(&spread->draft_round_s, draft_n[static_cast<size_t>(n)]);

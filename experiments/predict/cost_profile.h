@@ -16,6 +16,11 @@
 //   prefill         a first proposal after reset over a prompt-length context minus round(1);
 //   host(k)         standardizing k target rows and verifying k - 1 drafts (k = 1: the
 //                   baseline's standardize + draw), on real logits of this target;
+//   device verify(k)  a target that verifies on its device (TokenRunner::verify_on_device:
+//                   a GPU runner) only: that whole call over [last, d_1..d_{k-1}], k = 1..K,
+//                   right after a proposal of the k - 1 drafts whose q the drafter left on
+//                   the device, as the decoder's round runs it (forward, standardize and
+//                   verify on the device, the record back); empty for a host verifier;
 //   tree(shape, g)  for each requested tree shape, the drafter's proposal of the tree cut to
 //                   depth g, g = 1..depth, after a target call and one token behind, as
 //                   round(n) (a tree's drafting grows with its node count, not its depth);
@@ -94,6 +99,7 @@ struct CostProfileSpread {
   TimingSpread baseline_step_s;     // [1] the plain step (empty in older files)
   TimingSpread draft_round_s;       // [G + 1] round(n), [0] = 0
   TimingSpread host_round_s;        // [K] host(k)
+  TimingSpread verify_device_s;     // [K] device verify(k); empty for a host verifier
   TimingSpread draft_one_behind_s;  // [1]
   TimingSpread draft_two_behind_s;  // [1]
   TimingSpread draft_first_call_s;  // [1]
@@ -150,6 +156,12 @@ struct PlainRun {
 };
 PlainRun cost_profile_plain_run(TokenRunner& target, const int32_t* tokens, int64_t L,
                                 const SamplingParams& sampling, float* p);
+
+// Whether the target verifies a round on its device (TokenRunner::verify_on_device accepts a
+// round of no drafts over tokens[L] with the cache at L, which it leaves at L): then the
+// profile times that call (CostProfile::verify_device_s).
+bool cost_profile_verifies_on_device(TokenRunner& target, const int32_t* tokens, int64_t L,
+                                     const SamplingParams& sampling);
 
 // spread and parts (may be null) receive the spread of every timed figure and its parts.
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,

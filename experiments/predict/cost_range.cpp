@@ -15,6 +15,7 @@ bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread
   if (spread.reps <= 0 || !covers(spread.target_s, cost.target_s) ||
       !covers(spread.host_round_s, cost.host_round_s) ||
       !covers(spread.draft_round_s, cost.draft_round_s) || cost.draft_round_s.size() < 2 ||
+      !covers(spread.verify_device_s, cost.verify_device_s) ||
       end(spread.baseline_step_s).size() != 1 ||
       spread.draft_tree_s.size() != cost.draft_tree_s.size())
     return false;
@@ -25,6 +26,7 @@ bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread
   CostProfile c = cost;
   c.target_s = end(spread.target_s);
   c.host_round_s = end(spread.host_round_s);
+  c.verify_device_s = end(spread.verify_device_s);
   c.draft_round_s = end(spread.draft_round_s);
   c.draft_step_s = c.draft_round_s[1];
   c.baseline_step_s = end(spread.baseline_step_s)[0];

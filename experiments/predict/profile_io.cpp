@@ -241,6 +241,7 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
   if (c.baseline_step_s > 0) j["baseline_step_s"] = c.baseline_step_s;
   if (!c.draft_tree_s.empty()) j["draft_tree_s"] = c.draft_tree_s;
   if (!c.draft_behind_s.empty()) j["draft_behind_s"] = c.draft_behind_s;
+  if (!c.verify_device_s.empty()) j["verify_device_s"] = c.verify_device_s;
   const CostProfileSpread& s = r.spread;
   if (s.reps > 0) {
     j["spread"] = {{"reps", s.reps},
@@ -254,6 +255,8 @@ nlohmann::json cost_profile_to_json(const CostProfileRecord& r) {
       j["spread"]["baseline_step_s"] = timing_spread_to_json(s.baseline_step_s);
     for (const auto& [shape, t] : s.draft_tree_s)
       j["spread"]["draft_tree_s"][shape] = timing_spread_to_json(t);
+    if (!s.verify_device_s.min.empty())
+      j["spread"]["verify_device_s"] = timing_spread_to_json(s.verify_device_s);
   }
   if (!r.taken.utc.empty()) j["taken"] = cost_taken_to_json(r.taken);
   if (!r.parts.empty()) {
@@ -324,6 +327,8 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
   // Files written before the proposal n behind was timed have none: a tree round is charged
   // the chain's catch-up.
   if (j.contains("draft_behind_s")) c.draft_behind_s = number_list(j, "draft_behind_s", where);
+  // Only a target that verifies on its device has it (a GPU runner; files before it, none).
+  if (j.contains("verify_device_s")) c.verify_device_s = number_list(j, "verify_device_s", where);
   // Files written before tree drafting was timed have none: a tree is priced as a chain.
   if (j.contains("draft_tree_s")) {
     const std::string at = where + ": draft_tree_s";
@@ -361,6 +366,9 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
     s.draft_first_call_s = timing_spread_from_json(sj, "draft_first_call_s", 1, where);
     if (sj.contains("baseline_step_s"))
       s.baseline_step_s = timing_spread_from_json(sj, "baseline_step_s", 1, where);
+    if (sj.contains("verify_device_s"))
+      s.verify_device_s =
+          timing_spread_from_json(sj, "verify_device_s", c.verify_device_s.size(), where);
     if (sj.contains("draft_tree_s")) {
       SPECLAB_INPUT_CHECK(sj["draft_tree_s"].is_object(), at, ".draft_tree_s: expected an object");
       for (const auto& [shape, list] : sj["draft_tree_s"].items()) {

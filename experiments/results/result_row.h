@@ -322,6 +322,12 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(prediction, double, cost_profile_draft_prefill_s, "s", "profile: the draft's prefill")         \
   X(prediction, std::vector<double>, cost_profile_host_round_s, "s",                               \
     "profile: the host's cost of a round of k")                                                    \
+  X(prediction, std::vector<double>, cost_profile_verify_device_s, "s",                            \
+    "profile: one verification of k tokens on the target's device (forward, standardize and "      \
+    "verify there, the record back); absent when the target verifies on the host")                \
+  X(prediction, bool, predicted_verify_on_device, "",                                              \
+    "the prediction priced each round's verification as the device round the profile timed "       \
+    "(cost_profile_verify_device_s), not as T(k) + the host's standardize and verify")             \
   X(prediction, double, prediction_error, "", "predicted_speedup / speedup - 1")                   \
   X(prediction, double, thm38_error, "", "thm38_speedup / speedup - 1")                            \
   X(prediction, double, predicted_throughput_speedup, "x",                                         \

@@ -110,6 +110,47 @@ TEST(SpeedupPrediction, ThePlainStepPricesTheBaseline) {
   EXPECT_EQ(c.target_at(7.0), 1.5);
 }
 
+TEST(SpeedupPrediction, ARoundVerifiedOnTheDeviceIsPricedByTheDevicesRound) {
+  // The profile of ShortTextByHand from a target that verifies on its device, whose whole
+  // round of k tokens (forward, standardize, verify) was timed at 0.7 s (k = 1) and 0.9 s
+  // (k = 2), where its host path costs T(k) + host(k) = 1.1 and 1.6 s:
+  //   t = 1: g = 0: a device round of 0.7 s.
+  //   t = 0: g = 1: round 0.25 + 0.9 = 1.15; accepted (0.5): both, + catch-up 0.2; rejected
+  //          (0.5): one token, then the t = 1 round.
+  //   V(0) = 1.15 + 0.5 * 0.2 + 0.5 * 0.7 = 1.6; request 1.6 + 0.3 = 1.9 s for 2 tokens.
+  // The baseline (the plain loop: a forward, then the host's standardize + draw) keeps
+  // T(1) + host(1) = 1.1 s a token.
+  CostProfile c = short_text_profile();
+  c.verify_device_s = {0.7, 0.9};
+  const AcceptanceProfile acc = acceptance_profile_configured({0.5}, 1, 1, 2);
+  ChainSetting s;
+  s.gamma = 1;
+  s.max_new_tokens = 2;
+  s.verify_on_device = true;
+  const Prediction p = predict_chain(c, acc, s);
+  EXPECT_NEAR(p.base_s_per_token, 1.1, 1e-12);
+  EXPECT_NEAR(p.spec_s_per_token, 1.9 / 2, 1e-12);
+  EXPECT_NEAR(p.speedup, 1.1 / 0.95, 1e-12);
+  EXPECT_NEAR(p.tokens_per_round, 2 / 1.5, 1e-12);
+  // A cell whose rounds the host verifies (synthetic acceptance, greedy lenience) keeps the
+  // host's price with the same profile; a profile without the device's round too.
+  s.verify_on_device = false;
+  EXPECT_NEAR(predict_chain(c, acc, s).spec_s_per_token, 2.8 / 2, 1e-12);
+  s.verify_on_device = true;
+  CostProfile host_only = short_text_profile();
+  EXPECT_NEAR(predict_chain(host_only, acc, s).spec_s_per_token, 2.8 / 2, 1e-12);
+  // Read between whole k as T(k) is.
+  EXPECT_NEAR(c.round_target_side_at(1.5, true), 0.8, 1e-12);
+  EXPECT_NEAR(c.round_target_side_at(1.5, false), 1.25 + 0.1, 1e-12);
+  // One figure per T(k), finite and >= 0, or none.
+  c.verify_device_s = {0.7};
+  EXPECT_THROW(predict_chain(c, acc, s), InputError);
+  c.verify_device_s = {0.7, -0.1};
+  EXPECT_THROW(predict_chain(c, acc, s), InputError);
+  c.verify_device_s = {0.7, std::nan("")};
+  EXPECT_THROW(predict_chain(c, acc, s), InputError);
+}
+
 // T(k) = k s, host(k) = 0.1 k s, no drafting cost; the tree shape "3:sample" drafts nothing
 // that costs.
 CostProfile linear_tree_cost() {

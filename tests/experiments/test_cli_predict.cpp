@@ -240,6 +240,18 @@ TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
         R"("draft_step_s":0,"host_round_s":[0],"spread":{"reps":3,"target_s":{"min":[0.01],)"
         R"("median":[0.009],"max":[0.02]}}})",
         "spread.json: spread.target_s[0]: expected finite seconds 0 <= min <= median <= max"}},
+      {"device-length.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01,0.02],)"
+        R"("draft_round_s":[0],"draft_step_s":0,"host_round_s":[0,0],"verify_device_s":[0.01]})",
+        "device-length.json: verify_device_s has 1 entries, expected one per T(k) (2) or none"}},
+      {"device-negative.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"verify_device_s":[-0.01]})",
+        "device-negative.json: verify_device_s[0]: expected finite seconds >= 0"}},
+      {"device-text.json",
+       {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
+        R"("draft_step_s":0,"host_round_s":[0],"verify_device_s":"fast"})",
+        "device-text.json: verify_device_s"}},
   };
   for (const auto& [name, c] : cases) {
     const std::string f = d.write(name, c.first);
