@@ -20,6 +20,7 @@
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
 #include "tests/experiments/cli_runner.h"
+#include "tests/experiments/tiny_cell_context.h"
 
 namespace speclab {
 namespace {
@@ -72,15 +73,7 @@ TEST(CellSpeedupBound, AnEngineWhosePlainStepIsSlowIsFlaggedByTheCellThatMeasure
   const auto model = llama_load(kSrc + "/models/zoo/tiny-target-5m");
   SlowStepRunner target(*model, 128);
 
-  RunContext ctx;
-  ctx.config = &cfg;
-  ctx.target_model = model.get();
-  ctx.target = &target;
-  ctx.machine.cores = 64;  // the flag under test, not the test machine's load
-  for (const Prompt& p : prompt_set_load(kSrc + "/configs/prompts/tiny-in-domain.jsonl")) {
-    if (ctx.prompts.size() == 3) break;
-    ctx.prompts.push_back({p.id, model->tokenizer->encode(p.text, /*add_bos=*/true), ""});
-  }
+  RunContext ctx = testing_util::tiny_cell_context(cfg, *model, &target, 3);
   PreparedDrafter drafter = cell_prepare_drafter(ctx, cfg.drafters.at(0));
 
   const ResultRow plain = cell_run(ctx, cells[0], drafter);
