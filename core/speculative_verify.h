@@ -40,6 +40,14 @@ struct VerifyConfig {
   double lenience = 1.0;  // l in (0, 1]; 1 = exact
 };
 
+// Whether a round may be verified where the target's logits are (TokenRunner::verify_on_device,
+// a GPU runner): not under synthetic acceptance (a timing mode whose coins the host draws) nor
+// greedy lenience < 1 (its rule reads the softmax of the raw logits, which the device round
+// does not compute). The decoder asks it before each round, the predictor to price the round.
+inline bool verify_may_run_on_device(bool synthetic_acceptance, const VerifyConfig& config) {
+  return !synthetic_acceptance && !(config.greedy && config.lenience < 1.0);
+}
+
 struct VerifyRound {
   int n_draft = 0;                 // gamma
   const int32_t* draft = nullptr;  // [n_draft] proposed ids

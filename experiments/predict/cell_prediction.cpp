@@ -601,11 +601,13 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
                                           config_.measure.confidence, s.seed);
     out.cost_range = predict_cost_range(prof.cost, prof.cost_spread, tree, s);
   } else {
-    // Where the decoder verifies this cell's rounds (models/decode/speculative_decoder.cpp):
-    // on the target's device unless synthetic acceptance or greedy lenience < 1 decide on
-    // the host; one request at a time (the batched decoders verify on the host).
-    const bool greedy = cell.target_sampling().temperature == 0.0f;
-    s.verify_on_device = cell.concurrency <= 1 && !synthetic && !(greedy && cell.lenience < 1.0) &&
+    // Where the decoder verifies this cell's rounds: on the target's device when the profile
+    // timed that round and the decoder's rule allows it; one request at a time (the batched
+    // decoders verify on the host).
+    VerifyConfig vc;
+    vc.greedy = cell.target_sampling().temperature == 0.0f;
+    vc.lenience = cell.lenience;
+    s.verify_on_device = cell.concurrency <= 1 && verify_may_run_on_device(synthetic, vc) &&
                          !prof.cost.verify_device_s.empty();
     out.verify_on_device = s.verify_on_device;
     out.model = synthetic                      ? "configured-acceptance"

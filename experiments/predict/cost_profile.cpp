@@ -51,8 +51,9 @@ double device_verify_s(TokenRunner& target, Drafter& drafter, const std::vector<
   return s;
 }
 
-}  // namespace
-
+// Whether the target verifies a round on its device (TokenRunner::verify_on_device accepts a
+// round of no drafts over tokens[L] with the cache at L, which it leaves at L): then the
+// profile times that call (CostProfile::verify_device_s).
 bool cost_profile_verifies_on_device(TokenRunner& target, const int32_t* tokens, int64_t L,
                                      const SamplingParams& sampling) {
   SPECLAB_ASSERT(target.n_past() == L);
@@ -64,6 +65,8 @@ bool cost_profile_verifies_on_device(TokenRunner& target, const int32_t* tokens,
   target.truncate(L);
   return yes;
 }
+
+}  // namespace
 
 double timing_fastest(const std::vector<double>& v) {
   return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end());

@@ -157,12 +157,6 @@ struct PlainRun {
 PlainRun cost_profile_plain_run(TokenRunner& target, const int32_t* tokens, int64_t L,
                                 const SamplingParams& sampling, float* p);
 
-// Whether the target verifies a round on its device (TokenRunner::verify_on_device accepts a
-// round of no drafts over tokens[L] with the cache at L, which it leaves at L): then the
-// profile times that call (CostProfile::verify_device_s).
-bool cost_profile_verifies_on_device(TokenRunner& target, const int32_t* tokens, int64_t L,
-                                     const SamplingParams& sampling);
-
 // spread and parts (may be null) receive the spread of every timed figure and its parts.
 CostProfile cost_profile_measure(TokenRunner& target, Drafter& drafter,
                                  const CostProfileRequest& request,

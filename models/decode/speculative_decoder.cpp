@@ -58,14 +58,13 @@ bool speculative_chain_round(TokenRunner& target, Drafter& drafter,
   // standardization, which at temperature 0 is one-hot: softmax of the raw logits. The
   // device round has no such input, and synthetic acceptance decides on the host: both
   // verify on the host.
-  const bool raw_needed = in.greedy && config.lenience < 1.0;
-  const bool device_round = config.synthetic_accept.empty() && !raw_needed;
   DraftRows q_rows;
   q_rows.host = buf.proposal.q.empty() ? nullptr : buf.proposal.q.data();
   q_rows.device = buf.proposal.q_device;
   VerifyConfig vcfg;
   vcfg.greedy = in.greedy;
   vcfg.lenience = config.lenience;
+  const bool device_round = verify_may_run_on_device(!config.synthetic_accept.empty(), vcfg);
   VerifyOutcome& out = *rec;
   if (device_round && target.verify_on_device(buf.batch.data(), n_draft, q_rows, request.sampling,
                                               vcfg, in.base, &out)) {
