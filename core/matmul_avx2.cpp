@@ -119,10 +119,68 @@ SPECLAB_AVX2 inline __m256 u8x8_to_ps(__m128i bytes) {
 SPECLAB_AVX2 void row_to_f32(float* dst, DType dtype, const void* src, int64_t n) {
   switch (dtype) {
     case DType::F32:
-    case DType::Q4_K:  // (the AVX-512 path dequantizes K-quants in registers)
-    case DType::Q6_K:
       dtype_to_f32(dtype, src, dst, n);
       return;
+    case DType::Q4_K: {
+      // Sub-block j: (d * sc_j) * q - dmin * m_j, q the low (even j) or high (odd j) nibbles of
+      // 32 bytes of qs. d * sc_j (11 + 6 significant bits) times q (4) is exact in FP32, so
+      // fms(d * sc_j, q, dmin * m_j), rounded once, is the reference's product-then-difference.
+      const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
+      const __m256i low4 = _mm256_set1_epi32(0x0f);
+      for (int64_t blk = 0; blk < n / kSuperBlock; blk++) {
+        const float d = fp16_scalar(b[blk].d), dmin = fp16_scalar(b[blk].dmin);
+        for (int j = 0; j < 8; j++) {
+          int sc, m;
+          dtype_q4_k_scale_min(b[blk].scales, j, &sc, &m);
+          const __m256 d1 = _mm256_set1_ps(d * static_cast<float>(sc));
+          const __m256 m1 = _mm256_set1_ps(dmin * static_cast<float>(m));
+          const uint8_t* q = b[blk].qs + 32 * (j / 2);
+          float* o = dst + blk * kSuperBlock + 32 * j;
+          for (int l = 0; l < 32; l += 8) {
+            __m256i v =
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + l)));
+            v = j % 2 == 0 ? _mm256_and_si256(v, low4) : _mm256_srli_epi32(v, 4);
+            _mm256_storeu_ps(o + l, _mm256_fmsub_ps(d1, _mm256_cvtepi32_ps(v), m1));
+          }
+        }
+      }
+      return;
+    }
+    case DType::Q6_K: {
+      // Group g of half n: low 4 bits from 32 bytes of ql (low nibbles for g < 2, high for
+      // g >= 2), high 2 bits from bits 2g, 2g + 1 of 32 bytes of qh; (d * scale) * (q - 32).
+      const BlockQ6_K* b = static_cast<const BlockQ6_K*>(src);
+      const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(3);
+      const __m256i bias = _mm256_set1_epi8(32);
+      for (int64_t blk = 0; blk < n / kSuperBlock; blk++) {
+        const float d = fp16_scalar(b[blk].d);
+        for (int nh = 0; nh < 2; nh++) {
+          const __m256i qh =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[blk].qh + 32 * nh));
+          for (int g = 0; g < 4; g++) {
+            __m256i ql = _mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(b[blk].ql + 64 * nh + 32 * (g % 2)));
+            if (g >= 2) ql = _mm256_srli_epi16(ql, 4);
+            // (qh >> 2g) & 3, moved to bits 4..5: no bit crosses a byte once masked.
+            const __m256i hi = _mm256_slli_epi16(
+                _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), low2), 4);
+            alignas(32) int8_t q[32];  // q - 32
+            _mm256_store_si256(
+                reinterpret_cast<__m256i*>(q),
+                _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql, low4), hi), bias));
+            const int e0 = 128 * nh + 32 * g;
+            float* o = dst + blk * kSuperBlock + e0;
+            for (int l = 0; l < 32; l += 8) {
+              const __m256 f = _mm256_set1_ps(d * static_cast<float>(b[blk].scales[(e0 + l) / 16]));
+              const __m256i v =
+                  _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + l)));
+              _mm256_storeu_ps(o + l, _mm256_mul_ps(f, _mm256_cvtepi32_ps(v)));
+            }
+          }
+        }
+      }
+      return;
+    }
     case DType::F16: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
       int64_t i = 0;

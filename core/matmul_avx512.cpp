@@ -20,10 +20,11 @@
 // are 96 KB: without segments they stream from L2 for every row tile), so verifying 8 tokens
 // reads each weight once from memory and the activations from L1.
 //
-// Software prefetch. Every step prefetches the weights its row needs one segment later (in
-// the last segment: the next work item's first one), a whole pass over the item's segment
-// ahead of use. The hardware prefetchers alone kept too few lines in flight: one core
-// streamed BF16 weights at 20 GB/s at k = 1 without it, 28 GB/s with it.
+// Software prefetch. Every unit of a row (a 32-column step, or a k-quant super-block of 8
+// steps) prefetches the weights its row needs one segment later (in the last segment: the next
+// work item's first one), a whole pass over the item's segment ahead of use. The hardware
+// prefetchers alone kept too few lines in flight: one core streamed BF16 weights at 20 GB/s at k =
+// 1 without it, 28 GB/s with it.
 //
 // BF16 weights with avx512_bf16 (the opt-in "avx512bf16" isa): the activations are rounded
 // to BF16 once per call and multiplied with vdpbf16ps, 32 products per instruction and no
@@ -72,16 +73,37 @@ SPECLAB_AVX512 inline float hsum(__m512 v) {
   return _mm_cvtss_f32(a);
 }
 
-// Loaders. For a 32-column step at column i (i % 32 == 0): Block b = block(row, i) holds what
-// the step's two halves share (a quantization block's scale), half(b, row, i, h) gives the
-// FP32 weights [i + 16h, i + 16h + 16), exactly dtype_to_f32's values. offset(i): the byte
-// offset of column i in a row; kLines: cache lines per step to prefetch; scalar(row, j): one
-// weight (float types only: quantized rows are whole blocks of 32).
-struct LoadF32 {
+// vbroadcastss from memory (a load port only). Written as assembly: with the intrinsic, GCC 12
+// kept a k-quant unit's 16 factors in a register and broadcast each with vpermd, or loaded
+// them early, spilled them and broadcast from a register: either way a uop on the shuffle
+// port that the dequantization's permutes and widenings already fill (Q4_K, one core, one
+// token: 1.80 ms per [8192, 3072] matrix with the intrinsic, 1.55 ms with this, on an Intel
+// Xeon).
+SPECLAB_AVX512 inline __m512 broadcast_from_memory(const float* p) {
+  __m512 r;
+  asm("vbroadcastss %1, %0" : "=v"(r) : "m"(*p));
+  return r;
+}
+
+// Loaders whose every 32-column step stands alone: a unit of one step, nothing decoded per unit.
+struct OneStepUnits {
+  static constexpr int kUnitSteps = 1;
+  struct Unit {};
+  SPECLAB_AVX512 static inline Unit unit(const uint8_t*, int64_t) { return {}; }
+};
+
+// Loaders. A row is read in units of kUnitSteps 32-column steps (one step, or a whole k-quant
+// super-block of 8); Unit u = unit(row, i) holds what a unit's steps share, decoded once per
+// unit (a super-block's scales). For step s of the unit, at column i (i % 32 == 0): Block b =
+// block(u, row, i, s) holds what the step's two halves share (a quantization block's scale),
+// half(b, row, i, h) gives the FP32 weights [i + 16h, i + 16h + 16), exactly dtype_to_f32's
+// values. offset(i): the byte offset of column i in a row; kLines: cache lines per unit to
+// prefetch; scalar(row, j): one weight (float types only: quantized rows are whole blocks).
+struct LoadF32 : OneStepUnits {
   struct Block {};
   static constexpr int kLines = 2;
   static size_t offset(int64_t i) { return 4 * static_cast<size_t>(i); }
-  SPECLAB_AVX512 static inline Block block(const uint8_t*, int64_t) { return {}; }
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t*, int64_t, int) { return {}; }
   SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
     return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + i + 16 * h);
   }
@@ -92,11 +114,11 @@ struct LoadF32 {
   }
 };
 
-struct LoadBF16 {
+struct LoadBF16 : OneStepUnits {
   struct Block {};
   static constexpr int kLines = 1;
   static size_t offset(int64_t i) { return 2 * static_cast<size_t>(i); }
-  SPECLAB_AVX512 static inline Block block(const uint8_t*, int64_t) { return {}; }
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t*, int64_t, int) { return {}; }
   SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * (i + 16 * h)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
@@ -108,11 +130,11 @@ struct LoadBF16 {
   }
 };
 
-struct LoadF16 {
+struct LoadF16 : OneStepUnits {
   struct Block {};
   static constexpr int kLines = 1;
   static size_t offset(int64_t i) { return 2 * static_cast<size_t>(i); }
-  SPECLAB_AVX512 static inline Block block(const uint8_t*, int64_t) { return {}; }
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t*, int64_t, int) { return {}; }
   SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
     return _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * (i + 16 * h))));
@@ -125,7 +147,7 @@ struct LoadF16 {
 };
 
 // Q8_0: d * q, the product rounded as dtype_to_f32 rounds it.
-struct LoadQ8_0 {
+struct LoadQ8_0 : OneStepUnits {
   struct Block {
     __m512 d;
     const int8_t* qs;
@@ -134,7 +156,7 @@ struct LoadQ8_0 {
   static size_t offset(int64_t i) {
     return static_cast<size_t>(i) / kQuantBlock * sizeof(BlockQ8_0);
   }
-  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t* row, int64_t i, int) {
     const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row + offset(i));
     return {_mm512_set1_ps(_cvtsh_ss(b->d)), b->qs};
   }
@@ -153,7 +175,7 @@ struct LoadQ8_0 {
 // and FP16's range is far inside FP32's), and fma(d, q, m), rounded once, equals the
 // reference's round(round(d * q) + m).
 template <bool kHasMin>
-struct LoadQ4 {
+struct LoadQ4 : OneStepUnits {
   struct Block {
     __m512 table;
     __m512i idx;  // the 16 bytes, one per dword: low nibble = element j, high = j + 16
@@ -161,7 +183,7 @@ struct LoadQ4 {
   static constexpr size_t kBytes = kHasMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
   static constexpr int kLines = 1;
   static size_t offset(int64_t i) { return static_cast<size_t>(i) / kQuantBlock * kBytes; }
-  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t* row, int64_t i, int) {
     const uint8_t* p = row + offset(i);
     Block b;
     b.idx = _mm512_cvtepu8_epi32(
@@ -189,32 +211,61 @@ struct LoadQ4 {
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
 
-// Q4_K: a 32-column step is one sub-block j of a super-block, whose 16 possible weights
-// table[q] = (d * sc_j) * q - dmin * m_j (a product, then a difference: dtype_to_f32's rounding)
-// are computed once per step; its nibbles (the low ones of 32 bytes of qs for even j, the high
-// ones for odd j) pick them with vpermps, which reads only the low 4 bits of each index. The
-// table is one FMA: d * sc_j has at most 11 + 6 significant bits, times q 21 <= 24, so the
-// product is exact in FP32 and fms(d * sc_j, q, dmin * m_j) rounds as the reference does.
+// Q4_K: a unit is a super-block (8 steps, 256 columns); step j is its sub-block j, whose 16
+// possible weights table[q] = (d * sc_j) * q - dmin * m_j (a product, then a difference:
+// dtype_to_f32's rounding) are computed once per step; its nibbles (the low ones of 32 bytes of
+// qs for even j, the high ones for odd j) pick them with vpermps, which reads only the low 4
+// bits of each index. The table is one FMA: d * sc_j has at most 11 + 6 significant bits, times
+// q 21 <= 24, so the product is exact in FP32 and fms(d * sc_j, q, dmin * m_j) rounds as the
+// reference does. The factors d * sc_j and dmin * m_j of all 8 sub-blocks are decoded once per
+// unit: decoding the 6-bit scales and converting d and dmin for every step, with j known only
+// at run time, was most of the work of a step (1B Q4_K_M decode at 1.6x llama.cpp's time).
 struct LoadQ4_K {
+  static constexpr int kUnitSteps = 8;
+  struct Unit {
+    float dm[16];  // d * sc_j at j, dmin * m_j at 8 + j
+    const uint8_t* qs;
+  };
   struct Block {
     __m512 table;
     const uint8_t* q;
     bool high;  // odd sub-block: the high nibbles
   };
-  static constexpr int kLines = 1;
+  static constexpr int kLines = 3;  // 144 bytes a unit
   static size_t offset(int64_t i) {
     return static_cast<size_t>(i) * sizeof(BlockQ4_K) / kSuperBlock;
   }
-  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+  // The twelve scale bytes hold sc_j, m_j (6 bits each): bytes 0..3 sc_0..3 and 4..7 m_0..3 in
+  // their low 6 bits; bytes 8..11 the low 4 bits of sc_4..7 (low nibble) and m_4..7 (high
+  // nibble), whose top 2 bits are the top bits of bytes 0..3 and 4..7 (dtype_q4_k_scale_min).
+  // Decoded four at a time in 32-bit words, widened and multiplied as one vector (the same
+  // single-precision products as the reference's), stored for the steps' broadcasts.
+  SPECLAB_AVX512 static inline Unit unit(const uint8_t* row, int64_t i) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(row) + i / kSuperBlock;
-    const int j = static_cast<int>(i % kSuperBlock) / 32;
-    int sc, m;
-    dtype_q4_k_scale_min(b->scales, j, &sc, &m);
-    const float d1 = _cvtsh_ss(b->d) * static_cast<float>(sc);
-    const float m1 = _cvtsh_ss(b->dmin) * static_cast<float>(m);
+    uint32_t w[3];
+    std::memcpy(w, b->scales, 12);
+    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
+    const uint32_t sc0 = w[0] & low6, m0 = w[1] & low6;
+    const uint32_t sc4 = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);
+    const uint32_t m4 = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4);
+    const __m128i bytes = _mm_setr_epi32(static_cast<int>(sc0), static_cast<int>(sc4),
+                                         static_cast<int>(m0), static_cast<int>(m4));
+    uint32_t dd;
+    std::memcpy(&dd, b, 4);  // the block's first 4 bytes: d, then dmin (FP16)
+    const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd)));  // d, dmin, 0, 0
+    const __m512 factor =
+        _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                              _mm512_castps128_ps512(f));
+    Unit u;
+    _mm512_storeu_ps(u.dm, _mm512_mul_ps(factor, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes))));
+    u.qs = b->qs;
+    return u;
+  }
+  SPECLAB_AVX512 static inline Block block(const Unit& u, const uint8_t*, int64_t, int j) {
     const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    return {_mm512_fmsub_ps(_mm512_set1_ps(d1), iota, _mm512_set1_ps(m1)),  // exact product
-            b->qs + 32 * (j / 2), j % 2 != 0};
+    return {_mm512_fmsub_ps(broadcast_from_memory(u.dm + j), iota,  // an exact product
+                            broadcast_from_memory(u.dm + 8 + j)),
+            u.qs + 32 * (j / 2), j % 2 != 0};
   }
   SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
     __m512i idx =
@@ -225,40 +276,67 @@ struct LoadQ4_K {
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
 
-// Q6_K: a 32-column step is group g of half n of a super-block. Its 32 six-bit codes are put
-// together with byte operations once per step (low 4 bits: 32 bytes of ql, low or high nibbles;
-// high 2 bits: bits 2g, 2g + 1 of 32 bytes of qh), minus 32, as signed bytes; each 16-column half
-// has its own scale d * scales[e / 16]; x = (d * scale) * (q - 32), as dtype_to_f32 computes it.
+// Q6_K: a unit is a super-block (8 steps); step s is group g = s % 4 of half n = s / 4, whose
+// 32 six-bit codes have their low 4 bits in 32 bytes of ql (bytes 64n + 32(g % 2) + l, low
+// nibbles for g < 2, high for g >= 2) and their high 2 bits in bits 2g, 2g + 1 of byte 32n + l
+// of qh. Each 16-column half has its own scale: x = (d * scales[e / 16]) * (q - 32), as
+// dtype_to_f32 computes it. Per unit, the 256 values q - 32 are put together as signed bytes,
+// 64 at a time (two steps: the 64 ql bytes of a half n, their low or high nibbles, and the 32
+// qh bytes repeated in both 256-bit halves, shifted by a different count in each), and the 16
+// factors d * scales[e] computed as one vector; a step then widens 16 stored bytes per half.
+// Putting each step's 32 codes together with 256-bit operations took twice the instructions.
 struct LoadQ6_K {
-  struct Block {
-    __m512 s[2];
-    __m256i q;  // the step's 32 values q - 32 (signed bytes)
+  static constexpr int kUnitSteps = 8;
+  struct Unit {
+    alignas(64) int8_t q[kSuperBlock];  // q - 32, in column order
+    float s[16];                        // d * scales[e]
   };
-  static constexpr int kLines = 1;
+  struct Block {
+    const int8_t* q;  // the step's 32 values q - 32
+    const float* s;   // the step's two factors
+  };
+  static constexpr int kLines = 4;  // 210 bytes a unit
   static size_t offset(int64_t i) {
     return static_cast<size_t>(i) * sizeof(BlockQ6_K) / kSuperBlock;
   }
-  SPECLAB_AVX512 static inline Block block(const uint8_t* row, int64_t i) {
+  SPECLAB_AVX512 static inline Unit unit(const uint8_t* row, int64_t i) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + i / kSuperBlock;
-    const int e0 = static_cast<int>(i % kSuperBlock), n = e0 / 128, g = (e0 % 128) / 32;
-    const float d = _cvtsh_ss(b->d);
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    __m256i ql =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * n + 32 * (g % 2)));
-    if (g >= 2) ql = _mm256_srli_epi16(ql, 4);
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * n));
-    // (qh >> 2g) & 3, moved to bits 4..5: no bit crosses a byte (values <= 0x30).
-    const __m256i hi = _mm256_slli_epi16(
-        _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), _mm256_set1_epi8(3)), 4);
-    const __m256i q =
-        _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(ql, low4), hi), _mm256_set1_epi8(32));
-    return {{_mm512_set1_ps(d * static_cast<float>(b->scales[e0 / 16])),
-             _mm512_set1_ps(d * static_cast<float>(b->scales[e0 / 16 + 1]))},
-            q};
+    Unit u;
+    const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(3);
+    const __m512i bias = _mm512_set1_epi8(32);
+    // Word shift counts: qh >> 0 for the first step of a pair, >> 2 for the second (g = 0, 1);
+    // + 4 for g = 2, 3. No bit crosses a byte once masked.
+    const __m512i shift01 = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002,
+                                              0x0002000200020002, 0x0002000200020002);
+    const __m512i shift23 = _mm512_add_epi16(shift01, _mm512_set1_epi16(4));
+    SPECLAB_UNROLL for (int n = 0; n < 2; n++) {
+      const __m512i ql = _mm512_loadu_si512(b->ql + 64 * n);
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * n)));
+      const __m512i hi01 =
+          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), low2), 4);
+      const __m512i hi23 =
+          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift23), low2), 4);
+      const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, low4), hi01);
+      const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi23);
+      _mm512_store_si512(u.q + 128 * n, _mm512_sub_epi8(q01, bias));
+      _mm512_store_si512(u.q + 128 * n + 64, _mm512_sub_epi8(q23, bias));
+    }
+    // The steps widen the stored bytes with loads (vpmovsxbd from memory): kept in registers,
+    // each 16 of them took a vextracti32x4 more on the shuffle port.
+    asm("" : "+m"(u.q));
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
+    _mm512_storeu_ps(u.s, _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)),
+                                        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
+    return u;
+  }
+  SPECLAB_AVX512 static inline Block block(const Unit& u, const uint8_t*, int64_t, int s) {
+    return {u.q + 32 * s, u.s + 2 * s};
   }
   SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
-    const __m128i q16 = h == 0 ? _mm256_castsi256_si128(b.q) : _mm256_extracti128_si256(b.q, 1);
-    return _mm512_mul_ps(b.s[h], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q16)));
+    const __m128i q16 = _mm_load_si128(reinterpret_cast<const __m128i*>(b.q + 16 * h));
+    return _mm512_mul_ps(broadcast_from_memory(b.s + h),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q16)));
   }
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
@@ -288,22 +366,28 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
   }
   const uint8_t* row[R];
   SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row0 + r * row_bytes;
-  for (int64_t i = i0; i < i1; i += 32) {
-    typename L::Block b[R];
+  for (int64_t iu = i0; iu < i1; iu += 32 * L::kUnitSteps) {
+    typename L::Unit u[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
-        _mm_prefetch(reinterpret_cast<const char*>(row[r] + L::offset(i) + pf + 64 * l),
+        _mm_prefetch(reinterpret_cast<const char*>(row[r] + L::offset(iu) + pf + 64 * l),
                      _MM_HINT_T0);
       }
-      b[r] = L::block(row[r], i);
+      u[r] = L::unit(row[r], iu);
     }
-    const float* xi = x + (i >> 5) * xs;
-    SPECLAB_UNROLL for (int h = 0; h < 2; h++) {
-      __m512 w[R];
-      SPECLAB_UNROLL for (int r = 0; r < R; r++) w[r] = L::half(b[r], row[r], i, h);
-      SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-        const __m512 xv = _mm512_loadu_ps(xi + 32 * t + 16 * h);
-        SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_fmadd_ps(w[r], xv, a[r][t]);
+    // The steps of a unit unrolled, so that a loader's step index is a constant.
+    SPECLAB_UNROLL for (int s = 0; s < L::kUnitSteps; s++) {
+      const int64_t i = iu + 32 * s;
+      typename L::Block b[R];
+      SPECLAB_UNROLL for (int r = 0; r < R; r++) b[r] = L::block(u[r], row[r], i, s);
+      const float* xi = x + (i >> 5) * xs;
+      SPECLAB_UNROLL for (int h = 0; h < 2; h++) {
+        __m512 w[R];
+        SPECLAB_UNROLL for (int r = 0; r < R; r++) w[r] = L::half(b[r], row[r], i, h);
+        SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+          const __m512 xv = _mm512_loadu_ps(xi + 32 * t + 16 * h);
+          SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_fmadd_ps(w[r], xv, a[r][t]);
+        }
       }
     }
   }
@@ -311,7 +395,7 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
     const float* xi = x + (i1 >> 5) * xs;
     __m512 w[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      w[r] = L::half(L::block(row[r], i1), row[r], i1, 0);
+      w[r] = L::half(L::block(L::unit(row[r], i1), row[r], i1, 0), row[r], i1, 0);
     }
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
       const __m512 xv = _mm512_loadu_ps(xi + 32 * t);
@@ -343,16 +427,17 @@ constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
 constexpr int64_t kSegActBytes = 16 << 10;
 constexpr int64_t kSegRowBytes = 1024;
 
-// Columns per segment for k tokens out of n32 (a multiple of 32): at most the limits above,
-// and the segments of a row of about equal length (a short last segment would leave most of
-// the next work item's first segment unprefetched).
-int64_t segment_columns(int64_t k, size_t bytes_per_32, int64_t n32) {
+// Columns per segment for k tokens out of n32 (a multiple of 32 * unit_steps): whole units of
+// unit_steps steps, at most the limits above (or one unit), and the segments of a row of about
+// equal length (a short last segment would leave most of the next work item's first segment
+// unprefetched).
+int64_t segment_columns(int64_t k, size_t bytes_per_32, int64_t n32, int unit_steps) {
   const int64_t by_act = kSegActBytes / (4 * k) / 32;
   const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_32);
-  const int64_t max_steps = std::max<int64_t>(1, std::min(by_act, by_row));
-  const int64_t steps = n32 / 32;
-  const int64_t n_seg = std::max<int64_t>(1, (steps + max_steps - 1) / max_steps);
-  return std::max<int64_t>(1, (steps + n_seg - 1) / n_seg) * 32;
+  const int64_t max_units = std::max<int64_t>(1, std::min(by_act, by_row) / unit_steps);
+  const int64_t units = n32 / 32 / unit_steps;
+  const int64_t n_seg = std::max<int64_t>(1, (units + max_units - 1) / max_units);
+  return std::max<int64_t>(1, (units + n_seg - 1) / n_seg) * unit_steps * 32;
 }
 
 // Register tiles of 4 rows x up to 4 tokens (16 accumulators, a step's weights for both
@@ -376,7 +461,7 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kPass) {
     const int k = static_cast<int>(std::min<int64_t>(kPass, n_tokens - t0));
     const float* xt = x + 32 * t0;
-    const int64_t seg = segment_columns(k, L::offset(32), n32);
+    const int64_t seg = segment_columns(k, L::offset(32), n32, L::kUnitSteps);
     for (int64_t s0 = 0;; s0 += seg) {
       const int64_t s1 = std::min(n32, s0 + seg);
       const bool last = s1 == n32;

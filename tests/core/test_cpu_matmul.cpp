@@ -185,16 +185,21 @@ TEST_P(CpuMatmulPaths, Bf16ActivationRoundingIsBounded) {
 
 // The fast row conversion must give exactly the reference's values, so quantized models
 // produce the same numbers whichever path runs.
+// (K-quants: rows of two super-blocks, every sub-block and both nibble halves.)
 TEST_P(CpuMatmulPaths, FastRowDequantizationIsExact) {
-  const DType dtypes[] = {DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1};
+  const DType dtypes[] = {DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                          DType::Q4_1, DType::Q4_K, DType::Q6_K};
   for (DType dtype : dtypes) {
-    OwnedWeights w = random_weights(dtype, 3, 96, 21);
-    std::vector<float> fast(96), ref(96);
+    const int64_t n_in = dtype_block_size(dtype) == kSuperBlock ? 2 * kSuperBlock : 96;
+    OwnedWeights w = random_weights(dtype, 3, n_in, 21);
+    std::vector<float> fast(n_in), ref(n_in);
     for (int64_t r = 0; r < 3; r++) {
       weights_row_to_f32(fast.data(), w.view, r);
-      dtype_to_f32(dtype, w.view.row_ptr(r), ref.data(), 96);
-      for (int i = 0; i < 96; i++) {
-        ASSERT_EQ(fast[i], ref[i]) << dtype_name(dtype) << " row " << r << " col " << i;
+      dtype_to_f32(dtype, w.view.row_ptr(r), ref.data(), n_in);
+      for (int64_t i = 0; i < n_in; i++) {
+        ASSERT_EQ(std::memcmp(&fast[i], &ref[i], sizeof(float)), 0)
+            << dtype_name(dtype) << " row " << r << " col " << i << ": " << fast[i] << " fast, "
+            << ref[i] << " reference";
       }
     }
   }
@@ -292,7 +297,9 @@ TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
 // threads.
 // Shapes: 29 rows leave partial work items and row tiles; 77 columns are less than a segment
 // with a scalar tail, 1031 = 2 x 512 + 7 and 1544 = 3 x 512 + 8 end on a partial segment (a
-// tail, a single slice), 1056 = 33 blocks of 32 and 768 = 3 super-blocks for quantized rows.
+// tail, a single slice), 1056 = 33 blocks of 32 and 768 = 3 super-blocks for quantized rows;
+// 2304 = 9 super-blocks, several segments of whole super-blocks even for one token (k-quants
+// are read a super-block at a time, its scales decoded once).
 // Each batch is also held to the reference within 1e-4 + 1e-4 * |ref| (FP32 vs double sums).
 TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
   struct Case {
@@ -302,7 +309,7 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
   const Case cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1544},
                         {DType::F32, 1031},  {DType::F16, 1031},  {DType::Q8_0, 1056},
                         {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 768},
-                        {DType::Q6_K, 768}};
+                        {DType::Q6_K, 768},  {DType::Q4_K, 2304}, {DType::Q6_K, 2304}};
   const int64_t n_out = 29;
   const int64_t token_counts[] = {2, 3, 5, 8, 9, 12, 13, 18, 21, 32, 64, 130};
   const int64_t max_tokens = 130;
