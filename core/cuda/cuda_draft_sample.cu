@@ -10,8 +10,11 @@
 namespace speclab {
 namespace {
 
-// out: the CudaDraftSample record (device). One block of kCudaVerifyBlock threads.
-__global__ void draft_sample_kernel(CudaDraftSample* out, const float* q, int64_t vocab, double u) {
+// out: the CudaDraftSample record (device). next_step: null, or a step buffer [n_past, id]
+// the kernel advances to the next one-token step (cuda_draft_sample_async). One block of
+// kCudaVerifyBlock threads.
+__global__ void draft_sample_kernel(CudaDraftSample* out, const float* q, int64_t vocab, double u,
+                                    int32_t* next_step, int32_t advance) {
   __shared__ CudaDrawShared sh;
   __shared__ float red_f[32];
   __shared__ double red_d[32];
@@ -30,6 +33,10 @@ __global__ void draft_sample_kernel(CudaDraftSample* out, const float* q, int64_
     out->top_prob = top;
     const double hn = vocab > 1 ? h / log(static_cast<double>(vocab)) : 0.0;
     out->entropy_norm = static_cast<float>(hn > 0.0 ? hn : 0.0);
+    if (next_step != nullptr) {
+      next_step[0] += advance;
+      next_step[1] = tok >= 0 ? static_cast<int32_t>(tok) : 0;
+    }
   }
 }
 
@@ -42,7 +49,7 @@ CudaDraftSample cuda_draft_sample(const float* q, int64_t vocab, double u, cudaS
   SPECLAB_CUDA_CHECK(
       cudaMallocAsync(reinterpret_cast<void**>(&d_out), sizeof(CudaDraftSample), stream),
       "device out of memory (draft sample)");
-  draft_sample_kernel<<<1, kCudaVerifyBlock, 0, stream>>>(d_out, q, vocab, u);
+  draft_sample_kernel<<<1, kCudaVerifyBlock, 0, stream>>>(d_out, q, vocab, u, nullptr, 0);
   SPECLAB_CUDA_CHECK_LAUNCH("draft_sample_kernel: bad launch configuration");
   CudaDraftSample host;
   SPECLAB_CUDA_CHECK(
@@ -52,6 +59,15 @@ CudaDraftSample cuda_draft_sample(const float* q, int64_t vocab, double u, cudaS
   SPECLAB_CUDA_CHECK(cudaStreamSynchronize(stream), "draft_sample_kernel failed");
   SPECLAB_INPUT_CHECK(host.token >= 0, "cuda_draft_sample: all ", vocab, " weights are zero");
   return host;
+}
+
+void cuda_draft_sample_async(CudaDraftSample* d_record, int32_t* next_step, int32_t advance,
+                             const float* q, int64_t vocab, double u, cudaStream_t stream) {
+  SPECLAB_INPUT_CHECK(u >= 0.0 && u < 1.0, "cuda_draft_sample: u must lie in [0, 1), got ", u);
+  SPECLAB_INPUT_CHECK(q != nullptr && vocab > 0, "cuda_draft_sample: empty row");
+  draft_sample_kernel<<<1, kCudaVerifyBlock, 0, stream>>>(d_record, q, vocab, u, next_step,
+                                                          advance);
+  SPECLAB_CUDA_CHECK_LAUNCH("draft_sample_kernel: bad launch configuration");
 }
 
 }  // namespace speclab

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/tree_verify.h"
@@ -84,6 +85,30 @@ void ModelDrafter::propose_chain(const std::vector<int32_t>& context, int k,
   DraftStep step;
   if (on_device) {
     const int64_t common = roll_back(context);
+    // Without a stop rule every step runs, so the whole chain goes in one call where the runner
+    // offers it: the drawn ids stay on the device and the host waits once per round, not once
+    // per drafted token. The same calls, rows, ids and records as the steps below.
+    if (stop.p_min <= 0 && k >= 2) {
+      std::vector<double> u(static_cast<size_t>(k));
+      for (int i = 0; i < k; i++) u[static_cast<size_t>(i)] = draft_uniform(key, i);
+      std::vector<DraftStep> steps(static_cast<size_t>(k));
+      if (runner_->draft_chain_on_device(context.data() + common, L - common, k, params, u.data(),
+                                         steps.data())) {
+        out->n_forward_calls += k;
+        fed_.insert(fed_.end(), context.begin() + common, context.end());
+        for (int i = 0; i < k; i++) {
+          const DraftStep& s = steps[static_cast<size_t>(i)];
+          out->tokens.push_back(s.token);
+          out->top_prob.push_back(s.top_prob);
+          out->entropy_norm.push_back(s.entropy_norm);
+          if (i + 1 < k) fed_.push_back(s.token);
+        }
+        out->q_device = steps.back().q_rows;
+        out->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        out->forward_s = out->seconds;
+        return;
+      }
+    }
     if (runner_->draft_on_device(context.data() + common, L - common, 0, params,
                                  draft_uniform(key, 0), &step)) {
       out->n_forward_calls++;

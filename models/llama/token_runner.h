@@ -105,9 +105,21 @@ class TokenRunner {
                                const SamplingParams& sampling, double u, DraftStep* out) {
     return false;
   }
-  // Copies draft rows [0, n_rows) (written by draft_on_device) to host [n_rows, vocab], for a
-  // round whose verification falls back to the host. Only runners that draft on the device
-  // have rows; the base throws InputError.
+  // k >= 2 draft steps where the logits are, with one synchronization at the end: step 0 is
+  // draft_on_device(tokens, n_tokens, 0, sampling, u[0]); step i > 0 runs the id step i - 1
+  // drew at the next position, that id never leaving the device, into row i at u[i]. Fills
+  // out[0..k) with each step's id and scalars; out[k - 1].q_rows holds rows [0, k), valid as
+  // draft_on_device's. Every step runs: a caller with a stop rule between steps drafts step
+  // by step. Returns false, touching nothing, when this backend has no such chain (the
+  // default): the caller then drafts step by step with draft_on_device.
+  virtual bool draft_chain_on_device(const int32_t* tokens, int64_t n_tokens, int k,
+                                     const SamplingParams& sampling, const double* u,
+                                     DraftStep* out) {
+    return false;
+  }
+  // Copies draft rows [0, n_rows) (written by draft_on_device or draft_chain_on_device) to
+  // host [n_rows, vocab], for a round whose verification falls back to the host. Only runners that
+  // draft on the device have rows; the base throws InputError.
   virtual void download_draft_rows(int n_rows, float* host);
 };
 

@@ -273,9 +273,17 @@ BENCHMARK(BM_CudaStepGraphs)
 class PathRunner : public CudaLlamaRunner {
  public:
   PathRunner(const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip, bool device_hooks,
-             bool graphs = false)
-      : CudaLlamaRunner(model, max_ctx, std::move(skip)), device_hooks_(device_hooks) {
+             bool graphs = false, bool chain = false)
+      : CudaLlamaRunner(model, max_ctx, std::move(skip)),
+        device_hooks_(device_hooks),
+        chain_(chain) {
     set_cuda_graphs(graphs);
+  }
+  bool draft_chain_on_device(const int32_t* tokens, int64_t n_tokens, int k,
+                             const SamplingParams& sampling, const double* u,
+                             DraftStep* out) override {
+    return device_hooks_ && chain_ &&
+           CudaLlamaRunner::draft_chain_on_device(tokens, n_tokens, k, sampling, u, out);
   }
   bool verify_on_device(const int32_t* batch, int n_draft, const DraftRows& q,
                         const SamplingParams& sampling, const VerifyConfig& config, RngKey base,
@@ -291,6 +299,7 @@ class PathRunner : public CudaLlamaRunner {
 
  private:
   bool device_hooks_;
+  bool chain_;  // drafts a round's steps in one call (draft_chain_on_device)
 };
 
 // The Llama-3.2 1B (draft) and 3B (target) shapes in BF16, built once (seconds each).
@@ -376,15 +385,16 @@ BENCHMARK(BM_CudaDraftStep)
 // accepted, so a round drafts gamma tokens and emits one. path 0 = draft sampled and target
 // verified on the host (logits copied), path 1 = target verified on the device, draft
 // sampled on the host (the path measured on 2026-11-24), path 2 = both on the device
-// (draft_on_device, q rows read in place). Manual time = wall time per round (decode_s /
-// rounds). device_s = what the round's forward passes take on the device (CUDA events, this
-// case: n_draft one-token 1B passes + one 3B pass of n_draft + 1 tokens, per round);
-// overhead_s = round - device_s: the host's work and waits, the copies, and the sampling and
-// verification kernels (an upper bound on host time); overhead_over_T1 = overhead_s / T(1)
-// of the 3B shape, the figure the 5% aim concerns. sample_s: the decoder's host sampling
-// and verification time per round (RoundRecord::sample_s; 0 when the target verifies on
-// the device). graphs:1 (path 2 only): both runners replay CUDA graphs of their steps, and
-// device_s comes from probe runners with graphs on too.
+// (draft_on_device step by step, q rows read in place), path 3 = path 2 with the round's draft
+// steps in one chain (draft_chain_on_device: one host synchronization per round's drafting). Manual
+// time = wall time per round (decode_s / rounds). device_s = what the round's forward passes take
+// on the device (CUDA events, this case: n_draft one-token 1B passes + one 3B pass of n_draft + 1
+// tokens, per round); overhead_s = round - device_s: the host's work and waits, the copies, and the
+// sampling and verification kernels (an upper bound on host time); overhead_over_T1 = overhead_s /
+// T(1) of the 3B shape, the figure the 5% aim concerns. sample_s: the decoder's host sampling and
+// verification time per round (RoundRecord::sample_s; 0 when the target verifies on the device).
+// graphs:1 (path 2 only): both runners replay CUDA graphs of their steps, and device_s comes from
+// probe runners with graphs on too.
 void BM_CudaSpeculativeRound(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const int path = static_cast<int>(state.range(0));
@@ -397,7 +407,7 @@ void BM_CudaSpeculativeRound(benchmark::State& state) {
   const TokenRunnerFactory factory = [path, graphs](const LlamaModel& model, int64_t max_ctx,
                                                     std::vector<bool> skip) {
     return std::unique_ptr<TokenRunner>(
-        new PathRunner(model, max_ctx, std::move(skip), path == 2, graphs));
+        new PathRunner(model, max_ctx, std::move(skip), path >= 2, graphs, path == 3));
   };
   ModelDrafter drafter(*m.draft, "llama-3.2-1b", ctx, {}, factory);
   // Device times of the passes a round makes, measured on runners of the same shapes.
@@ -447,7 +457,7 @@ void BM_CudaSpeculativeRound(benchmark::State& state) {
   state.counters["T1_s"] = target_s[1];
   state.counters["overhead_over_T1"] = target_s[1] > 0 ? (round_s - device_s) / target_s[1] : 0.0;
   const char* names[] = {"host draft, host verify", "host draft, device verify",
-                         "device draft, device verify"};
+                         "device draft, device verify", "device draft chain, device verify"};
   state.counters["graph_failures"] = static_cast<double>(target.cuda_graph_stats().failures);
   state.SetLabel(std::string(names[path]) + (graphs ? ", graphs on" : ""));
 }
@@ -455,6 +465,7 @@ BENCHMARK(BM_CudaSpeculativeRound)
     ->ArgNames({"path", "gamma", "T_pct", "graphs"})
     ->ArgsProduct({{0, 1, 2}, {1, 4}, {0, 100}, {0}})
     ->ArgsProduct({{2}, {1, 4}, {0, 100}, {1}})
+    ->ArgsProduct({{3}, {4}, {0, 100}, {0, 1}})
     ->Iterations(3)
     ->UseManualTime();
 

@@ -2,7 +2,8 @@
 """CUDA graphs on against off, from a speclab_bench JSON file (--benchmark_out): one row per
 model and k of BM_CudaStepGraphs (step time off and on, their ratio, the weight rate as a
 fraction of BM_CudaCopy's rate in the same run, T(k)/T(1) off and on), then the
-BM_CudaSpeculativeRound rows of path 2 (device draft, device verify) with graphs off and on.
+BM_CudaSpeculativeRound rows of paths 2 (device draft step by step, device verify) and 3 (the
+round's draft steps in one chain) with graphs off and on.
 
     python3 tests/bench/step_graphs_table.py build-device/bench_cuda.json
 
@@ -48,13 +49,15 @@ def main(path):
                       f"{on['wall_s'] * 1e3:10.3f}")
         failures = sum(b.get("graph_failures", 0) for b in steps.values())
         print(f"graph capture failures: {failures:.0f}")
-    rounds = [b for b in rows if b["name"].startswith("BM_CudaSpeculativeRound/path:2/")]
+    rounds = [b for b in rows if b["name"].startswith(("BM_CudaSpeculativeRound/path:2/",
+                                                         "BM_CudaSpeculativeRound/path:3/"))]
     if rounds:
-        print(f"{'round (path 2)':32} {'round ms':>9} {'overhead/T1':>11}")
+        print(f"{'round (path 2: steps, 3: chain)':40} {'round ms':>9} {'overhead/T1':>11}")
         for b in rounds:
             a = args_of(b["name"])
-            label = f"gamma {a['gamma']} T {a['T_pct'] / 100:g} graphs {a.get('graphs', 0)}"
-            print(f"{label:32} {b['round_s'] * 1e3:9.3f} {b['overhead_over_T1']:11.3f}")
+            label = (f"path {a['path']} gamma {a['gamma']} T {a['T_pct'] / 100:g} "
+                     f"graphs {a.get('graphs', 0)}")
+            print(f"{label:40} {b['round_s'] * 1e3:9.3f} {b['overhead_over_T1']:11.3f}")
 
 
 if __name__ == "__main__":

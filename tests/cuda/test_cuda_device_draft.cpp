@@ -208,6 +208,14 @@ class MirroredDraftRunner : public CudaLlamaRunner {
     return CudaLlamaRunner::draft_on_device(tokens, n_tokens, row, sampling,
                                             std::nextafter(1.0 - u, 0.0), out);
   }
+  bool draft_chain_on_device(const int32_t* tokens, int64_t n_tokens, int k,
+                             const SamplingParams& sampling, const double* u,
+                             DraftStep* out) override {
+    std::vector<double> mirrored(u, u + k);
+    for (double& x : mirrored) x = std::nextafter(1.0 - x, 0.0);
+    return CudaLlamaRunner::draft_chain_on_device(tokens, n_tokens, k, sampling, mirrored.data(),
+                                                  out);
+  }
 };
 
 // Sampled requests, both models on the device, against the all-CPU path with the same keys:
@@ -248,6 +256,84 @@ TEST(CudaDeviceDraft, SampledDecoderWithDeviceDraftAgreesWithCpu) {
   EXPECT_GE(honest, 0.95) << "device drafting agrees with the CPU on " << honest;
   const double mirrored = agreement(mirrored_drafter);
   EXPECT_LT(mirrored, 0.95) << "planted mirrored draw agrees on " << mirrored;
+}
+
+// The chain (draft_chain_on_device: each draw feeds the next pass on the device, one
+// synchronization) against the same steps made one by one with draft_on_device on a second
+// runner: the same ids, scalars and q rows, bit for bit (the same kernels on the same inputs),
+// with graphs off and on, after a catch-up of several tokens and after a rollback; and the
+// cache ends at the same position.
+TEST(CudaDeviceDraft, ChainEqualsTheStepsOneByOne) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const auto model = llama_make_synthetic("tiny:F32", 8);
+  const int64_t vocab = model->config.vocab_size;
+  for (bool graphs : {false, true}) {
+    CudaLlamaRunner steps(*model, 128), chain(*model, 128);
+    steps.set_cuda_graphs(graphs);
+    chain.set_cuda_graphs(graphs);
+    SamplingParams sp;
+    sp.temperature = 1.0f;
+    const std::vector<int32_t> context = {1, 17, 4, 9, 33};
+    for (int round = 0; round < 4; round++) {
+      SCOPED_TRACE(testing::Message() << "graphs " << graphs << " round " << round);
+      const int k = 3 + round % 3;
+      const int64_t rewind = round == 0 ? 0 : 3;  // later rounds: a rollback, 2 tokens re-fed
+      steps.truncate(rewind);
+      chain.truncate(rewind);
+      std::vector<double> u(static_cast<size_t>(k));
+      for (int i = 0; i < k; i++)
+        u[static_cast<size_t>(i)] = draft_uniform(RngKey{3, 0, 7, 0, 0}, i + round);
+      const int32_t* fed = context.data() + rewind;
+      const int64_t n_fed = static_cast<int64_t>(context.size()) - rewind;
+      std::vector<DraftStep> a(static_cast<size_t>(k)), b(static_cast<size_t>(k));
+      ASSERT_TRUE(steps.draft_on_device(fed, n_fed, 0, sp, u[0], &a[0]));
+      for (int i = 1; i < k; i++) {
+        const int32_t tok = a[static_cast<size_t>(i - 1)].token;
+        ASSERT_TRUE(steps.draft_on_device(&tok, 1, i, sp, u[static_cast<size_t>(i)],
+                                          &a[static_cast<size_t>(i)]));
+      }
+      ASSERT_TRUE(chain.draft_chain_on_device(fed, n_fed, k, sp, u.data(), b.data()));
+      EXPECT_EQ(chain.n_past(), steps.n_past());
+      for (int i = 0; i < k; i++) {
+        EXPECT_EQ(b[static_cast<size_t>(i)].token, a[static_cast<size_t>(i)].token) << "step " << i;
+        EXPECT_EQ(b[static_cast<size_t>(i)].top_prob, a[static_cast<size_t>(i)].top_prob)
+            << "step " << i;
+        EXPECT_EQ(b[static_cast<size_t>(i)].entropy_norm, a[static_cast<size_t>(i)].entropy_norm)
+            << "step " << i;
+      }
+      std::vector<float> qa(static_cast<size_t>(k * vocab)), qb(qa.size());
+      steps.download_draft_rows(k, qa.data());
+      chain.download_draft_rows(k, qb.data());
+      EXPECT_EQ(qa, qb);
+    }
+    if (graphs) {
+      EXPECT_GT(chain.cuda_graph_stats().replays, 0) << "the chain never replayed a graph";
+    }
+  }
+}
+
+// The chain refuses bad arguments before any device work: k < 2, a uniform outside [0, 1) at
+// any step, a bad token, no room for all k positions; the cache is unchanged.
+TEST(CudaDeviceDraft, ChainBadArgumentsLeaveTheRunnerUnchanged) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const auto model = llama_make_synthetic("tiny:F32", 7);
+  CudaLlamaRunner gpu(*model, 8);
+  const int32_t tok = 3, bad_tok = 100000;
+  std::vector<DraftStep> out(10);
+  const std::vector<double> u = {0.5, 0.25, 0.75, 0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8};
+  std::vector<double> late_bad = u;
+  late_bad[3] = 1.0;
+  EXPECT_THROW(gpu.draft_chain_on_device(&tok, 1, 1, SamplingParams{}, u.data(), out.data()),
+               InputError);
+  EXPECT_THROW(gpu.draft_chain_on_device(&tok, 1, 5, SamplingParams{}, late_bad.data(), out.data()),
+               InputError);
+  EXPECT_THROW(gpu.draft_chain_on_device(&bad_tok, 1, 3, SamplingParams{}, u.data(), out.data()),
+               InputError);
+  EXPECT_THROW(gpu.draft_chain_on_device(&tok, 1, 9, SamplingParams{}, u.data(), out.data()),
+               InputError);  // 1 + 8 positions > max_ctx 8
+  EXPECT_EQ(gpu.n_past(), 0);
+  EXPECT_TRUE(gpu.draft_chain_on_device(&tok, 1, 8, SamplingParams{}, u.data(), out.data()));
+  EXPECT_EQ(gpu.n_past(), 8);
 }
 
 // Bad arguments are refused before any device work: the cache is unchanged.

@@ -58,7 +58,8 @@ class SelfVerifyingRunner : public LlamaRunner {
 };
 
 // draft_on_device = forward(last row) -> sampling_standardize into row `row` of its own rows
-// -> sampling_draw at u, returning the scalars draft_sample_step records.
+// -> sampling_draw at u, returning the scalars draft_sample_step records; draft_chain_on_device
+// (declined unless offers_chain) = those steps in a row.
 class HostDraftingRunner : public LlamaRunner {
  public:
   using LlamaRunner::LlamaRunner;
@@ -87,14 +88,32 @@ class HostDraftingRunner : public LlamaRunner {
     out->q_rows = rows_.data();
     return true;
   }
+  // draft_chain_on_device, when offered: draft_on_device step by step, each step fed the id
+  // the step before drew, as the CUDA runner's chain does on the device.
+  bool draft_chain_on_device(const int32_t* tokens, int64_t n_tokens, int k,
+                             const SamplingParams& sampling, const double* u,
+                             DraftStep* out) override {
+    if (!offers_chain) return false;
+    chain_calls++;
+    draft_on_device(tokens, n_tokens, 0, sampling, u[0], &out[0]);
+    for (int i = 1; i < k; i++) {
+      // planted bug: every step fed the chain's first id
+      const int32_t fed = chain_feeds_first ? out[0].token : out[i - 1].token;
+      draft_on_device(&fed, 1, i, sampling, u[i], &out[i]);
+    }
+    return true;
+  }
   void download_draft_rows(int n_rows, float* host) override {
     downloads++;
     std::copy(rows_.begin(), rows_.begin() + static_cast<int64_t>(n_rows) * vocab(), host);
   }
   int calls = 0;
   int downloads = 0;
+  int chain_calls = 0;
+  bool offers_chain = false;
   bool mirror_u = false;
   bool off_by_one = false;
+  bool chain_feeds_first = false;
 
  private:
   std::vector<float> rows_;                  // [rows drafted this round, vocab]

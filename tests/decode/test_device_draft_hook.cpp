@@ -154,6 +154,107 @@ TEST(DeviceDraftHook, DeviceDraftingEqualsTheHostPath) {
   }
 }
 
+// A runner that offers the whole chain (draft_chain_on_device: the drawn ids stay on the
+// device, one synchronization per round): proposal by proposal the host path's tokens,
+// records, forward calls and q rows, bit for bit; the drafter takes the chain for every round
+// of two or more drafts without a stop rule and never with one (p_min reads each step's top
+// probability before the next step). Planted: a chain that feeds every step the chain's first
+// id drafts other tokens.
+TEST(DeviceDraftHook, ChainProposalEqualsTheHostProposal) {
+  threads_set(1);
+  const int64_t vocab = 64;
+  decode_test::Pair pair(vocab);
+  for (bool planted : {false, true}) {
+    DraftingFactory factory;
+    ModelDrafter host(*pair.other, "other", 256);
+    ModelDrafter device(*pair.other, "other", 256, {}, factory.make());
+    ASSERT_NE(factory.last, nullptr);
+    factory.last->offers_chain = true;
+    factory.last->chain_feeds_first = planted;
+    int64_t differ = 0;
+    for (const Case& c : kCases) {
+      DraftStopRule stop;
+      stop.p_min = c.p_min;
+      const int chains_before = factory.last->chain_calls;
+      int64_t proposals = 0;
+      for (const auto& prompt : decode_test::prompts(vocab)) {
+        std::vector<int32_t> context = prompt;
+        for (int round = 0; round < 4; round++) {  // growing contexts: catch-up and rollback
+          const RngKey key{9, 0, static_cast<uint64_t>(context.size()), 0, 0};
+          DraftProposal a, b;
+          host.propose(context, 5, params_of(c), stop, key, &a);
+          device.propose_keeping_q_on_device(context, 5, params_of(c), stop, key, &b);
+          device.fetch_q(&b);
+          proposals++;
+          if (planted) {
+            differ += a.tokens != b.tokens;
+          } else {
+            SCOPED_TRACE(testing::Message() << "T " << c.temperature << " p_min " << c.p_min);
+            ASSERT_EQ(a.tokens, b.tokens);
+            EXPECT_EQ(a.top_prob, b.top_prob);
+            EXPECT_EQ(a.entropy_norm, b.entropy_norm);
+            EXPECT_EQ(a.n_forward_calls, b.n_forward_calls);
+            EXPECT_EQ(a.q, b.q);
+          }
+          for (size_t i = 0; i < 2 && i < a.tokens.size(); i++) context.push_back(a.tokens[i]);
+          context.push_back(static_cast<int32_t>((context.back() * 7 + 3) % vocab));
+        }
+      }
+      const int chains = factory.last->chain_calls - chains_before;
+      if (c.p_min > 0) {
+        EXPECT_EQ(chains, 0) << "a chain ran under the p_min stop rule";
+      } else {
+        EXPECT_EQ(chains, proposals) << "T " << c.temperature;
+      }
+    }
+    if (planted) {
+      EXPECT_GT(differ, 0) << "the planted chain drafted the host path's tokens";
+    }
+  }
+}
+
+// Whole requests with a drafter that offers the chain and a target that verifies on its
+// "device": the all-host path's tokens and round records exactly, one chain per round with
+// two or more drafts and no stop rule.
+TEST(DeviceDraftHook, ChainDraftingEqualsTheHostPath) {
+  threads_set(1);
+  const int64_t vocab = 64;
+  decode_test::Pair pair(vocab);
+  LlamaRunner host_target(*pair.target, 256);
+  SelfVerifyingRunner device_target(*pair.target, 256);
+  DraftingFactory factory;
+  ModelDrafter host_drafter(*pair.other, "draft", 256);
+  ModelDrafter device_drafter(*pair.other, "draft", 256, {}, factory.make());
+  factory.last->offers_chain = true;
+  for (const Case& c : kCases) {
+    for (const auto& prompt : decode_test::prompts(vocab)) {
+      GenerationRequest req;
+      req.prompt = prompt;
+      req.max_new_tokens = 20;
+      req.seed = 7;
+      req.sampling = params_of(c);
+      SpeculativeConfig cfg;
+      cfg.gamma = 4;
+      cfg.draft_sampling = req.sampling;
+      cfg.stop_rule.p_min = c.p_min;
+      const GenerationResult ref = generate_speculative(host_target, host_drafter, req, cfg);
+      factory.last->chain_calls = 0;
+      const GenerationResult got = generate_speculative(device_target, device_drafter, req, cfg);
+      SCOPED_TRACE(testing::Message() << "T " << c.temperature << " p_min " << c.p_min);
+      expect_same_rounds(ref, got);
+      int chained_rounds = 0;
+      for (const RoundRecord& r : got.rounds) chained_rounds += r.n_draft >= 2;
+      if (c.p_min > 0) {
+        EXPECT_EQ(factory.last->chain_calls, 0);
+      } else {
+        EXPECT_EQ(factory.last->chain_calls, chained_rounds);
+        EXPECT_GT(chained_rounds, 0);
+      }
+      EXPECT_EQ(factory.last->downloads, 0);
+    }
+  }
+}
+
 // A runner that does not offer device drafting (the default) keeps the host path: host q
 // reaches the device verifier.
 TEST(DeviceDraftHook, HostPathWhenNotOffered) {

@@ -86,7 +86,10 @@ const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_to
   step_host_[0] = static_cast<int32_t>(kv_.n_past);
   std::copy(tokens, tokens + n_tokens, step_host_.begin() + 1);
   step_.upload(step_host_.data(), step_host_.size(), stream_);
+  return run_step(n_tokens, last_only);
+}
 
+const float* CudaLlamaRunner::run_step(int64_t n_tokens, bool last_only) {
   const CudaGraphKey key{n_tokens, last_only};
   switch (graph_book_.next(key)) {
     case CudaGraphAction::kPlain:
@@ -261,6 +264,49 @@ bool CudaLlamaRunner::draft_on_device(const int32_t* tokens, int64_t n_tokens, i
   out->top_prob = s.top_prob;
   out->entropy_norm = s.entropy_norm;
   out->q_rows = draft_rows_.data();
+  return true;
+}
+
+bool CudaLlamaRunner::draft_chain_on_device(const int32_t* tokens, int64_t n_tokens, int k,
+                                            const SamplingParams& sampling, const double* u,
+                                            DraftStep* out) {
+  // Host checks before any device work: the sampling, every uniform, the tokens and the room
+  // for all k positions (the chained steps' ids are drawn on the device, in range).
+  sampling_validate(sampling);
+  SPECLAB_INPUT_CHECK(k >= 2, "draft_chain_on_device: k = ", k, " (expected >= 2)");
+  for (int i = 0; i < k; i++) {
+    SPECLAB_INPUT_CHECK(u[i] >= 0.0 && u[i] < 1.0, "draft_chain_on_device: u[", i,
+                        "] must lie in [0, 1), got ", u[i]);
+  }
+  kv_.check_append(tokens, n_tokens, config_.vocab_size);
+  SPECLAB_INPUT_CHECK(kv_.n_past + n_tokens + (k - 1) <= kv_.max_ctx, "context of ",
+                      kv_.n_past + n_tokens + (k - 1), " tokens exceeds the limit ", kv_.max_ctx);
+  const int64_t vocab = config_.vocab_size;
+  ensure_draft_rows(k);
+  chain_records_.resize(static_cast<size_t>(k));
+  const float* d_logits = forward_device(tokens, n_tokens, /*last_only=*/true);  // [1, vocab]
+  for (int i = 0; i < k; i++) {
+    float* q_row = draft_rows_.data() + static_cast<int64_t>(i) * vocab;
+    cuda_sampling_standardize(q_row, d_logits, 1, vocab, sampling, stream_);
+    // Step i's draw becomes step i + 1's input: step_ = [n_past, id], n_past advanced by the
+    // tokens step i ran. Stream order: step i's pass has read step_ before the draw writes it.
+    const bool last = i + 1 == k;
+    cuda_draft_sample_async(chain_records_.data() + i, last ? nullptr : step_.data(),
+                            static_cast<int32_t>(i == 0 ? n_tokens : 1), q_row, vocab, u[i],
+                            stream_);
+    if (!last) d_logits = run_step(1, /*last_only=*/true);
+  }
+  std::vector<CudaDraftSample> records(static_cast<size_t>(k));
+  chain_records_.download(records.data(), records.size(), stream_);  // the chain's one wait
+  n_draft_rows_ = k;
+  for (int i = 0; i < k; i++) {
+    const CudaDraftSample& r = records[static_cast<size_t>(i)];
+    SPECLAB_INPUT_CHECK(r.token >= 0, "cuda_draft_sample: all ", vocab, " weights are zero");
+    out[i].token = r.token;
+    out[i].top_prob = r.top_prob;
+    out[i].entropy_norm = r.entropy_norm;
+    out[i].q_rows = draft_rows_.data();
+  }
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cuda/cuda_buffer.h"
+#include "core/cuda/cuda_draft_sample.h"
 #include "core/cuda/cuda_graph.h"
 #include "core/cuda/cuda_graph_book.h"
 #include "core/cuda/cuda_weights.h"
@@ -55,6 +56,15 @@ class CudaLlamaRunner : public TokenRunner {
   // Synchronizes (the host needs the id to feed the next step). Never declines.
   bool draft_on_device(const int32_t* tokens, int64_t n_tokens, int row,
                        const SamplingParams& sampling, double u, DraftStep* out) override;
+  // k draft steps with one synchronization: step 0 as draft_on_device(tokens, n_tokens, 0);
+  // each step's draw kernel then writes its id and the next position into the step buffer
+  // the next step's forward pass reads (a graph replay where graphs are on), so no id
+  // crosses to the host until the k records come back in one copy. Every argument is
+  // checked before any device work (the uniforms, the room for all k positions). Never
+  // declines.
+  bool draft_chain_on_device(const int32_t* tokens, int64_t n_tokens, int k,
+                             const SamplingParams& sampling, const double* u,
+                             DraftStep* out) override;
   void download_draft_rows(int n_rows, float* host) override;
 
   // CUDA graphs of the forward pass (core/cuda/cuda_graph_book.h): on, a step shape
@@ -86,6 +96,9 @@ class CudaLlamaRunner : public TokenRunner {
   // step_ (what a graph captures). Every pointer and size it passes depends only on
   // (n_tokens, last_only) and the buffers, never on n_past or the ids.
   void enqueue_forward(int64_t n_tokens, bool last_only);
+  // The kernels of one step over what step_ holds (a graph replay, a capture or plain
+  // launches), then n_past advances by n_tokens; returns the device logits.
+  const float* run_step(int64_t n_tokens, bool last_only);
   void ensure_draft_rows(int n_rows);
 
   LlamaConfig config_;
@@ -115,7 +128,8 @@ class CudaLlamaRunner : public TokenRunner {
   CudaBuffer<float> draft_q_;       // [n_draft, vocab] a host drafter's q, uploaded
   CudaBuffer<float> draft_rows_;    // [>= rows drafted this round, vocab] q of draft_on_device
   int n_draft_rows_ = 0;            // rows [0, n) hold the last draft_on_device's round
-  std::vector<float> logits_host_;  // [n_tokens or 1, vocab]
+  CudaBuffer<CudaDraftSample> chain_records_;  // [k] a draft chain's records
+  std::vector<float> logits_host_;             // [n_tokens or 1, vocab]
 
   CudaGraphBook graph_book_;
   std::map<CudaGraphKey, CudaGraphExec> graphs_;  // one per captured step shape
