@@ -62,6 +62,55 @@ void attend_one_plain(float* oh, const float* qh, const float* k_cache, const fl
 #define SPECLAB_AVX512F __attribute__((target("avx512f")))
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
+// Eight floats at lo in lanes 0..7 and eight at hi in lanes 8..15.
+SPECLAB_AVX512F inline __m512 pair_of(const float* lo, const float* hi) {
+  const __m512d l = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(lo)));
+  return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm256_loadu_ps(hi)), 1));
+}
+
+// dot_lanes' reduction of the 8 lanes in each half of v, in registers and in its order:
+// ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)); *lo from lanes 0..7, *hi from 8..15.
+SPECLAB_AVX512F inline void reduce_pair(__m512 v, float* lo, float* hi) {
+  const __m512 s1 =
+      _mm512_add_round_ps(v, _mm512_shuffle_f32x4(v, v, 0xB1), kRound);            // l_j + l_j+4
+  const __m512 s2 = _mm512_add_round_ps(s1, _mm512_permute_ps(s1, 0xB1), kRound);  // (0+4)+(1+5)
+  const __m512 s3 = _mm512_add_round_ps(s2, _mm512_permute_ps(s2, 0x4E), kRound);  // lanes 0, 8
+  *lo = _mm512_cvtss_f32(s3);
+  *hi = _mm_cvtss_f32(_mm512_extractf32x4_ps(s3, 2));
+}
+
+// o[d] = sum over positions i in order of scores[i] * V_i[offset + d], d < width <= 16 R,
+// each product and sum rounded on its own (the plain code's arithmetic). kMasked: the last
+// registers are partial (width < 16 R).
+template <int R, bool kMasked, typename SlotFn>
+SPECLAB_AVX512F inline void weighted_v_sum(float* o, const float* v_cache, const float* scores,
+                                           int64_t n_ctx, SlotFn slot, int64_t kv_stride,
+                                           int64_t offset, int64_t width) {
+  __mmask16 mask[R];
+  __m512 acc[R];
+  for (int r = 0; r < R; r++) {
+    const int64_t left = std::min<int64_t>(16, std::max<int64_t>(0, width - 16 * r));
+    mask[r] = static_cast<__mmask16>((1u << left) - 1u);
+    acc[r] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < n_ctx; i++) {
+    const float* vh = v_cache + slot(i) * kv_stride + offset;
+    const __m512 a = _mm512_set1_ps(scores[i]);
+    for (int r = 0; r < R; r++) {
+      const __m512 v =
+          kMasked ? _mm512_maskz_loadu_ps(mask[r], vh + 16 * r) : _mm512_loadu_ps(vh + 16 * r);
+      acc[r] = _mm512_add_round_ps(acc[r], _mm512_mul_round_ps(a, v, kRound), kRound);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    if (kMasked) {
+      _mm512_mask_storeu_ps(o + 16 * r, mask[r], acc[r]);
+    } else {
+      _mm512_storeu_ps(o + 16 * r, acc[r]);
+    }
+  }
+}
+
 // attend_one_plain with AVX-512 registers and the same arithmetic, bit for bit: the dot keeps
 // dot_lanes' 8 lanes (in the low half of a register: lane j sums the products of the elements
 // j mod 8 in order), its reduction and its tail; every V sum is oh[d] + a * v[d] per element in
@@ -73,7 +122,32 @@ SPECLAB_AVX512F void attend_one_avx512(float* oh, const float* qh, const float* 
                                        int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
                                        float scale, float* scores) {
   const int64_t n8 = head_dim / 8 * 8;
-  for (int64_t i = 0; i < n_ctx; i++) {
+  int64_t i = 0;
+  // Eight positions at a time, two per register (position p in lanes 0..7, p + 1 in 8..15), so
+  // four independent sums are in flight where one position's eight dependent adds left the
+  // core waiting on their latency; the reduction tree runs in registers.
+  for (; i + 8 <= n_ctx; i += 8) {
+    const float* kh[8];
+    for (int p = 0; p < 8; p++) kh[p] = k_cache + slot(i + p) * kv_stride + kv_offset;
+    __m512 acc[4];
+    for (int r = 0; r < 4; r++) acc[r] = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n8; j += 8) {
+      const __m512 qj = pair_of(qh + j, qh + j);
+      for (int r = 0; r < 4; r++) {
+        const __m512 b = pair_of(kh[2 * r] + j, kh[2 * r + 1] + j);
+        acc[r] = _mm512_add_round_ps(acc[r], _mm512_mul_round_ps(qj, b, kRound), kRound);
+      }
+    }
+    for (int r = 0; r < 4; r++) {
+      float lo, hi;
+      reduce_pair(acc[r], &lo, &hi);
+      const float tail_lo = n8 < head_dim ? dot_tail(qh, kh[2 * r], n8, head_dim) : 0.0f;
+      const float tail_hi = n8 < head_dim ? dot_tail(qh, kh[2 * r + 1], n8, head_dim) : 0.0f;
+      scores[i + 2 * r] = (lo + tail_lo) * scale;
+      scores[i + 2 * r + 1] = (hi + tail_hi) * scale;
+    }
+  }
+  for (; i < n_ctx; i++) {
     const float* kh = k_cache + slot(i) * kv_stride + kv_offset;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t j = 0; j < n8; j += 8) {
@@ -89,25 +163,21 @@ SPECLAB_AVX512F void attend_one_avx512(float* oh, const float* qh, const float* 
                 scale;
   }
   softmax(scores, n_ctx);
-  // V: 64 columns at a time in four registers over all positions (each column's sum still
-  // runs over the positions in order).
-  for (int64_t d0 = 0; d0 < head_dim; d0 += 64) {
-    __mmask16 mask[4];
-    __m512 acc[4];
-    for (int r = 0; r < 4; r++) {
-      const int64_t left = std::min<int64_t>(16, std::max<int64_t>(0, head_dim - d0 - 16 * r));
-      mask[r] = static_cast<__mmask16>((1u << left) - 1u);
-      acc[r] = _mm512_setzero_ps();
+  // V: up to 128 columns per pass over the positions (each column's sum still runs over the
+  // positions in order). Each register's sum waits on its previous add, so a pass keeps as
+  // many registers as the columns fill: 8 for head_dim 128 (one pass, where two passes of 4
+  // waited twice as long), unmasked where the pass is full.
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 128) {
+    const int64_t width = std::min<int64_t>(128, head_dim - d0);
+    float* o = oh + d0;
+    const int64_t off = kv_offset + d0;
+    if (width == 128) {
+      weighted_v_sum<8, false>(o, v_cache, scores, n_ctx, slot, kv_stride, off, width);
+    } else if (width == 64) {
+      weighted_v_sum<4, false>(o, v_cache, scores, n_ctx, slot, kv_stride, off, width);
+    } else {
+      weighted_v_sum<8, true>(o, v_cache, scores, n_ctx, slot, kv_stride, off, width);
     }
-    for (int64_t i = 0; i < n_ctx; i++) {
-      const float* vh = v_cache + slot(i) * kv_stride + kv_offset + d0;
-      const __m512 a = _mm512_set1_ps(scores[i]);
-      for (int r = 0; r < 4; r++) {
-        const __m512 v = _mm512_maskz_loadu_ps(mask[r], vh + 16 * r);
-        acc[r] = _mm512_add_round_ps(acc[r], _mm512_mul_round_ps(a, v, kRound), kRound);
-      }
-    }
-    for (int r = 0; r < 4; r++) _mm512_mask_storeu_ps(oh + d0 + 16 * r, mask[r], acc[r]);
   }
 }
 
