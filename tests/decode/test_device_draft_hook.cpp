@@ -56,6 +56,47 @@ SamplingParams params_of(const Case& c) {
   return sp;
 }
 
+// A request of 20 tokens from `prompt` (seed 7) sampled as c says, and a gamma-4 speculative
+// configuration drafting with the same sampling and c's stop rule.
+GenerationRequest request_of(const Case& c, const std::vector<int32_t>& prompt) {
+  GenerationRequest req;
+  req.prompt = prompt;
+  req.max_new_tokens = 20;
+  req.seed = 7;
+  req.sampling = params_of(c);
+  return req;
+}
+SpeculativeConfig config_of(const Case& c) {
+  SpeculativeConfig cfg;
+  cfg.gamma = 4;
+  cfg.draft_sampling = params_of(c);
+  cfg.stop_rule.p_min = c.p_min;
+  return cfg;
+}
+
+// The host drafter's and the device drafter's proposals (k = 5, sampled as c says, c's stop
+// rule) over growing contexts, handed to check(a, b): from each prompt, 4 rounds, each
+// accepting two drafts and a correction, so the next round rolls back and catches up.
+// ASSERTs inside check end only that call.
+template <class Check>
+void compare_proposals(ModelDrafter& host, ModelDrafter& device, const Case& c, int64_t vocab,
+                       Check check) {
+  DraftStopRule stop;
+  stop.p_min = c.p_min;
+  for (const auto& prompt : decode_test::prompts(vocab)) {
+    std::vector<int32_t> context = prompt;
+    for (int round = 0; round < 4; round++) {
+      const RngKey key{9, 0, static_cast<uint64_t>(context.size()), 0, 0};
+      DraftProposal a, b;
+      host.propose(context, 5, params_of(c), stop, key, &a);
+      device.propose_keeping_q_on_device(context, 5, params_of(c), stop, key, &b);
+      check(a, b);
+      for (size_t i = 0; i < 2 && i < a.tokens.size(); i++) context.push_back(a.tokens[i]);
+      context.push_back(static_cast<int32_t>((context.back() * 7 + 3) % vocab));
+    }
+  }
+}
+
 // Proposal by proposal: the device path drafts the host path's tokens with the same top
 // probabilities, entropies, forward calls and (fetched) q rows, bit for bit; before fetch_q
 // the rows are on the "device" only.
@@ -68,35 +109,23 @@ TEST(DeviceDraftHook, DeviceProposalEqualsTheHostProposal) {
   ModelDrafter device(*pair.other, "other", 256, {}, factory.make());
   ASSERT_NE(factory.last, nullptr);
   for (const Case& c : kCases) {
-    DraftStopRule stop;
-    stop.p_min = c.p_min;
     int64_t stopped_early = 0, stopped_mid_round = 0;
-    for (const auto& prompt : decode_test::prompts(vocab)) {
-      std::vector<int32_t> context = prompt;
-      for (int round = 0; round < 4; round++) {  // growing contexts: catch-up and rollback
-        const RngKey key{9, 0, static_cast<uint64_t>(context.size()), 0, 0};
-        DraftProposal a, b;
-        host.propose(context, 5, params_of(c), stop, key, &a);
-        device.propose_keeping_q_on_device(context, 5, params_of(c), stop, key, &b);
-        SCOPED_TRACE(testing::Message() << "T " << c.temperature << " p_min " << c.p_min);
-        ASSERT_EQ(a.tokens, b.tokens);
-        EXPECT_EQ(a.top_prob, b.top_prob);
-        EXPECT_EQ(a.entropy_norm, b.entropy_norm);
-        EXPECT_EQ(a.n_forward_calls, b.n_forward_calls);
-        EXPECT_TRUE(b.q.empty());
-        if (!b.tokens.empty()) {
-          EXPECT_NE(b.q_device, nullptr);
-        }
-        device.fetch_q(&b);
-        EXPECT_EQ(b.q_device, nullptr);
-        EXPECT_EQ(a.q, b.q);
-        stopped_early += a.tokens.size() < 5;
-        stopped_mid_round += !a.tokens.empty() && a.tokens.size() < 5;
-        // Accept two drafts and a correction: the next round rolls back and catches up.
-        for (size_t i = 0; i < 2 && i < a.tokens.size(); i++) context.push_back(a.tokens[i]);
-        context.push_back(static_cast<int32_t>((context.back() * 7 + 3) % vocab));
+    compare_proposals(host, device, c, vocab, [&](const DraftProposal& a, DraftProposal& b) {
+      SCOPED_TRACE(testing::Message() << "T " << c.temperature << " p_min " << c.p_min);
+      ASSERT_EQ(a.tokens, b.tokens);
+      EXPECT_EQ(a.top_prob, b.top_prob);
+      EXPECT_EQ(a.entropy_norm, b.entropy_norm);
+      EXPECT_EQ(a.n_forward_calls, b.n_forward_calls);
+      EXPECT_TRUE(b.q.empty());
+      if (!b.tokens.empty()) {
+        EXPECT_NE(b.q_device, nullptr);
       }
-    }
+      device.fetch_q(&b);
+      EXPECT_EQ(b.q_device, nullptr);
+      EXPECT_EQ(a.q, b.q);
+      stopped_early += a.tokens.size() < 5;
+      stopped_mid_round += !a.tokens.empty() && a.tokens.size() < 5;
+    });
     if (c.p_min > 0) {
       EXPECT_GT(stopped_early, 0) << "the stop rule never fired";
       EXPECT_GT(stopped_mid_round, 0) << "the stop rule never fired after a drafted token";
@@ -124,15 +153,8 @@ TEST(DeviceDraftHook, DeviceDraftingEqualsTheHostPath) {
     ModelDrafter device_drafter(draft_model, "draft", 256, skip, factory.make());
     for (const Case& c : kCases) {
       for (const auto& prompt : decode_test::prompts(vocab)) {
-        GenerationRequest req;
-        req.prompt = prompt;
-        req.max_new_tokens = 20;
-        req.seed = 7;
-        req.sampling = params_of(c);
-        SpeculativeConfig cfg;
-        cfg.gamma = 4;
-        cfg.draft_sampling = req.sampling;
-        cfg.stop_rule.p_min = c.p_min;
+        const GenerationRequest req = request_of(c, prompt);
+        const SpeculativeConfig cfg = config_of(c);
         const GenerationResult ref = generate_speculative(host_target, host_drafter, req, cfg);
         device_target.calls = device_target.calls_with_device_q = 0;
         factory.last->calls = 0;
@@ -173,33 +195,22 @@ TEST(DeviceDraftHook, ChainProposalEqualsTheHostProposal) {
     factory.last->chain_feeds_first = planted;
     int64_t differ = 0;
     for (const Case& c : kCases) {
-      DraftStopRule stop;
-      stop.p_min = c.p_min;
       const int chains_before = factory.last->chain_calls;
       int64_t proposals = 0;
-      for (const auto& prompt : decode_test::prompts(vocab)) {
-        std::vector<int32_t> context = prompt;
-        for (int round = 0; round < 4; round++) {  // growing contexts: catch-up and rollback
-          const RngKey key{9, 0, static_cast<uint64_t>(context.size()), 0, 0};
-          DraftProposal a, b;
-          host.propose(context, 5, params_of(c), stop, key, &a);
-          device.propose_keeping_q_on_device(context, 5, params_of(c), stop, key, &b);
-          device.fetch_q(&b);
-          proposals++;
-          if (planted) {
-            differ += a.tokens != b.tokens;
-          } else {
-            SCOPED_TRACE(testing::Message() << "T " << c.temperature << " p_min " << c.p_min);
-            ASSERT_EQ(a.tokens, b.tokens);
-            EXPECT_EQ(a.top_prob, b.top_prob);
-            EXPECT_EQ(a.entropy_norm, b.entropy_norm);
-            EXPECT_EQ(a.n_forward_calls, b.n_forward_calls);
-            EXPECT_EQ(a.q, b.q);
-          }
-          for (size_t i = 0; i < 2 && i < a.tokens.size(); i++) context.push_back(a.tokens[i]);
-          context.push_back(static_cast<int32_t>((context.back() * 7 + 3) % vocab));
+      compare_proposals(host, device, c, vocab, [&](const DraftProposal& a, DraftProposal& b) {
+        device.fetch_q(&b);
+        proposals++;
+        if (planted) {
+          differ += a.tokens != b.tokens;
+          return;
         }
-      }
+        SCOPED_TRACE(testing::Message() << "T " << c.temperature << " p_min " << c.p_min);
+        ASSERT_EQ(a.tokens, b.tokens);
+        EXPECT_EQ(a.top_prob, b.top_prob);
+        EXPECT_EQ(a.entropy_norm, b.entropy_norm);
+        EXPECT_EQ(a.n_forward_calls, b.n_forward_calls);
+        EXPECT_EQ(a.q, b.q);
+      });
       const int chains = factory.last->chain_calls - chains_before;
       if (c.p_min > 0) {
         EXPECT_EQ(chains, 0) << "a chain ran under the p_min stop rule";
@@ -228,15 +239,8 @@ TEST(DeviceDraftHook, ChainDraftingEqualsTheHostPath) {
   factory.last->offers_chain = true;
   for (const Case& c : kCases) {
     for (const auto& prompt : decode_test::prompts(vocab)) {
-      GenerationRequest req;
-      req.prompt = prompt;
-      req.max_new_tokens = 20;
-      req.seed = 7;
-      req.sampling = params_of(c);
-      SpeculativeConfig cfg;
-      cfg.gamma = 4;
-      cfg.draft_sampling = req.sampling;
-      cfg.stop_rule.p_min = c.p_min;
+      const GenerationRequest req = request_of(c, prompt);
+      const SpeculativeConfig cfg = config_of(c);
       const GenerationResult ref = generate_speculative(host_target, host_drafter, req, cfg);
       factory.last->chain_calls = 0;
       const GenerationResult got = generate_speculative(device_target, device_drafter, req, cfg);
