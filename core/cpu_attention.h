@@ -2,6 +2,7 @@
 // attention (GQA): query head h reads kv head h / (n_heads / n_kv_heads).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace speclab {
@@ -48,5 +49,17 @@ void attention_tree_one(float* out, const float* q, const float* k_cache, const 
                         int64_t t, int64_t h, const int64_t* prefix_len,
                         const int64_t* extra_offset, const int64_t* extra_slots, int64_t n_heads,
                         int64_t n_kv_heads, int64_t head_dim, float* scores);
+
+// The work items attention() hands its threads (the step team and the batched runner call
+// them directly): per query token, attention_items_per_token(n_heads, n_kv_heads) items; on
+// the AVX-512 path item j is up to 4 query heads of one KV group at once, so each K and V
+// slice is read once for them; on the plain path one head. Either way each head's output is
+// attention_one's, bit for bit. The count depends on the path in use: ask before each call.
+//   scores: scratch [attention_item_scores(n_past + t + 1)]
+int64_t attention_items_per_token(int64_t n_heads, int64_t n_kv_heads);
+size_t attention_item_scores(int64_t n_ctx);
+void attention_item(float* out, const float* q, const float* k_cache, const float* v_cache,
+                    int64_t t, int64_t item, int64_t n_past, int64_t n_heads, int64_t n_kv_heads,
+                    int64_t head_dim, float* scores);
 
 }  // namespace speclab

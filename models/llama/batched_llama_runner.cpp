@@ -127,20 +127,22 @@ const float* BatchedLlamaRunner::forward_batch(const BatchRow* rows, int64_t n_r
       std::copy_n(v_.data() + r * kv_dim_, kv_dim_, value_cache + off);
     }
     // Attention of each (row, head) over its slot's cache, positions [0, position]: causal
-    // within the slot's new rows, blind to every other slot. attention_one with t = 0 and
+    // within the slot's new rows, blind to every other slot. attention_item with t = 0 and
     // n_past = position reads exactly that context, as LlamaRunner's query at that position.
-    const int64_t n_work = n_rows * n_heads;
-    const bool parallel = n_work * longest * head_dim >= (int64_t{1} << 16);
+    // Work items: (row, attention_item), a KV group's query heads together on the AVX-512 path.
+    const int64_t per_row = attention_items_per_token(n_heads, n_kv_heads);
+    const int64_t n_work = n_rows * per_row;
+    const bool parallel = n_rows * n_heads * longest * head_dim >= (int64_t{1} << 16);
 #pragma omp parallel if (parallel)
     {
-      std::vector<float> scores(longest);  // [context of the longest row]
+      std::vector<float> scores(attention_item_scores(longest));
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n_work; i++) {
-        const int64_t r = i / n_heads, h = i % n_heads;
+        const int64_t r = i / per_row, item = i % per_row;
         const int64_t s = attn_slot_[r];
-        attention_one(att_.data() + r * q_dim, q_.data() + r * q_dim,
-                      key_cache + cache_offset(s, 0), value_cache + cache_offset(s, 0), /*t=*/0, h,
-                      positions[r], n_heads, n_kv_heads, head_dim, scores.data());
+        attention_item(att_.data() + r * q_dim, q_.data() + r * q_dim,
+                       key_cache + cache_offset(s, 0), value_cache + cache_offset(s, 0), /*t=*/0,
+                       item, positions[r], n_heads, n_kv_heads, head_dim, scores.data());
       }
     }
     matmul_weights(xb2_.data(), att_.data(), lw.wo, n_rows);

@@ -244,7 +244,7 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
   if (static_cast<int>(team_threads_.size()) < n_threads) team_threads_.resize(n_threads);
   for (int i = 0; i < n_threads; i++) {
     team_threads_[i].xb.resize(n_tokens * dim);
-    team_threads_[i].scores.resize(max_ctx);
+    team_threads_[i].scores.resize(attention_item_scores(max_ctx));
   }
 
 #pragma omp parallel num_threads(n_threads)
@@ -316,9 +316,11 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
                           params_.rope_interleaved);
             }
           });
-      // B2: attention, item = (token, head).
+      // B2: attention, item = (token, head) for a tree, (token, attention_item) otherwise (a
+      // KV group's query heads together on the AVX-512 path).
+      const int64_t per_token = tree ? n_heads : attention_items_per_token(n_heads, n_kv_heads);
       run_phase(
-          n_tokens * n_heads, [] {},
+          n_tokens * per_token, [] {},
           [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; i++) {
               if (tree) {
@@ -327,8 +329,9 @@ const float* LlamaRunner::run_team(int64_t n_tokens, bool last_only, const TreeB
                                    tree->extra_slots, n_heads, n_kv_heads, head_dim,
                                    me.scores.data());
               } else {
-                attention_one(att_.data(), q_.data(), key_cache, value_cache, i / n_heads,
-                              i % n_heads, n_past, n_heads, n_kv_heads, head_dim, me.scores.data());
+                attention_item(att_.data(), q_.data(), key_cache, value_cache, i / per_token,
+                               i % per_token, n_past, n_heads, n_kv_heads, head_dim,
+                               me.scores.data());
               }
             }
           });

@@ -102,7 +102,7 @@ class LlamaRunner : public TokenRunner {
   // attention scores.
   struct TeamThread {
     std::vector<float> xb;      // [n_tokens, dim]
-    std::vector<float> scores;  // [context of the longest query]
+    std::vector<float> scores;  // [attention_item_scores(max_ctx)]
     MatmulActivations act;
   };
   bool step_team_ = true;

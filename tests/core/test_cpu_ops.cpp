@@ -240,13 +240,17 @@ TEST(CpuAttention, CausalGqaMatchesReference) {
 
 // The AVX-512 attention against the plain code, bit for bit: head sizes with a dot tail
 // (n % 8) and a partial last register of V columns (n % 16), more than 64 columns (two passes),
-// linear and tree attention, NaN in the cache rows beyond the context (never read).
+// linear and tree attention, NaN in the cache rows beyond the context (never read). Linear
+// attention runs a KV group's query heads together (up to 4 per call): groups of 1, 2, 3, 4,
+// 6 (two calls of 3) and 8 (two of 4), contexts that leave 0 to 7 positions after the blocks
+// of eight.
 TEST(CpuAttention, Avx512EqualsPlainBitForBit) {
   struct Case {
     int64_t n_tokens, n_past, n_heads, n_kv_heads, head_dim;
   };
-  const Case cases[] = {{1, 0, 4, 4, 64}, {1, 150, 9, 3, 64}, {5, 31, 8, 2, 128}, {3, 17, 6, 2, 20},
-                        {2, 9, 4, 1, 12}, {4, 70, 4, 2, 80},  {1, 200, 2, 2, 136}};
+  const Case cases[] = {{1, 0, 4, 4, 64},    {1, 150, 9, 3, 64}, {5, 31, 8, 2, 128},
+                        {3, 17, 6, 2, 20},   {2, 9, 4, 1, 12},   {4, 70, 4, 2, 80},
+                        {1, 200, 2, 2, 136}, {2, 40, 16, 2, 64}, {1, 33, 12, 2, 32}};
   for (const Case& c : cases) {
     const int64_t n_ctx = c.n_past + c.n_tokens;
     const int64_t capacity = n_ctx + 3;
