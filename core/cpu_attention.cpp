@@ -43,7 +43,7 @@ float dot_lanes(const float* a, const float* b, int64_t n) {
 // softmax, weighted sum of V rows in the same order. Both attention() and attention_tree()
 // call it, so a query sees bit-identical results whenever it reads the same positions.
 //   slot(i) for i in [0, n_ctx): the cache position of context entry i.
-// The plain version: the reference for attend_one_avx512.
+// The plain version: the reference for attend_group_avx512.
 template <typename SlotFn>
 void attend_one_plain(float* oh, const float* qh, const float* k_cache, const float* v_cache,
                       int64_t n_ctx, SlotFn slot, int64_t kv_stride, int64_t kv_offset,
@@ -79,38 +79,6 @@ SPECLAB_AVX512F inline void reduce_pair(__m512 v, float* lo, float* hi) {
   *hi = _mm_cvtss_f32(_mm512_extractf32x4_ps(s3, 2));
 }
 
-// o[d] = sum over positions i in order of scores[i] * V_i[offset + d], d < width <= 16 R,
-// each product and sum rounded on its own (the plain code's arithmetic). kMasked: the last
-// registers are partial (width < 16 R).
-template <int R, bool kMasked, typename SlotFn>
-SPECLAB_AVX512F inline void weighted_v_sum(float* o, const float* v_cache, const float* scores,
-                                           int64_t n_ctx, SlotFn slot, int64_t kv_stride,
-                                           int64_t offset, int64_t width) {
-  __mmask16 mask[R];
-  __m512 acc[R];
-  for (int r = 0; r < R; r++) {
-    const int64_t left = std::min<int64_t>(16, std::max<int64_t>(0, width - 16 * r));
-    mask[r] = static_cast<__mmask16>((1u << left) - 1u);
-    acc[r] = _mm512_setzero_ps();
-  }
-  for (int64_t i = 0; i < n_ctx; i++) {
-    const float* vh = v_cache + slot(i) * kv_stride + offset;
-    const __m512 a = _mm512_set1_ps(scores[i]);
-    for (int r = 0; r < R; r++) {
-      const __m512 v =
-          kMasked ? _mm512_maskz_loadu_ps(mask[r], vh + 16 * r) : _mm512_loadu_ps(vh + 16 * r);
-      acc[r] = _mm512_add_round_ps(acc[r], _mm512_mul_round_ps(a, v, kRound), kRound);
-    }
-  }
-  for (int r = 0; r < R; r++) {
-    if (kMasked) {
-      _mm512_mask_storeu_ps(o + 16 * r, mask[r], acc[r]);
-    } else {
-      _mm512_storeu_ps(o + 16 * r, acc[r]);
-    }
-  }
-}
-
 // One position's score, dot_lanes(qh, kh, head_dim) * scale with dot_lanes' lanes and order
 // (in the low half of a register).
 SPECLAB_AVX512F inline float score_one(const float* qh, const float* kh, int64_t head_dim,
@@ -130,81 +98,32 @@ SPECLAB_AVX512F inline float score_one(const float* qh, const float* kh, int64_t
          scale;
 }
 
-// attend_one_plain with AVX-512 registers and the same arithmetic, bit for bit: the dot keeps
-// dot_lanes' 8 lanes (in the low half of a register: lane j sums the products of the elements
-// j mod 8 in order), its reduction and its tail; every V sum is oh[d] + a * v[d] per element in
-// the same order. Products and sums use the explicitly rounded intrinsics, which the compiler
-// never contracts into FMAs (an FMA rounds once and would change the bits).
-template <typename SlotFn>
-SPECLAB_AVX512F void attend_one_avx512(float* oh, const float* qh, const float* k_cache,
-                                       const float* v_cache, int64_t n_ctx, SlotFn slot,
-                                       int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
-                                       float scale, float* scores) {
-  const int64_t n8 = head_dim / 8 * 8;
-  int64_t i = 0;
-  // Eight positions at a time, two per register (position p in lanes 0..7, p + 1 in 8..15), so
-  // four independent sums are in flight where one position's eight dependent adds left the
-  // core waiting on their latency; the reduction tree runs in registers.
-  for (; i + 8 <= n_ctx; i += 8) {
-    const float* kh[8];
-    for (int p = 0; p < 8; p++) kh[p] = k_cache + slot(i + p) * kv_stride + kv_offset;
-    __m512 acc[4];
-    for (int r = 0; r < 4; r++) acc[r] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n8; j += 8) {
-      const __m512 qj = pair_of(qh + j, qh + j);
-      for (int r = 0; r < 4; r++) {
-        const __m512 b = pair_of(kh[2 * r] + j, kh[2 * r + 1] + j);
-        acc[r] = _mm512_add_round_ps(acc[r], _mm512_mul_round_ps(qj, b, kRound), kRound);
-      }
-    }
-    for (int r = 0; r < 4; r++) {
-      float lo, hi;
-      reduce_pair(acc[r], &lo, &hi);
-      const float tail_lo = n8 < head_dim ? dot_tail(qh, kh[2 * r], n8, head_dim) : 0.0f;
-      const float tail_hi = n8 < head_dim ? dot_tail(qh, kh[2 * r + 1], n8, head_dim) : 0.0f;
-      scores[i + 2 * r] = (lo + tail_lo) * scale;
-      scores[i + 2 * r + 1] = (hi + tail_hi) * scale;
-    }
-  }
-  for (; i < n_ctx; i++) {
-    scores[i] = score_one(qh, k_cache + slot(i) * kv_stride + kv_offset, head_dim, scale);
-  }
-  softmax(scores, n_ctx);
-  // V: up to 128 columns per pass over the positions (each column's sum still runs over the
-  // positions in order). Each register's sum waits on its previous add, so a pass keeps as
-  // many registers as the columns fill: 8 for head_dim 128 (one pass, where two passes of 4
-  // waited twice as long), unmasked where the pass is full.
-  for (int64_t d0 = 0; d0 < head_dim; d0 += 128) {
-    const int64_t width = std::min<int64_t>(128, head_dim - d0);
-    float* o = oh + d0;
-    const int64_t off = kv_offset + d0;
-    if (width == 128) {
-      weighted_v_sum<8, false>(o, v_cache, scores, n_ctx, slot, kv_stride, off, width);
-    } else if (width == 64) {
-      weighted_v_sum<4, false>(o, v_cache, scores, n_ctx, slot, kv_stride, off, width);
-    } else {
-      weighted_v_sum<8, true>(o, v_cache, scores, n_ctx, slot, kv_stride, off, width);
-    }
-  }
-}
-
-// G query heads of one KV group at once (linear attention: positions [0, n_ctx)): every K and
-// V slice is loaded once for all G heads. One head at a time re-read the group's slices G
-// times, and once the cache outgrew L2 they came from L3 each time (one layer of the 1B shape,
-// 1,025 positions: 1.23-1.29 ms on one thread against 0.48 ms on two, each thread's half of the
-// cache fitting its L2). Each head's arithmetic is attend_one_avx512's, bit for bit: the same
-// lanes, the same reduction, the same softmax, every V column summed over the positions in order.
+// attend_one_plain with AVX-512 registers, for G query heads that share one KV head, with
+// each head's arithmetic the plain code's, bit for bit: the dot keeps dot_lanes' 8 lanes (lane
+// j sums the products of the elements j mod 8 in order), its reduction tree and its tail; every
+// V sum is oh[d] + a * v[d] per column in position order. Products and sums use the explicitly
+// rounded intrinsics, which the compiler never contracts into FMAs (an FMA rounds once and
+// would change the bits).
+// The scores go eight positions at a time, two per register (one position's 8 lanes in each
+// half), so four sums per head are in flight where one position's eight dependent adds left
+// the core waiting on their latency, and the reduction runs in registers. G heads at once
+// (linear attention: a KV group's query heads, up to kMaxGroupCall) load each K and V slice
+// once for all of them: one head at a time re-read the group's slices once per head, and once
+// the cache outgrew L2 they came from L3 each time (one layer of the 1B shape, 1,025
+// positions: 1.23-1.29 ms on one thread against 0.48 ms on two, each thread's half of the
+// cache fitting its L2). Tree attention runs one head at a time (G = 1).
+//   slot(i), i < n_ctx: the cache position of context entry i
 //   oh[g], qh[g]: head g's output and query   scores: [G, n_ctx]
-template <int G>
+template <int G, typename SlotFn>
 SPECLAB_AVX512F void attend_group_avx512(float* const* oh, const float* const* qh,
                                          const float* k_cache, const float* v_cache, int64_t n_ctx,
-                                         int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
-                                         float scale, float* scores) {
+                                         SlotFn slot, int64_t kv_stride, int64_t kv_offset,
+                                         int64_t head_dim, float scale, float* scores) {
   const int64_t n8 = head_dim / 8 * 8;
   int64_t i = 0;
   for (; i + 8 <= n_ctx; i += 8) {  // eight positions, two per register, G heads
     const float* kh[8];
-    for (int p = 0; p < 8; p++) kh[p] = k_cache + (i + p) * kv_stride + kv_offset;
+    for (int p = 0; p < 8; p++) kh[p] = k_cache + slot(i + p) * kv_stride + kv_offset;
     __m512 acc[G][4];
     for (int g = 0; g < G; g++) {
       for (int r = 0; r < 4; r++) acc[g][r] = _mm512_setzero_ps();
@@ -231,7 +150,7 @@ SPECLAB_AVX512F void attend_group_avx512(float* const* oh, const float* const* q
     }
   }
   for (; i < n_ctx; i++) {
-    const float* kh = k_cache + i * kv_stride + kv_offset;
+    const float* kh = k_cache + slot(i) * kv_stride + kv_offset;
     for (int g = 0; g < G; g++) scores[g * n_ctx + i] = score_one(qh[g], kh, head_dim, scale);
   }
   for (int g = 0; g < G; g++) softmax(scores + g * n_ctx, n_ctx);
@@ -246,7 +165,7 @@ SPECLAB_AVX512F void attend_group_avx512(float* const* oh, const float* const* q
       for (int g = 0; g < G; g++) acc[g][r] = _mm512_setzero_ps();
     }
     for (int64_t p = 0; p < n_ctx; p++) {
-      const float* vh = v_cache + p * kv_stride + kv_offset + d0;
+      const float* vh = v_cache + slot(p) * kv_stride + kv_offset + d0;
       __m512 v[4];
       for (int r = 0; r < 4; r++) v[r] = _mm512_maskz_loadu_ps(mask[r], vh + 16 * r);
       for (int g = 0; g < G; g++) {
@@ -281,8 +200,8 @@ void attend_one(float* oh, const float* qh, const float* k_cache, const float* v
                 int64_t n_ctx, SlotFn slot, int64_t kv_stride, int64_t kv_offset, int64_t head_dim,
                 float scale, float* scores) {
   if (use_avx512()) {
-    attend_one_avx512(oh, qh, k_cache, v_cache, n_ctx, slot, kv_stride, kv_offset, head_dim, scale,
-                      scores);
+    attend_group_avx512<1>(&oh, &qh, k_cache, v_cache, n_ctx, slot, kv_stride, kv_offset, head_dim,
+                           scale, scores);
   } else {
     attend_one_plain(oh, qh, k_cache, v_cache, n_ctx, slot, kv_stride, kv_offset, head_dim, scale,
                      scores);
@@ -322,20 +241,21 @@ void attention_group(float* out, const float* q, const float* k_cache, const flo
     qh[j] = q + (t * n_heads + h0 + j) * head_dim;
   }
   const int64_t kv_offset = (h0 / group) * head_dim;
+  const auto linear = [](int64_t i) { return i; };
   switch (g) {
     case 1:
-      return attend_group_avx512<1>(oh, qh, k_cache, v_cache, n_ctx, kv_stride, kv_offset, head_dim,
-                                    scale, scores);
+      return attend_group_avx512<1>(oh, qh, k_cache, v_cache, n_ctx, linear, kv_stride, kv_offset,
+                                    head_dim, scale, scores);
     case 2:
-      return attend_group_avx512<2>(oh, qh, k_cache, v_cache, n_ctx, kv_stride, kv_offset, head_dim,
-                                    scale, scores);
+      return attend_group_avx512<2>(oh, qh, k_cache, v_cache, n_ctx, linear, kv_stride, kv_offset,
+                                    head_dim, scale, scores);
     case 3:
-      return attend_group_avx512<3>(oh, qh, k_cache, v_cache, n_ctx, kv_stride, kv_offset, head_dim,
-                                    scale, scores);
+      return attend_group_avx512<3>(oh, qh, k_cache, v_cache, n_ctx, linear, kv_stride, kv_offset,
+                                    head_dim, scale, scores);
     default:
       SPECLAB_ASSERT(g == 4);
-      return attend_group_avx512<4>(oh, qh, k_cache, v_cache, n_ctx, kv_stride, kv_offset, head_dim,
-                                    scale, scores);
+      return attend_group_avx512<4>(oh, qh, k_cache, v_cache, n_ctx, linear, kv_stride, kv_offset,
+                                    head_dim, scale, scores);
   }
 }
 
