@@ -109,9 +109,9 @@ SPECLAB_AVX512F inline float score_one(const float* qh, const float* kh, int64_t
 // the core waiting on their latency, and the reduction runs in registers. G heads at once
 // (linear attention: a KV group's query heads, up to kMaxGroupCall) load each K and V slice
 // once for all of them: one head at a time re-read the group's slices once per head, and once
-// the cache outgrew L2 they came from L3 each time (one layer of the 1B shape, 1,025
-// positions: 1.23-1.29 ms on one thread against 0.48 ms on two, each thread's half of the
-// cache fitting its L2). Tree attention runs one head at a time (G = 1).
+// the cache outgrew L2 they came from L3 each time (BM_Attention times one layer beside the
+// plain code; docs/cpu-kernels.md has the figures). Tree attention runs one head at a time
+// (G = 1).
 //   slot(i), i < n_ctx: the cache position of context entry i
 //   oh[g], qh[g]: head g's output and query   scores: [G, n_ctx]
 template <int G, typename SlotFn>
