@@ -230,7 +230,7 @@ void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_
   const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
   const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
   const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * matmul_vnni::kRecordBytes);
-  thread_local std::vector<uint8_t> xq;  // packed activations (per thread when private)
+  thread_local CacheLineVector<uint8_t> xq;  // packed activations (per thread when private)
   if (xq.size() < packed) xq.resize(packed);
   uint8_t* shared = xq.data();
   const int64_t n_blocks = (n_out + kFusedRowBlock - 1) / kFusedRowBlock;
@@ -325,8 +325,8 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
     const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * 32);
     // Packed activations: FP32, or BF16 for vdpbf16ps (rounded once per call).
-    thread_local std::vector<float> xf;
-    thread_local std::vector<uint16_t> xb;
+    thread_local CacheLineVector<float> xf;
+    thread_local CacheLineVector<uint16_t> xb;
     if (bf16_dot && xb.size() < packed) xb.resize(packed);
     if (!bf16_dot && xf.size() < packed) xf.resize(packed);
     float* xfp = xf.data();
@@ -398,14 +398,14 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   const int64_t n_segments = matmul_avx2::n_segments(n_in);
   const size_t packed = segmented ? matmul_avx2::packed_floats(n_tokens, n_in) : 0;
   const bool private_pack = n_tokens <= matmul_avx2::kTokenChunk;
-  thread_local std::vector<float> xp;  // packed activations (per thread when private)
+  thread_local CacheLineVector<float> xp;  // packed activations (per thread when private)
   if (xp.size() < packed) xp.resize(packed);
   float* shared = xp.data();
 #pragma omp parallel if (parallel)
   {
     // Per thread: avx2, the converted segment of an item's rows and its parked accumulators
     // (matmul_avx2::scratch_floats); generic, FP32 copies of a block's rows [kRowBlock, n_in].
-    thread_local std::vector<float> scratch;
+    thread_local CacheLineVector<float> scratch;
     if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
     const float* xk = x;  // the activations as the path reads them
     if (segmented && private_pack) {
@@ -461,7 +461,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
   const int64_t chunk = token_chunk(n_in);
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) {
     const int kind = w.dtype == DType::Q8_0 ? 0 : w.dtype == DType::Q4_0 ? 1 : 2;
-    std::vector<uint8_t>& xq = a.int8_[kind];
+    CacheLineVector<uint8_t>& xq = a.int8_[kind];
     const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
     if (!a.packed_[MatmulActivations::kInt8Q8_0 + kind]) {
       const size_t packed = static_cast<size_t>(chunk * n_steps * matmul_vnni::kRecordBytes);

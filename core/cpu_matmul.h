@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cache_line_vector.h"
 #include "core/tensor_view.h"
 
 namespace speclab {
@@ -44,11 +45,11 @@ class MatmulActivations {
   int64_t n_tokens_ = 0;
   int64_t n_in_ = 0;
   bool packed_[kKinds] = {};
-  std::vector<float> f32_;        // matmul_avx512::pack_f32 layout
-  std::vector<uint16_t> bf16_;    // matmul_avx512::pack_bf16 layout
-  std::vector<uint8_t> int8_[3];  // matmul_vnni::pack layout, per weight dtype
-  std::vector<float> segments_;   // matmul_avx2::pack layout
-  std::vector<float> rows_;       // scratch of the avx2 and generic work items
+  CacheLineVector<float> f32_;        // matmul_avx512::pack_f32 layout
+  CacheLineVector<uint16_t> bf16_;    // matmul_avx512::pack_bf16 layout
+  CacheLineVector<uint8_t> int8_[3];  // matmul_vnni::pack layout, per weight dtype
+  CacheLineVector<float> segments_;   // matmul_avx2::pack layout
+  CacheLineVector<float> rows_;       // scratch of the avx2 and generic work items
 };
 
 // Output rows per work item of w on the path in use (the last item may have fewer).
