@@ -5,6 +5,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,7 +36,20 @@ double bench_weight_bytes(const LlamaModel& m);
 // Multiply-add FLOPs of the weight matrices for one token: 2 * weight parameters.
 double bench_weight_flops_per_token(const LlamaModel& m);
 
-// Counters: bw_frac = (bytes / time) / measured read bandwidth (a rate counter).
-void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration);
+// The largest cache the OS reports for CPU 0 (/sys/devices/system/cpu/cpu0/cache/index*/size:
+// the L3 of a server part, 260 MB on some), 0 when it reports none.
+size_t bench_last_level_cache_bytes();
+// Bytes that a buffer (or a set of matrices read in turn) must span to be read from memory and
+// not from a cache: max(512 MB, 4 x the last-level cache). A 256 MB set of matrices on a
+// machine with a 260 MB L3 streamed at 35-37 GB/s, above the read probe's 34, while a 2 GB set
+// streamed at 31.
+size_t bench_stream_bytes();
+
+// Counters: bw_frac = (bytes / time) / measured read bandwidth (a rate counter), and in_cache =
+// 1 when the data the iterations cycle through (working_set_bytes; by default one iteration's
+// bytes) fits in the last-level cache: then bw_frac compares a cache's rate with memory's and
+// can exceed 1.
+void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration,
+                                  double working_set_bytes = 0);
 
 }  // namespace speclab

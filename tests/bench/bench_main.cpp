@@ -19,8 +19,36 @@
 
 namespace speclab {
 
+size_t bench_last_level_cache_bytes() {
+  static const size_t bytes = [] {
+    size_t largest = 0;
+    for (int i = 0; i < 8; i++) {
+      const std::string path =
+          "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size";
+      std::FILE* f = std::fopen(path.c_str(), "r");
+      if (f == nullptr) continue;
+      unsigned long long n = 0;
+      char unit = 0;
+      const int got = std::fscanf(f, "%llu%c", &n, &unit);
+      std::fclose(f);
+      if (got < 1) continue;
+      const size_t scale = unit == 'K'   ? size_t{1} << 10
+                           : unit == 'M' ? size_t{1} << 20
+                           : unit == 'G' ? size_t{1} << 30
+                                         : 1;
+      largest = std::max(largest, static_cast<size_t>(n) * scale);
+    }
+    return largest;
+  }();
+  return bytes;
+}
+
+size_t bench_stream_bytes() {
+  return std::max(size_t{512} << 20, 4 * bench_last_level_cache_bytes());
+}
+
 const ReadBandwidth& bench_read_probes() {
-  static const ReadBandwidth bw = read_bandwidth_measure(size_t{512} << 20, 2.0, 2);
+  static const ReadBandwidth bw = read_bandwidth_measure(bench_stream_bytes(), 2.0, 2);
   return bw;
 }
 
@@ -92,11 +120,15 @@ double bench_weight_flops_per_token(const LlamaModel& m) {
   return 2.0 * params;
 }
 
-void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration) {
+void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration,
+                                  double working_set_bytes) {
   state.SetBytesProcessed(static_cast<int64_t>(bytes_per_iteration * state.iterations()));
   state.counters["bw_frac"] =
       benchmark::Counter(bytes_per_iteration * state.iterations() / bench_read_bandwidth(),
                          benchmark::Counter::kIsRate);
+  const double set = working_set_bytes > 0 ? working_set_bytes : bytes_per_iteration;
+  state.counters["in_cache"] =
+      set <= static_cast<double>(bench_last_level_cache_bytes()) ? 1.0 : 0.0;
 }
 
 }  // namespace speclab
@@ -119,6 +151,10 @@ int main(int argc, char** argv) {
                bw / 1e9);
   benchmark::AddCustomContext("read_bandwidth_GBps", std::to_string(bw / 1e9));
   benchmark::AddCustomContext("read_bandwidth_probe", best);
+  std::fprintf(stderr, "last-level cache %.0f MB; streamed buffers and matrix sets span %.0f MB\n",
+               speclab::bench_last_level_cache_bytes() / 1e6, speclab::bench_stream_bytes() / 1e6);
+  benchmark::AddCustomContext("last_level_cache_bytes",
+                              std::to_string(speclab::bench_last_level_cache_bytes()));
   // The arithmetic limits, the same threads, the same way (each chain free of memory).
   const int lanes = speclab::fp32_fma_widest_lanes();
   const double fma = speclab::fp32_fma_peak_flops(2, lanes);

@@ -1,12 +1,14 @@
 // Kernel benchmarks, both cores (as a forward pass runs them):
 //   BM_Matmul/<dtype>/<k>  matmul_weights on [8192, 3072] matrices (the 3B MLP shape), k
-//                          activation rows; rotating over enough matrices (>= 256 MB) that
+//                          activation rows; rotating over enough matrices
+//                          (bench_stream_bytes: 4 x the last-level cache, >= 512 MB) that
 //                          every call streams its weights from memory, as in decoding.
 //                          Counters: bytes/s of weights, FLOP/s, bw_frac (of the measured
 //                          read bandwidth: the napkin limit while k is small).
 //   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
 //                          (robust to other jobs on a shared machine): GB/s of weights one core
-//                          streams, against BM_ReadOneCore (a plain AVX-512 read of >= 256 MB).
+//                          streams, against BM_ReadOneCore (a plain AVX-512 read of
+//                          bench_stream_bytes).
 //                          T(k)/T(1) of a matrix is the ratio of two rows of this table.
 // GCC 12's AVX-512 headers build _mm512_reduce_add_epi32 from an "undefined" register, which
 // -Wmaybe-uninitialized reports once inlined into BM_ReadOneCore (GCC bug 105593); no value is
@@ -21,7 +23,6 @@
 #pragma GCC diagnostic pop
 #endif
 
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -35,10 +36,13 @@ namespace {
 
 constexpr int64_t kRows = 8192, kCols = 3072;
 
-// Enough [kRows, kCols] matrices of `dtype` to exceed every cache level several times.
+// Enough [kRows, kCols] matrices of `dtype` to exceed every cache level several times
+// (bench_stream_bytes). One dtype's set at a time: the previous one is freed first.
 const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype) {
-  static std::map<DType, std::vector<std::unique_ptr<LlamaModel>>> cache;
-  auto& set = cache[dtype];
+  static DType current = DType::F32;
+  static std::vector<std::unique_ptr<LlamaModel>> set;
+  if (!set.empty() && current != dtype) set.clear();
+  current = dtype;
   if (set.empty()) {
     LlamaConfig config;  // the synthetic generator, for embedding-sized matrices only
     config.vocab_size = kRows;
@@ -49,7 +53,8 @@ const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype) {
     config.n_heads = config.n_kv_heads = 1;
     config.head_dim = 2;
     const double bytes = static_cast<double>(dtype_row_bytes(dtype, kCols)) * kRows;
-    const int n = std::max(2, static_cast<int>((256e6 + bytes - 1) / bytes));
+    const double want = static_cast<double>(bench_stream_bytes());
+    const int n = std::max(2, static_cast<int>((want + bytes - 1) / bytes));
     for (int i = 0; i < n; i++) set.push_back(llama_make_random(config, dtype, 100 + i));
   }
   return set;
@@ -69,7 +74,7 @@ void BM_Matmul(benchmark::State& state) {
     next = (next + 1) % set.size();
   }
   const double bytes = static_cast<double>(set[0]->weights.tok_embeddings.nbytes);
-  bench_set_bandwidth_counters(state, bytes);
+  bench_set_bandwidth_counters(state, bytes, bytes * static_cast<double>(set.size()));
   state.counters["FLOP/s"] =
       benchmark::Counter(2.0 * kRows * kCols * k * state.iterations(), benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(dtype)) + " " + matmul_isa());
@@ -111,9 +116,9 @@ BENCHMARK(BM_MatmulOneCore)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(0.3);
 
-// The read rate of one core (CPU time): AVX-512 loads summed, over 256 MB. The AVX-512 loop is
-// its own non-inlined function: the benchmark loop (Google Benchmark's inline helpers) stays
-// in code built for the baseline target, which GCC 13 requires (it refuses to inline those
+// The read rate of one core (CPU time): AVX-512 loads summed, over bench_stream_bytes. The AVX-512
+// loop is its own non-inlined function: the benchmark loop (Google Benchmark's inline helpers)
+// stays in code built for the baseline target, which GCC 13 requires (it refuses to inline those
 // helpers into a function with a different target attribute).
 __attribute__((target("avx512f"), noinline)) int64_t sum_avx512(const int32_t* p, size_t n) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
@@ -131,7 +136,7 @@ __attribute__((target("avx512f"), noinline)) int64_t sum_avx512(const int32_t* p
 }
 
 void BM_ReadOneCore(benchmark::State& state) {
-  static std::vector<int32_t> buf(size_t{256} << 18, 1);
+  static std::vector<int32_t> buf(bench_stream_bytes() / sizeof(int32_t), 1);
   const size_t n = buf.size();
   for (auto _ : state) benchmark::DoNotOptimize(sum_avx512(buf.data(), n));
   state.SetBytesProcessed(static_cast<int64_t>(n * sizeof(int32_t) * state.iterations()));
