@@ -424,6 +424,13 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     const std::optional<double> at_rounds = time_parts_profile_speedup_at_rounds(
         row, static_cast<double>(spec_tok) / static_cast<double>(m.acc.n_rounds));
     if (at_rounds) row.profile_error_at_run_rounds = *at_rounds / speedup - 1;
+    // Theorem 3.8's cost side the same way: its speedup E[tokens] / (gamma c + 1) with the
+    // run's tokens per round for E[tokens] (only where Theorem 3.8 gave a figure).
+    if (prediction && prediction->thm38_speedup > 0 && prediction->c > 0) {
+      const double tau = static_cast<double>(spec_tok) / static_cast<double>(m.acc.n_rounds);
+      row.thm38_error_at_run_rounds =
+          tau / (prediction->thm38_gamma * prediction->c + 1) / speedup - 1;
+    }
   }
 
   // Sanity flags: results that must not be quoted as they stand.

@@ -643,6 +643,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
   // Theorem 3.8 prices one request at a time: no figure for a batched cell.
   out.thm38_speedup =
       cell.tree.depth() == 0 && !out.batched ? theory_walltime_speedup(alpha, out.c, s.gamma) : 0.0;
+  out.thm38_gamma = s.gamma;
   return out;
 }
 

@@ -61,6 +61,7 @@ struct CellPrediction {
   double thm38_alpha = 0;       // alpha_profile; under a configured per-position list, the
                                 // i.i.d. alpha with the same Eq. (1) tokens at the cell's gamma
   double thm38_speedup = 0;     // Theorem 3.8 at (thm38_alpha, c, the cell's gamma)
+  int thm38_gamma = 0;          // the gamma it was given (a load-following policy: its first)
   CostProfile cost;             // a copy: predictions outlive their predictor
   CostProfileParts cost_parts;  // its parts (empty when its file has none)
   std::string cost_file;        // the cost profile's file (written, read or imported)

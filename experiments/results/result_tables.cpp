@@ -625,6 +625,62 @@ std::vector<Table> tables_of_config(const std::vector<const ResultRow*>& rows,
     if (!tq.rows.empty()) out.push_back(tq);
   }
 
+  // The out-of-sample prediction against Theorem 3.8, cell by cell (one request at a time):
+  // ex ante, and at the run's own rounds, where both cost models are given the run's tokens
+  // per round, so that neither gains or loses by the run's acceptance draws. "Closer" counts
+  // the cells where Theorem 3.8 is off by more than 3% and the profile is off by less.
+  {
+    struct Pair {
+      std::vector<double> profile, thm;
+      int thm_off = 0, closer = 0;
+      void add(double p, double t) {
+        profile.push_back(std::fabs(p));
+        thm.push_back(std::fabs(t));
+        if (std::fabs(t) > 0.03) {
+          thm_off++;
+          closer += std::fabs(p) < std::fabs(t) ? 1 : 0;
+        }
+      }
+    };
+    Pair ex_ante, at_rounds;
+    for (const auto* r : rows) {
+      if (r->cell.concurrency > 1) continue;
+      const double p = row_value(r->prediction_error), t = row_value(r->thm38_error);
+      if (!std::isnan(p) && !std::isnan(t)) ex_ante.add(p, t);
+      const double pr = row_value(r->profile_error_at_run_rounds),
+                   tr = row_value(r->thm38_error_at_run_rounds);
+      if (!std::isnan(pr) && !std::isnan(tr)) at_rounds.add(pr, tr);
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    };
+    Table tv{"prediction_vs_theorem",
+             "The prediction against Theorem 3.8, one request at a time: |error| of each "
+             "against the measured speedup, ex ante (the acceptance each was given) and at the "
+             "run's own rounds (profile_error_at_run_rounds, thm38_error_at_run_rounds: both "
+             "cost models given the run's tokens per round, its acceptance draws taken out); "
+             "profile closer = cells where Theorem 3.8 is off by more than 3% and the profile "
+             "by less",
+             {"figure", "cells", "profile median |err|", "profile max |err|",
+              "thm 3.8 median |err|", "thm 3.8 max |err|", "thm 3.8 off > 3%", "profile closer"},
+             {},
+             {},
+             {}};
+    for (const auto& [what, e] :
+         {std::pair<const char*, const Pair*>{"ex ante", &ex_ante},
+          std::pair<const char*, const Pair*>{"at the run's own rounds", &at_rounds}}) {
+      if (e->profile.empty()) continue;
+      tv.rows.push_back({what, std::to_string(e->profile.size()), f.pct(median(e->profile)),
+                         f.pct(*std::max_element(e->profile.begin(), e->profile.end())),
+                         f.pct(median(e->thm)),
+                         f.pct(*std::max_element(e->thm.begin(), e->thm.end())),
+                         std::to_string(e->thm_off), str_cat(e->closer, " of ", e->thm_off)});
+    }
+    if (!tv.rows.empty()) out.push_back(tv);
+  }
+
   if (!cost.empty()) {
     Table tc{"cost",
              "Cost terms: c = draft time per token / T(1); T(k)/T(1) of the target",

@@ -20,6 +20,17 @@ std::string latex_escape(const std::string& s) {
   return o;
 }
 
+// A cell of a Markdown table: a '|' would end the cell ("median |err|" split a header in two
+// and shifted every column after it), so it is written \|, which renderers show as '|'.
+std::string markdown_cell(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string table_number(double v, int digits, bool machine) {
@@ -53,10 +64,14 @@ std::string table_render(const Table& t, TableFormat f) {
   };
   switch (f) {
     case TableFormat::kMarkdown: {
-      s += "### " + t.title + "\n\n| " + join(t.headers, " | ") + " |\n|";
+      auto cells = [](std::vector<std::string> v) {
+        for (auto& x : v) x = markdown_cell(x);
+        return v;
+      };
+      s += "### " + t.title + "\n\n| " + join(cells(t.headers), " | ") + " |\n|";
       for (size_t i = 0; i < t.headers.size(); i++) s += " --- |";
       s += "\n";
-      for (const auto& r : t.rows) s += "| " + join(r, " | ") + " |\n";
+      for (const auto& r : t.rows) s += "| " + join(cells(r), " | ") + " |\n";
       s += "\n";
       break;
     }

@@ -71,10 +71,16 @@ TEST(CliRunSynthetic, RowsCarryConfiguredAndMeasuredAlphaAndPredictionsAtTheConf
   EXPECT_DOUBLE_EQ(scalar["thm38_alpha"].get<double>(), 0.6);
   EXPECT_EQ(scalar["acceptance_by_position_configured"], nlohmann::json::parse("[0.6, 0.6, 0.6]"));
   EXPECT_NE(scalar["cell_id"], exact["cell_id"]);
-  for (const char* key :
-       {"alpha_empirical", "speedup", "thm38_speedup", "thm38_error", "predicted_speedup",
-        "prediction_error", "predicted_tokens_per_round", "c_profile"})
+  for (const char* key : {"alpha_empirical", "speedup", "thm38_speedup", "thm38_error",
+                          "predicted_speedup", "prediction_error", "predicted_tokens_per_round",
+                          "c_profile", "profile_error_at_run_rounds", "thm38_error_at_run_rounds"})
     EXPECT_TRUE(scalar.contains(key)) << key;
+  // Theorem 3.8 at the run's own rounds: the run's tokens per round over (gamma c + 1).
+  EXPECT_NEAR(scalar["thm38_error_at_run_rounds"].get<double>(),
+              scalar["tau"].get<double>() / (3 * scalar["c_profile"].get<double>() + 1) /
+                      scalar["speedup"].get<double>() -
+                  1,
+              1e-9);
   // Theorem 3.8 in the paper's form: the configured alpha, c from the cost profile, gamma 3.
   const double c = scalar["c_profile"], a = 0.6;
   const int g = 3;

@@ -1,7 +1,8 @@
 // The prediction-quality table (experiments/results/result_tables.cpp, prediction_quality) on
 // hand-made rows: one-at-a-time cells are also reported by what the acceptance half of their
 // prediction rests on (T = 0: an identity; T > 0; synthetic acceptance) when a run mixes them,
-// each row the median and max of its cells' |errors|; a run of one regime keeps one row.
+// each row the median and max of its cells' |errors|; a run of one regime keeps one row. And
+// the prediction_vs_theorem table beside it.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -101,6 +102,53 @@ TEST(PredictionQualityTable, CountsPredictionsInsideTheMeasuredIntervalBesideIts
   EXPECT_EQ(col("inside"), "1 of 2");
   EXPECT_NEAR(std::stod(col("measured half-width")), 0.125, 1e-9);  // median of 10%, 15%
   EXPECT_EQ(col("thm 3.8 inside"), "1 of 2");
+}
+
+// The prediction against Theorem 3.8: ex ante, and at the run's own rounds (both cost models
+// given the run's tokens per round); "closer" counts only cells where Theorem 3.8 is off by
+// more than 3%, and batched cells (no Theorem 3.8) stay out.
+TEST(PredictionQualityTable, PutsTheProfileBesideTheoremThreeEightExAnteAndAtTheRunsRounds) {
+  std::vector<nlohmann::json> cells = {
+      cell("a", 1.0, true, 0.02, 0.10),   // Thm off 10%, profile closer
+      cell("b", 1.0, true, -0.06, 0.04),  // Thm off 4%, profile farther (the luck of the draw)
+      cell("c", 1.0, true, 0.01, 0.02)};  // Thm within 3%: not counted
+  cells[0]["profile_error_at_run_rounds"] = 0.01;
+  cells[0]["thm38_error_at_run_rounds"] = 0.09;
+  cells[1]["profile_error_at_run_rounds"] = -0.005;
+  cells[1]["thm38_error_at_run_rounds"] = 0.095;
+  cells[2]["profile_error_at_run_rounds"] = 0.002;
+  cells[2]["thm38_error_at_run_rounds"] = 0.05;
+  nlohmann::json batched = cell("d", 1.0, true, 0.3, 0.5);
+  batched["concurrency"] = 4;
+  cells.push_back(batched);
+  const std::vector<Table> ts = tables_of(cells);
+  const Table* t = nullptr;
+  for (const auto& x : ts)
+    if (x.name == "prediction_vs_theorem") t = &x;
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->rows.size(), 2u);
+  const std::vector<std::string> want_headers = {"figure",
+                                                 "cells",
+                                                 "profile median |err|",
+                                                 "profile max |err|",
+                                                 "thm 3.8 median |err|",
+                                                 "thm 3.8 max |err|",
+                                                 "thm 3.8 off > 3%",
+                                                 "profile closer"};
+  EXPECT_EQ(t->headers, want_headers);
+  EXPECT_EQ(t->rows[0][0], "ex ante");
+  EXPECT_EQ(t->rows[0][1], "3");                      // d is batched
+  EXPECT_NEAR(std::stod(t->rows[0][2]), 0.02, 1e-9);  // median of 0.02, 0.06, 0.01
+  EXPECT_NEAR(std::stod(t->rows[0][3]), 0.06, 1e-9);
+  EXPECT_NEAR(std::stod(t->rows[0][4]), 0.04, 1e-9);
+  EXPECT_EQ(t->rows[0][6], "2");
+  EXPECT_EQ(t->rows[0][7], "1 of 2");
+  EXPECT_EQ(t->rows[1][0], "at the run's own rounds");
+  EXPECT_EQ(t->rows[1][1], "3");
+  EXPECT_NEAR(std::stod(t->rows[1][3]), 0.01, 1e-9);
+  EXPECT_NEAR(std::stod(t->rows[1][4]), 0.09, 1e-9);  // median of 0.09, 0.095, 0.05
+  EXPECT_EQ(t->rows[1][6], "3");
+  EXPECT_EQ(t->rows[1][7], "3 of 3");
 }
 
 }  // namespace
