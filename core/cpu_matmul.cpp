@@ -320,6 +320,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     // (~256 KB), rereading the weights once per chunk; a decode or verification call
     // (<= 16 tokens) is one chunk and reads each weight once. The chunking changes no sum.
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
+    const matmul_avx512::StepOrder order = matmul_avx512::step_order(w.dtype);
     const int64_t chunk = token_chunk(n_in);
     const int64_t n_steps = (n_in + 31) / 32;
     const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
@@ -349,7 +350,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
         } else {
           if (xf.size() < packed) xf.resize(packed);
           xfp_t = xf.data();
-          matmul_avx512::pack_f32(xfp_t, x, n_tokens, n_in, chunk, 0, n_steps);
+          matmul_avx512::pack_f32(xfp_t, x, n_tokens, n_in, chunk, 0, n_steps, order);
         }
       } else {
 #pragma omp for schedule(static)
@@ -358,7 +359,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           if (bf16_dot) {
             matmul_avx512::pack_bf16(xbp, x, n_tokens, n_in, chunk, s, s1);
           } else {
-            matmul_avx512::pack_f32(xfp, x, n_tokens, n_in, chunk, s, s1);
+            matmul_avx512::pack_f32(xfp, x, n_tokens, n_in, chunk, s, s1, order);
           }
         }  // (barrier: every thread reads all of it)
       }
@@ -488,10 +489,14 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       matmul_avx512::pack_bf16(a.bf16_.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps);
       a.packed_[MatmulActivations::kBf16] = true;
     }
-    if (!bf16_dot && !a.packed_[MatmulActivations::kF32]) {
-      if (a.f32_.size() < packed) a.f32_.resize(packed);
-      matmul_avx512::pack_f32(a.f32_.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps);
-      a.packed_[MatmulActivations::kF32] = true;
+    const matmul_avx512::StepOrder order = matmul_avx512::step_order(w.dtype);
+    const bool even_odd = order == matmul_avx512::StepOrder::kEvenOdd;
+    CacheLineVector<float>& f32 = a.f32_[even_odd ? 1 : 0];
+    const auto kind = even_odd ? MatmulActivations::kF32EvenOdd : MatmulActivations::kF32;
+    if (!bf16_dot && !a.packed_[kind]) {
+      if (f32.size() < packed) f32.resize(packed);
+      matmul_avx512::pack_f32(f32.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps, order);
+      a.packed_[kind] = true;
     }
     for (int64_t b = i0; b < i1; b++) {
       const int64_t r0 = b * kFusedRowBlock;
@@ -501,8 +506,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
         matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
                                     n_tokens * 32, n_in, n_tokens);
       } else {
-        fused(out + r0, n_out, row0, row_bytes, n_rows, a.f32_.data(), n_tokens * 32, n_in,
-              n_tokens);
+        fused(out + r0, n_out, row0, row_bytes, n_rows, f32.data(), n_tokens * 32, n_in, n_tokens);
       }
     }
     return;

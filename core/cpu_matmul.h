@@ -32,20 +32,21 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
 constexpr int64_t kMatmulItemsMaxTokens = 16;
 
 // One thread's activations for matmul_items: x [n_tokens, n_in], packed lazily for each kind of
-// weights (FP32, BF16 for vdpbf16ps, int8 blocks per Q8_0 / Q4_0 / Q4_1) on first use and
-// reused for every matrix of that kind until the next set(). x must not change meanwhile.
+// weights (FP32 in column order or even/odd, BF16 for vdpbf16ps, int8 blocks per Q8_0 / Q4_0 /
+// Q4_1) on first use and reused for every matrix of that kind until the next set(). x must not
+// change meanwhile.
 class MatmulActivations {
  public:
   void set(const float* x, int64_t n_tokens, int64_t n_in);
 
  private:
   friend void matmul_items(float*, MatmulActivations&, const TensorView&, int64_t, int64_t);
-  enum Kind { kF32, kBf16, kInt8Q8_0, kInt8Q4_0, kInt8Q4_1, kF32Segments, kKinds };
+  enum Kind { kF32, kF32EvenOdd, kBf16, kInt8Q8_0, kInt8Q4_0, kInt8Q4_1, kF32Segments, kKinds };
   const float* x_ = nullptr;
   int64_t n_tokens_ = 0;
   int64_t n_in_ = 0;
   bool packed_[kKinds] = {};
-  CacheLineVector<float> f32_;        // matmul_avx512::pack_f32 layout
+  CacheLineVector<float> f32_[2];     // matmul_avx512::pack_f32 layout, by StepOrder
   CacheLineVector<uint16_t> bf16_;    // matmul_avx512::pack_bf16 layout
   CacheLineVector<uint8_t> int8_[3];  // matmul_vnni::pack layout, per weight dtype
   CacheLineVector<float> segments_;   // matmul_avx2::pack layout

@@ -8,6 +8,15 @@
 // Summation order of one output (row r, token t), the same in every tile shape and work split:
 //   one 16-lane accumulator over the row's 16-wide slices in order (FMA),
 //   a fixed tree over the 16 lanes (hsum), then the scalar tail (n_in % 16) in order.
+// The two slices of a full 32-column step are its columns [0, 16) and [16, 32), except for
+// BF16 weights, whose slices are the step's even and odd columns (step_order: the activations
+// are packed to match): a BF16 pair in a 32-bit lane is widened by one shift (the even column)
+// or one mask (the odd one), where the halves in column order need a zero-extension and a shift
+// for each 16 weights, and in a 4 x 6 tile those widenings took the two ports the FMAs issue
+// on (llvm-mca's Ice Lake server model of the compiled loop: a step's 48 FMAs in 40 cycles
+// with the column-order widening, 30 with even/odd, 24 at the FMA peak; measured on an Intel
+// Xeon, BM_Matmul BF16 at 16 and 32 tokens ran 10-15% faster, docs/findings.md).
+// A partial last step (n_in % 32) is read in column order by every loader.
 // The accumulators of a tile are parked in a small buffer between column segments and token
 // groups (a store and a reload change no bit), so how a call is cut up may depend on the
 // number of tokens without changing any sum: a token's outputs are bit-identical whether it
@@ -46,6 +55,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 namespace speclab {
@@ -114,13 +124,25 @@ struct LoadF32 : OneStepUnits {
   }
 };
 
+// BF16: a step's 32 weights in one load; half 0 = the even columns (the low 16 bits of each
+// 32-bit lane, shifted up), half 1 = the odd columns (the high 16 bits, the low ones masked):
+// one instruction per 16 weights, exactly bf16_to_f32's values. tail_half: 16 columns in order.
 struct LoadBF16 : OneStepUnits {
-  struct Block {};
+  struct Block {
+    __m512i v;
+  };
   static constexpr int kLines = 1;
+  static constexpr bool kEvenOdd = true;
   static size_t offset(int64_t i) { return 2 * static_cast<size_t>(i); }
-  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t*, int64_t, int) { return {}; }
-  SPECLAB_AVX512 static inline __m512 half(Block, const uint8_t* row, int64_t i, int h) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * (i + 16 * h)));
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t* row, int64_t i, int) {
+    return {_mm512_loadu_si512(row + 2 * i)};
+  }
+  SPECLAB_AVX512 static inline __m512 half(Block b, const uint8_t*, int64_t, int h) {
+    return _mm512_castsi512_ps(h == 0 ? _mm512_slli_epi32(b.v, 16)
+                                      : _mm512_and_si512(b.v, _mm512_set1_epi32(-65536)));
+  }
+  SPECLAB_AVX512 static inline __m512 tail_half(const uint8_t* row, int64_t i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * i));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
   }
   static inline float scalar(const uint8_t* row, int64_t j) {
@@ -341,6 +363,24 @@ struct LoadQ6_K {
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
 
+// Whether a loader's two halves of a full step are its even and odd columns.
+template <class L, class = void>
+struct EvenOdd : std::false_type {};
+template <class L>
+struct EvenOdd<L, std::void_t<decltype(L::kEvenOdd)>> : std::bool_constant<L::kEvenOdd> {};
+
+// The 16 columns [i, i + 16) of a float row, in column order (the half step at the end of a
+// row of n_in % 32 >= 16 columns): half 0 of the step at i, or for even/odd loaders their own
+// tail_half.
+template <class L>
+SPECLAB_AVX512 inline __m512 tail_half(const uint8_t* row, int64_t i) {
+  if constexpr (EvenOdd<L>::value) {
+    return L::tail_half(row, i);
+  } else {
+    return L::half(L::block(L::unit(row, i), row, i, 0), row, i, 0);
+  }
+}
+
 // Tokens per pass over a work item (the tokens whose accumulators are parked at once) and per
 // register tile, for calls of up to kMaxTokens tokens (decoding, verification) and for more
 // (a batch of requests, a prompt chunk): 8 tokens as two groups of 4 x 4 tiles, and 12 tokens
@@ -394,9 +434,7 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
   if (half_tail) {
     const float* xi = x + (i1 >> 5) * xs;
     __m512 w[R];
-    SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      w[r] = L::half(L::block(L::unit(row[r], i1), row[r], i1, 0), row[r], i1, 0);
-    }
+    SPECLAB_UNROLL for (int r = 0; r < R; r++) w[r] = tail_half<L>(row[r], i1);
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
       const __m512 xv = _mm512_loadu_ps(xi + 32 * t);
       SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_fmadd_ps(w[r], xv, a[r][t]);
@@ -582,6 +620,22 @@ struct PackF32 {  // (a lambda would not inherit the target attribute)
   }
 };
 
+// The same with a full step's values in even/odd order: x[2j] at j, x[2j + 1] at 16 + j.
+struct PackF32EvenOdd {
+  SPECLAB_AVX512 void operator()(float* d, const float* src, int64_t n) const {
+    if (n == 32) {
+      const __m512 lo = _mm512_loadu_ps(src), hi = _mm512_loadu_ps(src + 16);
+      const __m512i even =
+          _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+      const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+      _mm512_storeu_ps(d, _mm512_permutex2var_ps(lo, even, hi));
+      _mm512_storeu_ps(d + 16, _mm512_permutex2var_ps(lo, odd, hi));
+    } else {
+      PackF32{}(d, src, n);
+    }
+  }
+};
+
 // Round-to-nearest-even FP32 -> BF16 (vcvtne2ps2bf16; f32_to_bf16 for a partial step).
 struct PackBf16 {
   SPECLAB_AVX512BF16 void operator()(uint16_t* d, const float* src, int64_t n) const {
@@ -624,8 +678,17 @@ SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* r
 }
 
 SPECLAB_AVX512 void pack_f32(float* dst, const float* x, int64_t n_tokens, int64_t n_in,
-                             int64_t chunk, int64_t s0, int64_t s1) {
-  pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackF32{});
+                             int64_t chunk, int64_t s0, int64_t s1, StepOrder order) {
+  if (order == StepOrder::kEvenOdd) {
+    pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackF32EvenOdd{});
+  } else {
+    pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackF32{});
+  }
+}
+
+StepOrder step_order(DType dtype) {
+  return dtype == DType::BF16 && EvenOdd<LoadBF16>::value ? StepOrder::kEvenOdd
+                                                          : StepOrder::kNatural;
 }
 
 SPECLAB_AVX512BF16 void pack_bf16(uint16_t* dst, const float* x, int64_t n_tokens, int64_t n_in,

@@ -26,13 +26,21 @@ RowsFn rows_fn(DType dtype);
 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
                   const uint16_t* xb, int64_t xs, int64_t n_in, int64_t n_tokens);
 
+// The order of a full step's 32 values in the packed activations, as the kernel of a weight
+// dtype reads them: kNatural (column 32s + i at i), or kEvenOdd (the even columns 32s + 2j at
+// j, the odd ones 32s + 2j + 1 at 16 + j: BF16 weights, widened a 32-bit pair at a time). A
+// partial last step is in column order either way.
+enum class StepOrder { kNatural, kEvenOdd };
+StepOrder step_order(DType dtype);
+
 // Activations packed for the tiles: per 32-wide step of the input, the 32 values of every
 // token of a chunk side by side. Chunk c (tokens [c * chunk, ...), n_c of them) starts at
 // c * n_steps * chunk * 32 and its step s at + s * n_c * 32 (the last step zero-padded).
 //   dst: [n_chunks][n_steps][n_c][32]   x: [n_tokens, n_in]
-// Steps [s0, s1) of every token, so that the threads can share the work.
+// Steps [s0, s1) of every token, so that the threads can share the work; each step's values in
+// `order` (step_order of the weights they meet).
 void pack_f32(float* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk, int64_t s0,
-              int64_t s1);
+              int64_t s1, StepOrder order);
 // The same rounded to BF16 (round to nearest even).
 void pack_bf16(uint16_t* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk,
                int64_t s0, int64_t s1);

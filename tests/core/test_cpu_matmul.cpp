@@ -306,10 +306,12 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
     DType dtype;
     int64_t n_in;
   };
+  // BF16 1051: full steps in even/odd order, then a half step and 11 columns in column order.
   const Case cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1544},
-                        {DType::F32, 1031},  {DType::F16, 1031},  {DType::Q8_0, 1056},
-                        {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 768},
-                        {DType::Q6_K, 768},  {DType::Q4_K, 2304}, {DType::Q6_K, 2304}};
+                        {DType::BF16, 1051}, {DType::F32, 1031},  {DType::F16, 1031},
+                        {DType::Q8_0, 1056}, {DType::Q4_0, 1056}, {DType::Q4_1, 1056},
+                        {DType::Q4_K, 768},  {DType::Q6_K, 768},  {DType::Q4_K, 2304},
+                        {DType::Q6_K, 2304}};
   const int64_t n_out = 29;
   const int64_t token_counts[] = {2, 3, 5, 8, 9, 12, 13, 18, 21, 32, 64, 130};
   const int64_t max_tokens = 130;

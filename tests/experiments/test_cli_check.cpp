@@ -200,8 +200,15 @@ TEST(CliCheck, JsonAndJunitReportARegression) {
     const bool planted = objs[i]["cell_id"] == id;
     EXPECT_EQ(objs[i]["status"], planted ? "regression" : "ok") << objs[i];
     EXPECT_EQ(objs[i]["failed"], planted) << objs[i];
-    EXPECT_LT(objs[i]["alpha"]["value"].get<double>(),
-              objs[i]["alpha"]["baseline"].get<double>() + (planted ? -0.2 : 1e-9));
+    // The planted cell far below its baseline; the others within their tolerance of it (a
+    // kernel that rounds differently may move a greedy figure inside gate.deterministic_band).
+    const double value = objs[i]["alpha"]["value"], baseline = objs[i]["alpha"]["baseline"];
+    if (planted) {
+      EXPECT_LT(value, baseline - 0.2) << objs[i];
+    } else {
+      EXPECT_LE(std::fabs(value - baseline), objs[i]["alpha"]["tolerance"].get<double>())
+          << objs[i];
+    }
   }
   EXPECT_EQ(ids.size(), 4u);
   EXPECT_EQ(objs[4]["verdict"], "fail");
