@@ -94,12 +94,13 @@ Table prediction_quality_table(const std::vector<const ResultRow*>& rows, const 
     std::vector<std::string> row{
         std::to_string(e.errs.size()),
         std::to_string(e.flagged),
-        f.pct(median_of(e.errs)),
-        f.pct(*std::max_element(e.errs.begin(), e.errs.end())),
+        f.size_pct(median_of(e.errs)),
+        f.size_pct(*std::max_element(e.errs.begin(), e.errs.end())),
         e.half_widths.empty() ? "-" : str_cat(e.inside, " of ", e.half_widths.size()),
-        e.half_widths.empty() ? "-" : f.pct(median_of(e.half_widths)),
-        f.pct(e.thm_errs.empty() ? none : median_of(e.thm_errs)),
-        f.pct(e.thm_errs.empty() ? none : *std::max_element(e.thm_errs.begin(), e.thm_errs.end())),
+        e.half_widths.empty() ? "-" : f.size_pct(median_of(e.half_widths)),
+        f.size_pct(e.thm_errs.empty() ? none : median_of(e.thm_errs)),
+        f.size_pct(e.thm_errs.empty() ? none
+                                      : *std::max_element(e.thm_errs.begin(), e.thm_errs.end())),
         e.thm_with_interval == 0 ? "-" : str_cat(e.thm_inside, " of ", e.thm_with_interval)};
     if (several) row.insert(row.begin(), e.what);
     tq.rows.push_back(row);
@@ -149,10 +150,10 @@ Table prediction_vs_theorem_table(const std::vector<const ResultRow*>& rows, con
        {std::pair<const char*, const Pair*>{"ex ante", &ex_ante},
         std::pair<const char*, const Pair*>{"at the run's own rounds", &at_rounds}}) {
     if (e->profile.empty()) continue;
-    tv.rows.push_back({what, std::to_string(e->profile.size()), f.pct(median_of(e->profile)),
-                       f.pct(*std::max_element(e->profile.begin(), e->profile.end())),
-                       f.pct(median_of(e->thm)),
-                       f.pct(*std::max_element(e->thm.begin(), e->thm.end())),
+    tv.rows.push_back({what, std::to_string(e->profile.size()), f.size_pct(median_of(e->profile)),
+                       f.size_pct(*std::max_element(e->profile.begin(), e->profile.end())),
+                       f.size_pct(median_of(e->thm)),
+                       f.size_pct(*std::max_element(e->thm.begin(), e->thm.end())),
                        std::to_string(e->thm_off), str_cat(e->closer, " of ", e->thm_off)});
   }
   return tv;

@@ -35,6 +35,13 @@ struct CellFormat {
     std::snprintf(b, sizeof b, "%+.1f%%", 100 * v);
     return b;
   }
+  // A size (an |error|, a half-width): "3.2%", no sign; as pct for machines.
+  std::string size_pct(double v) const {
+    if (std::isnan(v) || machine) return pct(v);
+    char b[64];
+    std::snprintf(b, sizeof b, "%.1f%%", 100 * v);
+    return b;
+  }
   // The speedup interval: one "[lo, hi]" column ("-" for rows without a speedup), or for
   // machines two columns speedup_ci_lo, speedup_ci_hi.
   void interval_header(std::vector<std::string>* h) const {

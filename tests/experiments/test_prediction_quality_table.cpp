@@ -151,5 +151,24 @@ TEST(PredictionQualityTable, PutsTheProfileBesideTheoremThreeEightExAnteAndAtThe
   EXPECT_EQ(t->rows[1][7], "3 of 3");
 }
 
+// For reading, an |error| or a half-width is a size: "6.0%", not "+6.0%" (a signed error
+// elsewhere in the tables keeps its sign).
+TEST(PredictionQualityTable, SizesAreWrittenWithoutASign) {
+  std::vector<ResultRow> rows;
+  for (const auto& c : {cell("a", 1.0, true, -0.06, 0.10), cell("b", 1.0, true, 0.02, -0.04)})
+    rows.push_back(ResultRow::from_json(c, "test row"));
+  const std::vector<Table> ts = result_tables_build(rows, /*machine=*/false);
+  for (const auto& t : ts) {
+    if (t.name != "prediction_vs_theorem") continue;
+    ASSERT_EQ(t.rows.size(), 1u);
+    EXPECT_EQ(t.rows[0][2], "4.0%");    // median of 6% and 2%
+    EXPECT_EQ(t.rows[0][3], "6.0%");    // max
+    EXPECT_EQ(t.rows[0][4], "7.0%");    // median of 10% and 4%
+    EXPECT_EQ(t.rows[0][7], "2 of 2");  // a: 6% < 10%, b: 2% < 4%
+    return;
+  }
+  ADD_FAILURE() << "no prediction_vs_theorem table";
+}
+
 }  // namespace
 }  // namespace speclab
