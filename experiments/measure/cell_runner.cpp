@@ -421,13 +421,12 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
   // The profile's price of this run's own rounds against the measured speedup: the cost side
   // of the prediction error alone (the run's rounds carry its acceptance, luck included).
   if (speedup > 0 && m.acc.n_rounds > 0) {
-    const std::optional<double> at_rounds = time_parts_profile_speedup_at_rounds(
-        row, static_cast<double>(spec_tok) / static_cast<double>(m.acc.n_rounds));
+    const double tau = static_cast<double>(spec_tok) / static_cast<double>(m.acc.n_rounds);
+    const std::optional<double> at_rounds = time_parts_profile_speedup_at_rounds(row, tau);
     if (at_rounds) row.profile_error_at_run_rounds = *at_rounds / speedup - 1;
     // Theorem 3.8's cost side the same way: its speedup E[tokens] / (gamma c + 1) with the
     // run's tokens per round for E[tokens] (only where Theorem 3.8 gave a figure).
     if (prediction && prediction->thm38_speedup > 0 && prediction->c > 0) {
-      const double tau = static_cast<double>(spec_tok) / static_cast<double>(m.acc.n_rounds);
       row.thm38_error_at_run_rounds =
           tau / (prediction->thm38_gamma * prediction->c + 1) / speedup - 1;
     }
