@@ -228,7 +228,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(parts, double, thm38_error_at_run_rounds, "",                                                  \
     "Theorem 3.8's cost model at this run's own rounds: tau / (gamma c_profile + 1) / speedup - "  \
     "1, the run's tokens per round in place of the law's expectation; beside "                    \
-    "profile_error_at_run_rounds, the two cost models compared without acceptance luck")          \
+    "profile_error_at_run_rounds, the two cost models compared without acceptance luck; a "       \
+    "diagnostic, not a prediction")                                                                \
   X(speedup, double, speedup, "x", "(baseline s/token) / (speculative s/token)")                   \
   X(speedup, double, speedup_ci_lo, "x", "percentile-bootstrap interval over prompts, low end")    \
   X(speedup, double, speedup_ci_hi, "x", "percentile-bootstrap interval over prompts, high end")   \
