@@ -61,7 +61,7 @@ struct Kernels {
   // matmul_avx2::kRowBlock rows straight from the stored rows (core/matmul_avx2.h).
   decltype(&matmul_avx2::rows) rows;
   // Dequantizes in registers (no FP32 row copy); null: `rows` or `block`.
-  matmul_avx512::RowsFn (*fused)(DType);
+  matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
   bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 weights go through vpdpbusd (int8 activations)
   MatmulIsa id;
@@ -153,6 +153,54 @@ const Kernels& kernels_for(MatmulIsa isa) {
 }
 
 const Kernels* g_kernels = nullptr;  // null: the best the CPU supports
+
+// AMD family 19h (Zen 3 and Zen 4; only Zen 4 has the AVX-512 that the fused path needs).
+bool cpu_is_amd_family_19h() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned family = ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
+  return family == 0x19;
+}
+
+// One-token products read rows whole (matmul_avx512::Streaming) for the dtypes and CPUs where
+// that was measured to stream faster: F32, F16, BF16 and Q8_0 on Zen 4 (docs/cpu-kernels.md).
+// Elsewhere (Zen 5 and an Intel Xeon were tuned with segments; not measured with whole rows)
+// and for the 4-bit formats (10% slower on Zen 4), segments.
+MatmulStreaming default_streaming(DType dtype) {
+  static const bool whole_rows_cpu = cpu_is_amd_family_19h();
+  const bool whole_rows_dtype =
+      dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::Q8_0;
+  return whole_rows_cpu && whole_rows_dtype ? MatmulStreaming::kWholeRows
+                                            : MatmulStreaming::kSegments;
+}
+
+// SPECLAB_MATMUL_STREAM=rows|segments sets the streaming of one-token products for a whole run
+// (as matmul_force_streaming does for tests); unset or anything else: the default per dtype.
+MatmulStreaming env_streaming() {
+  const char* env = std::getenv("SPECLAB_MATMUL_STREAM");
+  if (env == nullptr) return MatmulStreaming::kDefault;
+  if (std::strcmp(env, "rows") == 0) return MatmulStreaming::kWholeRows;
+  if (std::strcmp(env, "segments") == 0) return MatmulStreaming::kSegments;
+  return MatmulStreaming::kDefault;
+}
+
+MatmulStreaming g_streaming = MatmulStreaming::kDefault;  // set by matmul_force_streaming
+
+MatmulStreaming streaming_for(DType dtype) {
+  static const MatmulStreaming from_env = env_streaming();
+  const MatmulStreaming s = g_streaming != MatmulStreaming::kDefault ? g_streaming : from_env;
+  return s != MatmulStreaming::kDefault ? s : default_streaming(dtype);
+}
+
+// The fused kernel for w on path k (null: the path does not fuse this dtype).
+matmul_avx512::RowsFn fused_kernel(const Kernels& k, DType dtype) {
+  if (k.fused == nullptr) return nullptr;
+  return k.fused(dtype, streaming_for(dtype) == MatmulStreaming::kWholeRows
+                            ? matmul_avx512::Streaming::kWholeRows
+                            : matmul_avx512::Streaming::kSegments);
+}
 
 const Kernels& kernels() {
   static const Kernels& best = kernels_for(MatmulIsa::kBest);
@@ -278,6 +326,16 @@ void matmul_force_generic(bool force) {
   matmul_force_isa(force ? MatmulIsa::kGeneric : MatmulIsa::kBest);
 }
 
+void matmul_force_streaming(MatmulStreaming streaming) { g_streaming = streaming; }
+
+const char* matmul_one_token_streaming(DType dtype) {
+  if (kernels().fused == nullptr || matmul_quantizes_activations(dtype) ||
+      matmul_rounds_activations_to_bf16(dtype)) {
+    return "n/a";
+  }
+  return streaming_for(dtype) == MatmulStreaming::kWholeRows ? "whole rows" : "segments";
+}
+
 bool matmul_rounds_activations_to_bf16(DType dtype) {
   return dtype == DType::BF16 && kernels().bf16_dot;
 }
@@ -314,7 +372,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     matmul_weights_int8(out, x, w, n_tokens, parallel);
     return;
   }
-  const matmul_avx512::RowsFn fused = k.fused != nullptr ? k.fused(w.dtype) : nullptr;
+  const matmul_avx512::RowsFn fused = fused_kernel(k, w.dtype);
   if (fused != nullptr) {
     // Prompts (hundreds of tokens) go in chunks of tokens whose packed activations fit in L2
     // (~256 KB), rereading the weights once per chunk; a decode or verification call
@@ -438,7 +496,7 @@ void MatmulActivations::set(const float* x, int64_t n_tokens, int64_t n_in) {
 int64_t matmul_item_rows(const TensorView& w) {
   const Kernels& k = kernels();
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) return kFusedRowBlock;
-  if (k.fused != nullptr && k.fused(w.dtype) != nullptr) return kFusedRowBlock;
+  if (fused_kernel(k, w.dtype) != nullptr) return kFusedRowBlock;
   return unfused_item_rows(k);
 }
 
@@ -479,7 +537,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
     }
     return;
   }
-  const matmul_avx512::RowsFn fused = k.fused != nullptr ? k.fused(w.dtype) : nullptr;
+  const matmul_avx512::RowsFn fused = fused_kernel(k, w.dtype);
   if (fused != nullptr) {
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
     const int64_t n_steps = (n_in + 31) / 32;

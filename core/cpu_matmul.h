@@ -102,6 +102,22 @@ bool matmul_rounds_activations_to_bf16(DType dtype);
 // path in use (avx512vnni and Q8_0 / Q4_0 / Q4_1): such products equal
 // matmul_weights_ref_int8 (core/matmul_int8.h) up to FP32 summation order.
 bool matmul_quantizes_activations(DType dtype);
+// How the avx512 path reads the weights in a product of one token (decoding, drafting):
+//   kSegments   as for more tokens: 4-row register tiles, column segment by segment, the next
+//               segment prefetched in software
+//   kWholeRows  one row at a time from its first column to its last, no software prefetch (a
+//               single sequential stream for the hardware prefetcher); rows whose FP32
+//               activations exceed 16 KB six at a time (docs/cpu-kernels.md)
+// No output changes a bit with it. Default (kDefault): kWholeRows for F32, F16, BF16 and Q8_0
+// weights on AMD family 19h (Zen 4), where it streams faster, kSegments otherwise;
+// SPECLAB_MATMUL_STREAM=rows|segments in the environment sets it for a whole run.
+enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
+// For tests and comparisons: force one streaming for every dtype (kDefault: back to the
+// environment's or the default). Not thread-safe, like matmul_force_isa.
+void matmul_force_streaming(MatmulStreaming streaming);
+// The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
+// "segments", or "n/a" (paths and dtypes that do not take the fused FP32 kernels).
+const char* matmul_one_token_streaming(DType dtype);
 // For comparisons against FP32-activation references (other backends, golden logits): the best
 // path the CPU supports that keeps FP32 activations (avx512 rather than avx512vnni); false:
 // back to the default. Not thread-safe, like matmul_force_isa.

@@ -392,9 +392,9 @@ constexpr int kManyGroup = 6;
 
 // One register tile, R rows x T tokens, over the 32-column steps [i0, i1) of one segment,
 // plus the 16-column slice at i1 when half_tail (float rows with n_in % 32 >= 16, last
-// segment). first: start from zero, else from acc. pf: prefetch distance in bytes.
-// acc: row r token t at acc + r * kStride + 16 * t.
-template <class L, int R, int T, int64_t kStride>
+// segment). first: start from zero, else from acc. pf: prefetch distance in bytes (kPrefetch:
+// none is issued without it). acc: row r token t at acc + r * kStride + 16 * t.
+template <class L, int R, int T, int64_t kStride, bool kPrefetch = true>
 SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, int64_t xs,
                          int64_t i0, int64_t i1, bool half_tail, bool first, float* acc,
                          int64_t pf) {
@@ -409,9 +409,11 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
   for (int64_t iu = i0; iu < i1; iu += 32 * L::kUnitSteps) {
     typename L::Unit u[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
-        _mm_prefetch(reinterpret_cast<const char*>(row[r] + L::offset(iu) + pf + 64 * l),
-                     _MM_HINT_T0);
+      if constexpr (kPrefetch) {
+        SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
+          _mm_prefetch(reinterpret_cast<const char*>(row[r] + L::offset(iu) + pf + 64 * l),
+                       _MM_HINT_T0);
+        }
       }
       u[r] = L::unit(row[r], iu);
     }
@@ -535,17 +537,65 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
   }
 }
 
+// One token, each row of the item read whole (from its first column to its last) with no
+// software prefetch: a thread's weights are then one sequential stream, which the hardware
+// prefetcher follows on its own. Rows whose FP32 activations exceed kWholeRowActBytes (the
+// down projection's 8192 columns: 32 KB, as large as Zen 4's L1) go kLongRowTile rows at a
+// time, so that each activation slice, then read from L2, serves several rows; shorter rows
+// go one at a time. Each output is the same chain of FMAs as in a tile of rows_passes (one
+// accumulator over the row's slices in order, the same tree, the same scalar tail), so its
+// bits do not depend on the streaming.
+// Measured on a Zen 4 guest (AMD EPYC, family 19h), docs/cpu-kernels.md: one core, a 540 MB
+// set of [8192, 3072] BF16 matrices, 19-23 GB/s this way against 11-14 with 4-row tiles over
+// prefetched segments; in a throwaway loop on two threads, one row at a time read 31-55 GB/s
+// at 2048 and 3072 columns and 25-27 at 8192, where 4, 8 and 12 rows at a time read 38-48 (and
+// 29-43 at 3072); software prefetch at any distance and any hint was slower. Q4_0 / Q4_1,
+// whose dequantization costs more per byte, were 10% slower this way, and calls of more
+// tokens reread the activations per row (k = 2, 4: slower).
+constexpr int64_t kWholeRowActBytes = 16 << 10;
+constexpr int kLongRowTile = 6;
+static_assert(kRowBlock % kLongRowTile == 0);
+
+template <class L>
+SPECLAB_AVX512 void rows_whole_single(float* out, const uint8_t* row0, size_t row_bytes, int n_rows,
+                                      const float* x, int64_t xs, int64_t n_in) {
+  alignas(64) float acc[kRowBlock * 16];  // row r's accumulator at acc + 16 * r
+  const int64_t n32 = n_in / 32 * 32, n16 = n_in / 16 * 16;
+  const bool half_tail = n16 > n32;
+  int r = 0;
+  if (4 * n_in > kWholeRowActBytes) {
+    for (; r + kLongRowTile <= n_rows; r += kLongRowTile) {
+      tile<L, kLongRowTile, 1, 16, false>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail,
+                                          true, acc + 16 * r, 0);
+    }
+  }
+  for (; r < n_rows; r++) {
+    tile<L, 1, 1, 16, false>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true,
+                             acc + 16 * r, 0);
+  }
+  for (r = 0; r < n_rows; r++) {
+    const uint8_t* row = row0 + r * row_bytes;
+    float tail = 0.0f;
+    for (int64_t j = n16; j < n_in; j++)
+      tail = __builtin_fmaf(L::scalar(row, j), x[(j >> 5) * xs + (j & 31)], tail);
+    out[r] = hsum(_mm512_load_ps(acc + 16 * r)) + tail;
+  }
+}
+
 // Up to kMaxTokens tokens: passes of 8 as two groups of 4 x 4 tiles (above). More tokens (a
 // batch of requests, a prompt chunk: compute-bound, each weight slice widened once per group):
 // passes of 12 as two groups of 4 x 6, 24 accumulators, 6 FMAs per widened slice instead of 4.
 // Measured on the Zen 5 machine, [8192, 3072] BF16, 2 threads, interleaved, two rounds: k = 32
 // at 341-355 GFLOP/s with passes of 8, 374-388 with passes of 12 (18 or 24 tokens per pass of
 // groups of 6: no better, 357-376 and 327-376); Q8_0 and Q4_1 unchanged within 3%.
-template <class L>
+// kWholeRows: one token as rows_whole_single.
+template <class L, Streaming kOneToken = Streaming::kSegments>
 SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                 int n_rows, const float* x, int64_t xs, int64_t n_in,
                                 int64_t n_tokens) {
-  if (n_tokens <= kMaxTokens) {
+  if (kOneToken == Streaming::kWholeRows && n_tokens == 1) {
+    rows_whole_single<L>(out, row0, row_bytes, n_rows, x, xs, n_in);
+  } else if (n_tokens <= kMaxTokens) {
     rows_passes<L, kMaxTokens, 4>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else {
     rows_passes<L, kManyPass, kManyGroup>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in,
@@ -696,26 +746,32 @@ SPECLAB_AVX512BF16 void pack_bf16(uint16_t* dst, const float* x, int64_t n_token
   pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackBf16{});
 }
 
-RowsFn rows_fn(DType dtype) {
+template <Streaming kOneToken>
+RowsFn rows_fn_streaming(DType dtype) {
   switch (dtype) {
     case DType::F32:
-      return rows_avx512<LoadF32>;
+      return rows_avx512<LoadF32, kOneToken>;
     case DType::F16:
-      return rows_avx512<LoadF16>;
+      return rows_avx512<LoadF16, kOneToken>;
     case DType::BF16:
-      return rows_avx512<LoadBF16>;
+      return rows_avx512<LoadBF16, kOneToken>;
     case DType::Q8_0:
-      return rows_avx512<LoadQ8_0>;
+      return rows_avx512<LoadQ8_0, kOneToken>;
     case DType::Q4_0:
-      return rows_avx512<LoadQ4<false>>;
+      return rows_avx512<LoadQ4<false>, kOneToken>;
     case DType::Q4_1:
-      return rows_avx512<LoadQ4<true>>;
+      return rows_avx512<LoadQ4<true>, kOneToken>;
     case DType::Q4_K:
-      return rows_avx512<LoadQ4_K>;
+      return rows_avx512<LoadQ4_K, kOneToken>;
     case DType::Q6_K:
-      return rows_avx512<LoadQ6_K>;
+      return rows_avx512<LoadQ6_K, kOneToken>;
   }
   return nullptr;
+}
+
+RowsFn rows_fn(DType dtype, Streaming one_token) {
+  return one_token == Streaming::kWholeRows ? rows_fn_streaming<Streaming::kWholeRows>(dtype)
+                                            : rows_fn_streaming<Streaming::kSegments>(dtype);
 }
 
 }  // namespace matmul_avx512

@@ -18,8 +18,13 @@ constexpr int kRowBlock = 12;
 // pack_f32 (element i of token t at x[(i / 32) * xs + 32 * t + i % 32]).
 using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                         int n_rows, const float* x, int64_t xs, int64_t n_in, int64_t n_tokens);
+// How a call of one token (decoding, drafting) reads a work item's rows: kSegments as every
+// call of more tokens (4-row register tiles, column segment by segment, the next segment
+// prefetched in software), or kWholeRows (rows read whole, no software prefetch: one at a time,
+// or six at a time when long: rows_whole_single). Every output has the same bits either way.
+enum class Streaming { kSegments, kWholeRows };
 // The kernel for weights of `dtype` (FP32 activations).
-RowsFn rows_fn(DType dtype);
+RowsFn rows_fn(DType dtype, Streaming one_token);
 
 // BF16 weights dotted with vdpbf16ps against BF16-rounded activations packed by pack_bf16
 // (the opt-in avx512bf16 path). Same arguments as RowsFn.

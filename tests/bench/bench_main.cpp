@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <string>
 
 #include "core/cpu_matmul.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "experiments/measure/compute_peak_probe.h"
@@ -167,6 +169,15 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("fp32_fma_peak_lanes", std::to_string(lanes));
   benchmark::AddCustomContext("bf16_dot_peak_GFLOPs", std::to_string(bf16 / 1e9));
   benchmark::AddCustomContext("matmul_isa", speclab::matmul_isa());
+  // How one-token products read each dtype's rows (core/cpu_matmul.h, MatmulStreaming).
+  std::string streaming;
+  for (speclab::DType d :
+       {speclab::DType::F32, speclab::DType::F16, speclab::DType::BF16, speclab::DType::Q8_0,
+        speclab::DType::Q4_0, speclab::DType::Q4_1, speclab::DType::Q4_K, speclab::DType::Q6_K}) {
+    streaming += std::string(streaming.empty() ? "" : ", ") + speclab::dtype_name(d) + " " +
+                 speclab::matmul_one_token_streaming(d);
+  }
+  benchmark::AddCustomContext("matmul_one_token_streaming", streaming);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

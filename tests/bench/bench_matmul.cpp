@@ -5,6 +5,9 @@
 //                          every call streams its weights from memory, as in decoding.
 //                          Counters: bytes/s of weights, FLOP/s, bw_frac (of the measured
 //                          read bandwidth: the napkin limit while k is small).
+//   BM_MatmulDown/<dtype>/<k>  the same on [3072, 8192] matrices (the 3B MLP's down
+//                          projection: rows of 8192 columns, whose FP32 activations, 32 KB,
+//                          fill a 32 KB L1 by themselves)
 //   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
 //                          (robust to other jobs on a shared machine): GB/s of weights one core
 //                          streams, against BM_ReadOneCore (a plain AVX-512 read of
@@ -36,23 +39,29 @@ namespace {
 
 constexpr int64_t kRows = 8192, kCols = 3072;
 
-// Enough [kRows, kCols] matrices of `dtype` to exceed every cache level several times
-// (bench_stream_bytes). One dtype's set at a time: the previous one is freed first.
-const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype) {
+// Enough [rows, cols] matrices of `dtype` to exceed every cache level several times
+// (bench_stream_bytes). One set at a time: the previous one is freed first.
+const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype, int64_t rows = kRows,
+                                                         int64_t cols = kCols) {
   static DType current = DType::F32;
+  static int64_t current_rows = 0, current_cols = 0;
   static std::vector<std::unique_ptr<LlamaModel>> set;
-  if (!set.empty() && current != dtype) set.clear();
+  if (!set.empty() && (current != dtype || current_rows != rows || current_cols != cols)) {
+    set.clear();
+  }
   current = dtype;
+  current_rows = rows;
+  current_cols = cols;
   if (set.empty()) {
     LlamaConfig config;  // the synthetic generator, for embedding-sized matrices only
-    config.vocab_size = kRows;
-    config.dim = kCols;
+    config.vocab_size = rows;
+    config.dim = cols;
     config.n_layers = 0;
     config.tie_embeddings = true;
     config.max_seq_len = 1;
     config.n_heads = config.n_kv_heads = 1;
     config.head_dim = 2;
-    const double bytes = static_cast<double>(dtype_row_bytes(dtype, kCols)) * kRows;
+    const double bytes = static_cast<double>(dtype_row_bytes(dtype, cols)) * rows;
     const double want = static_cast<double>(bench_stream_bytes());
     const int n = std::max(2, static_cast<int>((want + bytes - 1) / bytes));
     for (int i = 0; i < n; i++) set.push_back(llama_make_random(config, dtype, 100 + i));
@@ -85,6 +94,31 @@ BENCHMARK(BM_Matmul)
                     static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
                     static_cast<int>(DType::Q4_1)},
                    {1, 2, 4, 8, 16, 32}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinTime(0.3);
+
+void BM_MatmulDown(benchmark::State& state) {
+  constexpr int64_t kDownRows = kCols, kDownCols = kRows;
+  threads_set(2);
+  const DType dtype = static_cast<DType>(state.range(0));
+  const int64_t k = state.range(1);
+  const auto& set = matrices(dtype, kDownRows, kDownCols);
+  std::vector<float> x(k * kDownCols), out(k * kDownRows);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  size_t next = 0;
+  for (auto _ : state) {
+    matmul_weights(out.data(), x.data(), set[next].get()->weights.tok_embeddings, k);
+    benchmark::DoNotOptimize(out.data());
+    next = (next + 1) % set.size();
+  }
+  const double bytes = static_cast<double>(set[0]->weights.tok_embeddings.nbytes);
+  bench_set_bandwidth_counters(state, bytes, bytes * static_cast<double>(set.size()));
+  state.SetLabel(std::string(dtype_name(dtype)) + " " + matmul_isa());
+}
+BENCHMARK(BM_MatmulDown)
+    ->ArgNames({"dtype", "k"})
+    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0)}, {1, 4, 8}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinTime(0.3);

@@ -51,6 +51,8 @@ def main(path):
                    f"({ctx.get('fp32_fma_peak_lanes', '?')} lanes), BF16 dot "
                    + (f"{bf16:.1f} GFLOP/s" if bf16 > 0 else "none (no AVX512-BF16)"))
     out.append(f"matmul path: {run['context'].get('matmul_isa', '?')}")
+    if "matmul_one_token_streaming" in ctx:
+        out.append(f"one-token products read rows as: {ctx['matmul_one_token_streaming']}")
     out.append("")
     out.append("| decode (k = 1) | weights MB | ms/token | tokens/s | GB/s | % of bandwidth |")
     out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
