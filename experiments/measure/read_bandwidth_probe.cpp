@@ -239,6 +239,20 @@ uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int th
   return total;
 }
 
+uint64_t read_probe_ranges(ReadProbe probe, const std::vector<ReadRange>& ranges, int threads) {
+  const int nt = threads > 0 ? threads : omp_get_num_procs();
+  uint64_t total = 0;
+#pragma omp parallel num_threads(nt) reduction(+ : total)
+  {
+    for (const ReadRange& r : ranges) {
+      int64_t begin = 0, end = 0;
+      thread_range(r.words, omp_get_thread_num(), omp_get_num_threads(), &begin, &end);
+      total += sum_range(probe, r.data + begin, end - begin);
+    }
+  }
+  return total;
+}
+
 std::string read_probe_label(const ReadProbeFigure& f) {
   return std::string(read_probe_name(f.probe)) + "." + page_size_name(f.pages);
 }

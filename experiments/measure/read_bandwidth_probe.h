@@ -42,6 +42,17 @@ const char* read_probe_isa();
 // contiguous range); buf must be 64-byte aligned. Returns the wrapping sum of the words.
 uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int threads);
 
+// One word range to read: `words` 64-bit words from a 64-byte-aligned `data`.
+struct ReadRange {
+  const uint64_t* data = nullptr;
+  int64_t words = 0;
+};
+// One pass of `probe` over every range in turn, in one parallel region of `threads` threads
+// (each thread its contiguous share of each range, with no barrier between ranges): how a
+// decode step's team reads its matrices one after another, without a region per matrix.
+// Returns the wrapping sum of all the words.
+uint64_t read_probe_ranges(ReadProbe probe, const std::vector<ReadRange>& ranges, int threads);
+
 struct ReadProbeFigure {
   ReadProbe probe = ReadProbe::kScalarSum;
   PageSize pages = PageSize::kSmall;  // the pages of the buffer it read

@@ -33,6 +33,12 @@ std::vector<std::pair<std::string, std::string>> bench_user_ggufs();
 // Bytes of weights one forward call reads: every layer matrix and the output head (the norms
 // are negligible, the embedding lookup reads one row per token).
 double bench_weight_bytes(const LlamaModel& m);
+// Reads every weight matrix of one forward call (bench_weight_bytes' tensors, each from its first
+// 64-byte-aligned word) with the probe that set bench_read_bandwidth, on 2 threads, the matrices
+// in turn in one parallel region (as the decode's step team: a region per matrix cost the read
+// 2-10% more time than the decode on a Zen 4 guest): the fastest plain read of the decode's very
+// bytes, from the same pages, at the same moment. Returns the seconds it took.
+double bench_read_weights_seconds(const LlamaModel& m);
 // Multiply-add FLOPs of the weight matrices for one token: 2 * weight parameters.
 double bench_weight_flops_per_token(const LlamaModel& m);
 

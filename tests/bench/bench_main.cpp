@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -111,6 +112,30 @@ double bench_weight_bytes(const LlamaModel& m) {
       bytes += static_cast<double>(w->nbytes);
   }
   return bytes;
+}
+
+double bench_read_weights_seconds(const LlamaModel& m) {
+  const ReadProbe probe = bench_read_probes().best.probe;
+  std::vector<const TensorView*> tensors = {&m.weights.output};
+  for (const LlamaLayerWeights& lw : m.weights.layers) {
+    for (const TensorView* w : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down})
+      tensors.push_back(w);
+  }
+  std::vector<ReadRange> ranges;
+  for (const TensorView* w : tensors) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(w->data);
+    const uintptr_t aligned = (begin + 63) / 64 * 64;
+    const uintptr_t end = begin + static_cast<uintptr_t>(w->nbytes);
+    if (end <= aligned) continue;
+    ranges.push_back({reinterpret_cast<const uint64_t*>(aligned),
+                      static_cast<int64_t>((end - aligned) / sizeof(uint64_t))});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t sink = read_probe_ranges(probe, ranges, 2);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  benchmark::DoNotOptimize(sink);
+  return seconds;
 }
 
 double bench_weight_flops_per_token(const LlamaModel& m) {

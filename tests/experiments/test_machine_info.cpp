@@ -73,6 +73,29 @@ TEST(ReadBandwidthProbe, EveryProbeSumsEveryWord) {
   }
 }
 
+// The same over several ranges of odd lengths at once (a decode step's matrices in turn).
+TEST(ReadBandwidthProbe, EveryProbeSumsEveryWordOfEveryRange) {
+  const int64_t lengths[] = {1, 7, 64, 4099, 100003};
+  std::vector<std::unique_ptr<uint64_t, decltype(&std::free)>> bufs;
+  std::vector<ReadRange> ranges;
+  uint64_t expected = 0;
+  for (const int64_t n : lengths) {
+    bufs.emplace_back(static_cast<uint64_t*>(std::aligned_alloc(64, (n * 8 + 63) / 64 * 64)),
+                      &std::free);
+    for (int64_t i = 0; i < n; i++) {
+      bufs.back().get()[i] = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1 + n);
+      expected += bufs.back().get()[i];
+    }
+    ranges.push_back({bufs.back().get(), n});
+  }
+  for (const ReadProbe probe : read_probe_all()) {
+    for (const int threads : {1, 2, 3}) {
+      EXPECT_EQ(read_probe_ranges(probe, ranges, threads), expected)
+          << read_probe_name(probe) << " threads=" << threads;
+    }
+  }
+}
+
 TEST(ReadBandwidthProbe, TheLimitIsTheBestProbe) {
   const ReadBandwidth bw = read_bandwidth_measure(size_t{16} << 20, 0.05, 0);
   ASSERT_EQ(bw.probes.size(), 2 * read_probe_all().size());  // 4 KB pages, then huge pages
