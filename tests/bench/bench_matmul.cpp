@@ -69,12 +69,14 @@ const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype, int64_t ro
   return set;
 }
 
-void BM_Matmul(benchmark::State& state) {
+// Two threads multiplying k activation rows by [rows, cols] matrices of dtype in turn; counters
+// of weight bytes/s, bw_frac and FLOP/s.
+void two_thread_matmul(benchmark::State& state, int64_t rows, int64_t cols) {
   threads_set(2);
   const DType dtype = static_cast<DType>(state.range(0));
   const int64_t k = state.range(1);
-  const auto& set = matrices(dtype);
-  std::vector<float> x(k * kCols), out(k * kRows);
+  const auto& set = matrices(dtype, rows, cols);
+  std::vector<float> x(k * cols), out(k * rows);
   for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
   size_t next = 0;
   for (auto _ : state) {
@@ -84,10 +86,13 @@ void BM_Matmul(benchmark::State& state) {
   }
   const double bytes = static_cast<double>(set[0]->weights.tok_embeddings.nbytes);
   bench_set_bandwidth_counters(state, bytes, bytes * static_cast<double>(set.size()));
-  state.counters["FLOP/s"] =
-      benchmark::Counter(2.0 * kRows * kCols * k * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] = benchmark::Counter(
+      2.0 * static_cast<double>(rows * cols * k) * static_cast<double>(state.iterations()),
+      benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(dtype)) + " " + matmul_isa());
 }
+
+void BM_Matmul(benchmark::State& state) { two_thread_matmul(state, kRows, kCols); }
 BENCHMARK(BM_Matmul)
     ->ArgNames({"dtype", "k"})
     ->ArgsProduct({{static_cast<int>(DType::F32), static_cast<int>(DType::F16),
@@ -98,24 +103,7 @@ BENCHMARK(BM_Matmul)
     ->UseRealTime()
     ->MinTime(0.3);
 
-void BM_MatmulDown(benchmark::State& state) {
-  constexpr int64_t kDownRows = kCols, kDownCols = kRows;
-  threads_set(2);
-  const DType dtype = static_cast<DType>(state.range(0));
-  const int64_t k = state.range(1);
-  const auto& set = matrices(dtype, kDownRows, kDownCols);
-  std::vector<float> x(k * kDownCols), out(k * kDownRows);
-  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
-  size_t next = 0;
-  for (auto _ : state) {
-    matmul_weights(out.data(), x.data(), set[next].get()->weights.tok_embeddings, k);
-    benchmark::DoNotOptimize(out.data());
-    next = (next + 1) % set.size();
-  }
-  const double bytes = static_cast<double>(set[0]->weights.tok_embeddings.nbytes);
-  bench_set_bandwidth_counters(state, bytes, bytes * static_cast<double>(set.size()));
-  state.SetLabel(std::string(dtype_name(dtype)) + " " + matmul_isa());
-}
+void BM_MatmulDown(benchmark::State& state) { two_thread_matmul(state, kCols, kRows); }
 BENCHMARK(BM_MatmulDown)
     ->ArgNames({"dtype", "k"})
     ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0)}, {1, 4, 8}})
