@@ -227,18 +227,6 @@ const char* read_probe_isa() {
   return "?";
 }
 
-uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int threads) {
-  const int nt = threads > 0 ? threads : omp_get_num_procs();
-  uint64_t total = 0;
-#pragma omp parallel num_threads(nt) reduction(+ : total)
-  {
-    int64_t begin = 0, end = 0;
-    thread_range(n, omp_get_thread_num(), omp_get_num_threads(), &begin, &end);
-    total += sum_range(probe, buf + begin, end - begin);
-  }
-  return total;
-}
-
 uint64_t read_probe_ranges(ReadProbe probe, const std::vector<ReadRange>& ranges, int threads) {
   const int nt = threads > 0 ? threads : omp_get_num_procs();
   uint64_t total = 0;
@@ -251,6 +239,10 @@ uint64_t read_probe_ranges(ReadProbe probe, const std::vector<ReadRange>& ranges
     }
   }
   return total;
+}
+
+uint64_t read_probe_pass(ReadProbe probe, const uint64_t* buf, int64_t n, int threads) {
+  return read_probe_ranges(probe, {ReadRange{buf, n}}, threads);
 }
 
 std::string read_probe_label(const ReadProbeFigure& f) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/cpu_matmul.h"
 #include "core/dtype.h"
@@ -105,24 +106,28 @@ std::vector<std::pair<std::string, std::string>> bench_user_ggufs() {
   return out;
 }
 
-double bench_weight_bytes(const LlamaModel& m) {
-  double bytes = static_cast<double>(m.weights.output.nbytes);
+namespace {
+// The weight matrices one forward call reads: the output head, then every layer's seven.
+std::vector<const TensorView*> weight_matrices(const LlamaModel& m) {
+  std::vector<const TensorView*> out = {&m.weights.output};
   for (const LlamaLayerWeights& lw : m.weights.layers) {
     for (const TensorView* w : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down})
-      bytes += static_cast<double>(w->nbytes);
+      out.push_back(w);
   }
+  return out;
+}
+}  // namespace
+
+double bench_weight_bytes(const LlamaModel& m) {
+  double bytes = 0;
+  for (const TensorView* w : weight_matrices(m)) bytes += static_cast<double>(w->nbytes);
   return bytes;
 }
 
 double bench_read_weights_seconds(const LlamaModel& m) {
   const ReadProbe probe = bench_read_probes().best.probe;
-  std::vector<const TensorView*> tensors = {&m.weights.output};
-  for (const LlamaLayerWeights& lw : m.weights.layers) {
-    for (const TensorView* w : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down})
-      tensors.push_back(w);
-  }
   std::vector<ReadRange> ranges;
-  for (const TensorView* w : tensors) {
+  for (const TensorView* w : weight_matrices(m)) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(w->data);
     const uintptr_t aligned = (begin + 63) / 64 * 64;
     const uintptr_t end = begin + static_cast<uintptr_t>(w->nbytes);
@@ -139,11 +144,8 @@ double bench_read_weights_seconds(const LlamaModel& m) {
 }
 
 double bench_weight_flops_per_token(const LlamaModel& m) {
-  double params = static_cast<double>(m.weights.output.numel());
-  for (const LlamaLayerWeights& lw : m.weights.layers) {
-    for (const TensorView* w : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down})
-      params += static_cast<double>(w->numel());
-  }
+  double params = 0;
+  for (const TensorView* w : weight_matrices(m)) params += static_cast<double>(w->numel());
   return 2.0 * params;
 }
 

@@ -15,6 +15,12 @@
 namespace speclab {
 namespace {
 
+// A matrix shape of a test case list: weights of `dtype`, rows of n_in columns.
+struct MatrixCase {
+  DType dtype;
+  int64_t n_in;
+};
+
 struct OwnedWeights {
   std::vector<uint8_t> bytes;
   TensorView view;
@@ -256,14 +262,10 @@ TEST_P(CpuMatmulPaths, ParallelAndBatchedEqualSingleThreadedSingleToken) {
 // lengths with a 16-wide remainder and a scalar tail (float rows), and 129 or 257 blocks
 // (segments of unequal block counts); 29 rows leave a partial work item and a partial tile.
 TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
-  struct Case {
-    DType dtype;
-    int64_t n_in;
-  };
-  const Case cases[] = {{DType::BF16, 4149}, {DType::F32, 3088},  {DType::F16, 2069},
-                        {DType::Q8_0, 4128}, {DType::Q4_0, 8224}, {DType::Q4_1, 8224}};
+  const MatrixCase cases[] = {{DType::BF16, 4149}, {DType::F32, 3088},  {DType::F16, 2069},
+                              {DType::Q8_0, 4128}, {DType::Q4_0, 8224}, {DType::Q4_1, 8224}};
   const int64_t n_out = 29;
-  for (const Case& c : cases) {
+  for (const MatrixCase& c : cases) {
     OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 61);
     std::vector<float> x = random_activations(12 * c.n_in, 62);
     std::vector<float> single(12 * n_out), ref(12 * n_out);
@@ -302,20 +304,16 @@ TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
 // are read a super-block at a time, its scales decoded once).
 // Each batch is also held to the reference within 1e-4 + 1e-4 * |ref| (FP32 vs double sums).
 TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
-  struct Case {
-    DType dtype;
-    int64_t n_in;
-  };
   // BF16 1051: full steps in even/odd order, then a half step and 11 columns in column order.
-  const Case cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1544},
-                        {DType::BF16, 1051}, {DType::F32, 1031},  {DType::F16, 1031},
-                        {DType::Q8_0, 1056}, {DType::Q4_0, 1056}, {DType::Q4_1, 1056},
-                        {DType::Q4_K, 768},  {DType::Q6_K, 768},  {DType::Q4_K, 2304},
-                        {DType::Q6_K, 2304}};
+  const MatrixCase cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1544},
+                              {DType::BF16, 1051}, {DType::F32, 1031},  {DType::F16, 1031},
+                              {DType::Q8_0, 1056}, {DType::Q4_0, 1056}, {DType::Q4_1, 1056},
+                              {DType::Q4_K, 768},  {DType::Q6_K, 768},  {DType::Q4_K, 2304},
+                              {DType::Q6_K, 2304}};
   const int64_t n_out = 29;
   const int64_t token_counts[] = {2, 3, 5, 8, 9, 12, 13, 18, 21, 32, 64, 130};
   const int64_t max_tokens = 130;
-  for (const Case& c : cases) {
+  for (const MatrixCase& c : cases) {
     const std::string what = std::string(dtype_name(c.dtype)) + " n_in=" + std::to_string(c.n_in);
     OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 71);
     std::vector<float> x = random_activations(max_tokens * c.n_in, 72);
@@ -360,17 +358,13 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
 // even/odd BF16 rows at 1051, whole k-quant super-blocks) and rows long enough (more than 4096
 // columns) to be read 6 at a time: 4115 = 128 steps, a half step and 3 columns.
 TEST_P(CpuMatmulPaths, OneTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream) {
-  struct Case {
-    DType dtype;
-    int64_t n_in;
-  };
-  const Case cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1051},
-                        {DType::BF16, 4115}, {DType::F32, 1031},  {DType::F32, 4115},
-                        {DType::F16, 4115},  {DType::Q8_0, 1056}, {DType::Q8_0, 4128},
-                        {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 2304},
-                        {DType::Q6_K, 4352}};
+  const MatrixCase cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1051},
+                              {DType::BF16, 4115}, {DType::F32, 1031},  {DType::F32, 4115},
+                              {DType::F16, 4115},  {DType::Q8_0, 1056}, {DType::Q8_0, 4128},
+                              {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 2304},
+                              {DType::Q6_K, 4352}};
   const int64_t n_out = 33;
-  for (const Case& c : cases) {
+  for (const MatrixCase& c : cases) {
     const std::string what = std::string(dtype_name(c.dtype)) + " n_in=" + std::to_string(c.n_in);
     OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 91);
     const std::vector<float> x = random_activations(c.n_in, 92);
