@@ -63,7 +63,7 @@ struct Kernels {
   // Dequantizes in registers (no FP32 row copy); null: `rows` or `block`.
   matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
-  bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 weights go through vpdpbusd (int8 activations)
+  bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights go through vpdpbusd (int8 activations)
   MatmulIsa id;
   const char* isa;
 };
@@ -144,8 +144,8 @@ const Kernels& kernels_for(MatmulIsa isa) {
   // beyond the golden tests' 1e-3 against transformers (FP32), and change greedy outputs.
   // Nor is avx512vnni: int8 activation blocks move SmolLM2-135M Q4_1's logits by up to 1.1
   // and its greedy continuation leaves transformers' at a step whose top-2 margin is 0.04
-  // (tests/llama/test_llama_golden.cpp); and its kernels are faster only for Q8_0 so far
-  // (docs/cpu-kernels.md).
+  // (tests/llama/test_llama_golden.cpp): the default keeps FP32 activations, the reference's
+  // arithmetic, however much faster int8 is (Q4_K about twice, docs/cpu-kernels.md).
   for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
     if (cpu_has(best)) return kernels_for(best);
   }
@@ -168,10 +168,11 @@ bool cpu_is_amd_family_19h() {
 // that was measured to stream faster: F32, F16, BF16 and Q8_0 on Zen 4 (docs/cpu-kernels.md).
 // Elsewhere (Zen 5 and an Intel Xeon were tuned with segments; not measured with whole rows)
 // and for the 4-bit formats (10% slower on Zen 4), segments.
-MatmulStreaming default_streaming(DType dtype) {
+// On the int8 path (avx512vnni) every dtype: Q4_K twice as fast there, Q4_1 0-15% faster.
+MatmulStreaming default_streaming(DType dtype, bool int8) {
   static const bool whole_rows_cpu = cpu_is_amd_family_19h();
-  const bool whole_rows_dtype =
-      dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::Q8_0;
+  const bool whole_rows_dtype = int8 || dtype == DType::F32 || dtype == DType::F16 ||
+                                dtype == DType::BF16 || dtype == DType::Q8_0;
   return whole_rows_cpu && whole_rows_dtype ? MatmulStreaming::kWholeRows
                                             : MatmulStreaming::kSegments;
 }
@@ -188,10 +189,15 @@ MatmulStreaming env_streaming() {
 
 MatmulStreaming g_streaming = MatmulStreaming::kDefault;  // set by matmul_force_streaming
 
-MatmulStreaming streaming_for(DType dtype) {
+MatmulStreaming streaming_for(DType dtype, bool int8 = false) {
   static const MatmulStreaming from_env = env_streaming();
   const MatmulStreaming s = g_streaming != MatmulStreaming::kDefault ? g_streaming : from_env;
-  return s != MatmulStreaming::kDefault ? s : default_streaming(dtype);
+  return s != MatmulStreaming::kDefault ? s : default_streaming(dtype, int8);
+}
+
+// The int8-activation kernel for weights of dtype (matmul_vnni).
+matmul_vnni::RowsFn int8_kernel(DType dtype) {
+  return matmul_vnni::rows_fn(dtype, streaming_for(dtype, true) == MatmulStreaming::kWholeRows);
 }
 
 // The fused kernel for w on path k (null: the path does not fuse this dtype).
@@ -264,20 +270,23 @@ void row_block_product(const Kernels& k, float* out, const TensorView& w, int64_
   k.block(out + r0, n_out, rows, n_rows, x, n_in, n_tokens);
 }
 
-// The avx512vnni path for Q8_0 / Q4_0 / Q4_1 weights: activations quantized to int8 blocks and
-// packed (matmul_vnni::pack), then row blocks shared by the threads as on the fused path.
+// The avx512vnni path for Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights: activations quantized to int8
+// blocks and packed (matmul_vnni::pack), then row blocks shared by the threads as on the fused
+// path.
 void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens,
                          bool parallel) {
   const int64_t n_out = w.rows();
   const int64_t n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  const matmul_vnni::RowsFn rows = matmul_vnni::rows_fn(w.dtype);
+  const matmul_vnni::RowsFn rows = int8_kernel(w.dtype);
   // Chunks of tokens as on the fused path (prompts reread the weights once per chunk).
   const int64_t chunk = token_chunk(n_in);
-  const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
+  const int64_t values = matmul_vnni::record_values(w.dtype);
+  const int64_t bytes = matmul_vnni::record_bytes(w.dtype);
+  const int64_t n_steps = (n_in + values - 1) / values;
   const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
-  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * matmul_vnni::kRecordBytes);
+  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * bytes);
   thread_local CacheLineVector<uint8_t> xq;  // packed activations (per thread when private)
   if (xq.size() < packed) xq.resize(packed);
   uint8_t* shared = xq.data();
@@ -299,8 +308,8 @@ void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_
     }
     for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
       const int64_t n_chunk = std::min(chunk, n_tokens - t0);
-      const int64_t offset = t0 * n_steps * matmul_vnni::kRecordBytes;
-      const int64_t xs = n_chunk * matmul_vnni::kRecordBytes;
+      const int64_t offset = t0 * n_steps * bytes;
+      const int64_t xs = n_chunk * bytes;
 #pragma omp for schedule(guided) nowait
       for (int64_t b = 0; b < n_blocks; b++) {
         const int64_t r0 = b * kFusedRowBlock;
@@ -329,11 +338,9 @@ void matmul_force_generic(bool force) {
 void matmul_force_streaming(MatmulStreaming streaming) { g_streaming = streaming; }
 
 const char* matmul_one_token_streaming(DType dtype) {
-  if (kernels().fused == nullptr || matmul_quantizes_activations(dtype) ||
-      matmul_rounds_activations_to_bf16(dtype)) {
-    return "n/a";
-  }
-  return streaming_for(dtype) == MatmulStreaming::kWholeRows ? "whole rows" : "segments";
+  const bool int8 = matmul_quantizes_activations(dtype);
+  if (kernels().fused == nullptr || matmul_rounds_activations_to_bf16(dtype)) return "n/a";
+  return streaming_for(dtype, int8) == MatmulStreaming::kWholeRows ? "whole rows" : "segments";
 }
 
 bool matmul_rounds_activations_to_bf16(DType dtype) {
@@ -519,21 +526,24 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
   const int64_t chunk = token_chunk(n_in);
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) {
-    const int kind = w.dtype == DType::Q8_0 ? 0 : w.dtype == DType::Q4_0 ? 1 : 2;
+    static_assert(MatmulActivations::kInt8Forms == matmul_vnni::kRecordKinds);
+    const int kind = matmul_vnni::record_kind(w.dtype);
     CacheLineVector<uint8_t>& xq = a.int8_[kind];
-    const int64_t n_steps = (n_in + matmul_vnni::kStepValues - 1) / matmul_vnni::kStepValues;
-    if (!a.packed_[MatmulActivations::kInt8Q8_0 + kind]) {
-      const size_t packed = static_cast<size_t>(chunk * n_steps * matmul_vnni::kRecordBytes);
+    const int64_t values = matmul_vnni::record_values(w.dtype);
+    const int64_t bytes = matmul_vnni::record_bytes(w.dtype);
+    const int64_t n_steps = (n_in + values - 1) / values;
+    if (!a.packed_[MatmulActivations::kInt8 + kind]) {
+      const size_t packed = static_cast<size_t>(chunk * n_steps * bytes);
       if (xq.size() < packed) xq.resize(packed);
       matmul_vnni::pack(xq.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps, w.dtype);
-      a.packed_[MatmulActivations::kInt8Q8_0 + kind] = true;
+      a.packed_[MatmulActivations::kInt8 + kind] = true;
     }
-    const matmul_vnni::RowsFn rows = matmul_vnni::rows_fn(w.dtype);
+    const matmul_vnni::RowsFn rows = int8_kernel(w.dtype);
     for (int64_t b = i0; b < i1; b++) {
       const int64_t r0 = b * kFusedRowBlock;
       const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
       rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows,
-           xq.data(), n_tokens * matmul_vnni::kRecordBytes, n_in, n_tokens);
+           xq.data(), n_tokens * bytes, n_in, n_tokens);
     }
     return;
   }

@@ -32,25 +32,26 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
 constexpr int64_t kMatmulItemsMaxTokens = 16;
 
 // One thread's activations for matmul_items: x [n_tokens, n_in], packed lazily for each kind of
-// weights (FP32 in column order or even/odd, BF16 for vdpbf16ps, int8 blocks per Q8_0 / Q4_0 /
-// Q4_1) on first use and reused for every matrix of that kind until the next set(). x must not
-// change meanwhile.
+// weights (FP32 in column order or even/odd, BF16 for vdpbf16ps, int8 blocks per weight dtype,
+// matmul_vnni::record_kind) on first use and reused for every matrix of that kind until
+// the next set(). x must not change meanwhile.
 class MatmulActivations {
  public:
   void set(const float* x, int64_t n_tokens, int64_t n_in);
 
  private:
   friend void matmul_items(float*, MatmulActivations&, const TensorView&, int64_t, int64_t);
-  enum Kind { kF32, kF32EvenOdd, kBf16, kInt8Q8_0, kInt8Q4_0, kInt8Q4_1, kF32Segments, kKinds };
+  static constexpr int kInt8Forms = 5;  // matmul_vnni::kRecordKinds
+  enum Kind { kF32, kF32EvenOdd, kBf16, kF32Segments, kInt8, kKinds = kInt8 + kInt8Forms };
   const float* x_ = nullptr;
   int64_t n_tokens_ = 0;
   int64_t n_in_ = 0;
   bool packed_[kKinds] = {};
-  CacheLineVector<float> f32_[2];     // matmul_avx512::pack_f32 layout, by StepOrder
-  CacheLineVector<uint16_t> bf16_;    // matmul_avx512::pack_bf16 layout
-  CacheLineVector<uint8_t> int8_[3];  // matmul_vnni::pack layout, per weight dtype
-  CacheLineVector<float> segments_;   // matmul_avx2::pack layout
-  CacheLineVector<float> rows_;       // scratch of the avx2 and generic work items
+  CacheLineVector<float> f32_[2];              // matmul_avx512::pack_f32 layout, by StepOrder
+  CacheLineVector<uint16_t> bf16_;             // matmul_avx512::pack_bf16 layout
+  CacheLineVector<uint8_t> int8_[kInt8Forms];  // matmul_vnni::pack layout, per record kind
+  CacheLineVector<float> segments_;            // matmul_avx2::pack layout
+  CacheLineVector<float> rows_;                // scratch of the avx2 and generic work items
 };
 
 // Output rows per work item of w on the path in use (the last item may have fewer).
@@ -102,21 +103,23 @@ bool matmul_rounds_activations_to_bf16(DType dtype);
 // path in use (avx512vnni and Q8_0 / Q4_0 / Q4_1): such products equal
 // matmul_weights_ref_int8 (core/matmul_int8.h) up to FP32 summation order.
 bool matmul_quantizes_activations(DType dtype);
-// How the avx512 path reads the weights in a product of one token (decoding, drafting):
+// How the avx512 paths read the weights in a product of one token (decoding, drafting):
 //   kSegments   as for more tokens: 4-row register tiles, column segment by segment, the next
 //               segment prefetched in software
-//   kWholeRows  one row at a time from its first column to its last, no software prefetch (a
-//               single sequential stream for the hardware prefetcher); rows whose FP32
-//               activations exceed 16 KB six at a time (docs/cpu-kernels.md)
-// No output changes a bit with it. Default (kDefault): kWholeRows for F32, F16, BF16 and Q8_0
-// weights on AMD family 19h (Zen 4), where it streams faster, kSegments otherwise;
+//   kWholeRows  each row from its first column to its last, no software prefetch (one
+//               sequential stream per row for the hardware prefetcher); FP32 activations: one
+//               row at a time, rows whose activations exceed 16 KB six at a time; int8
+//               activations (avx512vnni): one row at a time (docs/cpu-kernels.md)
+// No output changes a bit with it. Default (kDefault) on AMD family 19h (Zen 4), where it
+// streams faster: kWholeRows for F32, F16, BF16 and Q8_0 weights with FP32 activations and for
+// every dtype with int8 ones; kSegments otherwise and on every other CPU.
 // SPECLAB_MATMUL_STREAM=rows|segments in the environment sets it for a whole run.
 enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
 // For tests and comparisons: force one streaming for every dtype (kDefault: back to the
 // environment's or the default). Not thread-safe, like matmul_force_isa.
 void matmul_force_streaming(MatmulStreaming streaming);
 // The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
-// "segments", or "n/a" (paths and dtypes that do not take the fused FP32 kernels).
+// "segments", or "n/a" (the generic and avx2 paths, and BF16 weights on avx512bf16).
 const char* matmul_one_token_streaming(DType dtype);
 // For comparisons against FP32-activation references (other backends, golden logits): the best
 // path the CPU supports that keeps FP32 activations (avx512 rather than avx512vnni); false:

@@ -9,13 +9,41 @@
 namespace speclab {
 namespace {
 
-// Integer weights and scales of block b of a row: w[32], *dw, *m (0 unless Q4_1).
+// Integer weights and scales of 32-value block b of a row: w[32], dw[2] (for values 0..15 and
+// 16..31), *m (0 unless Q4_1 / Q4_K), as the header specifies.
 void weight_block(DType dtype, const uint8_t* row, int64_t b, int32_t* w, float* dw, float* m) {
-  const uint8_t* p = row + static_cast<size_t>(b) * dtype_block_bytes(dtype);
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  *dw = fp16_to_f32(h);
   *m = 0.0f;
+  uint16_t h;
+  if (dtype == DType::Q4_K || dtype == DType::Q6_K) {
+    const int64_t sb = b / (kSuperBlock / kQuantBlock);
+    const int j = static_cast<int>(b % (kSuperBlock / kQuantBlock));  // sub-block
+    const uint8_t* p = row + static_cast<size_t>(sb) * dtype_block_bytes(dtype);
+    if (dtype == DType::Q4_K) {
+      const BlockQ4_K* k = reinterpret_cast<const BlockQ4_K*>(p);
+      int sc, mn;
+      dtype_q4_k_scale_min(k->scales, j, &sc, &mn);
+      dw[0] = dw[1] = fp16_to_f32(k->d) * static_cast<float>(sc);
+      *m = -(fp16_to_f32(k->dmin) * static_cast<float>(mn));
+      const uint8_t* q = k->qs + 32 * (j / 2);
+      for (int l = 0; l < kQuantBlock; l++) w[l] = j % 2 == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
+      return;
+    }
+    const BlockQ6_K* k = reinterpret_cast<const BlockQ6_K*>(p);
+    const float d = fp16_to_f32(k->d);
+    const int n = j / 4, g = j % 4;  // half n, group g: values 128n + 32g + l
+    for (int l = 0; l < kQuantBlock; l++) {
+      const uint8_t lo_byte = k->ql[64 * n + 32 * (g % 2) + l];
+      const int lo = g < 2 ? (lo_byte & 0x0f) : (lo_byte >> 4);
+      const int hi = (k->qh[32 * n + l] >> (2 * g)) & 3;
+      w[l] = (lo | (hi << 4)) - 32;
+    }
+    dw[0] = d * static_cast<float>(k->scales[2 * j]);
+    dw[1] = d * static_cast<float>(k->scales[2 * j + 1]);
+    return;
+  }
+  const uint8_t* p = row + static_cast<size_t>(b) * dtype_block_bytes(dtype);
+  std::memcpy(&h, p, 2);
+  dw[0] = dw[1] = fp16_to_f32(h);
   switch (dtype) {
     case DType::Q8_0:  // {fp16 d; int8 qs[32]}
       for (int j = 0; j < kQuantBlock; j++) w[j] = static_cast<int8_t>(p[2 + j]);
@@ -42,13 +70,14 @@ void weight_block(DType dtype, const uint8_t* row, int64_t b, int32_t* w, float*
 void check_int8_shapes(const TensorView& w) {
   SPECLAB_ASSERT(dtype_has_int8_dot(w.dtype));
   SPECLAB_ASSERT(w.shape.size() == 2 && w.data != nullptr);
-  SPECLAB_ASSERT(w.cols() % kQuantBlock == 0);
+  SPECLAB_ASSERT(w.cols() % dtype_block_size(w.dtype) == 0);
 }
 
 }  // namespace
 
 bool dtype_has_int8_dot(DType dtype) {
-  return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_1;
+  return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_1 ||
+         dtype == DType::Q4_K || dtype == DType::Q6_K;
 }
 
 float act_quantize_block(const float* x, int8_t* q) {
@@ -81,17 +110,18 @@ void matmul_weights_ref_int8(float* out, const float* x, const TensorView& w, in
     for (int64_t t = 0; t < n_tokens; t++) {
       double sum = 0.0;
       for (int64_t b = 0; b < n_blocks; b++) {
-        float dw, m;
-        weight_block(w.dtype, w.row_ptr(r), b, wq, &dw, &m);
+        float dw[2], m;
+        weight_block(w.dtype, w.row_ptr(r), b, wq, dw, &m);
         const int8_t* q = qx.data() + t * n_in + b * kQuantBlock;
-        int64_t dot = 0, qsum = 0;
+        int64_t dot[2] = {0, 0}, qsum = 0;
         for (int j = 0; j < kQuantBlock; j++) {
-          dot += static_cast<int64_t>(wq[j]) * q[j];
+          dot[j / 16] += static_cast<int64_t>(wq[j]) * q[j];
           qsum += q[j];
         }
         const double d = dx[t * n_blocks + b];
-        sum += static_cast<double>(dw) * d * static_cast<double>(dot) +
-               static_cast<double>(m) * d * static_cast<double>(qsum);
+        sum += d * (static_cast<double>(dw[0]) * static_cast<double>(dot[0]) +
+                    static_cast<double>(dw[1]) * static_cast<double>(dot[1]) +
+                    static_cast<double>(m) * static_cast<double>(qsum));
       }
       out[t * n_out + r] = static_cast<float>(sum);
     }

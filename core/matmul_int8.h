@@ -1,18 +1,25 @@
-// Integer dot products of block-quantized weights (Q8_0, Q4_0, Q4_1) with activations
-// quantized to int8 per 32-value block, as the fast CPU engines compute them (llama.cpp's
-// q8_0 / q8_1 activation blocks): the plain specification that the AVX-512 VNNI kernels
-// (core/matmul_vnni.cpp) are tested against.
+// Integer dot products of block-quantized weights (Q8_0, Q4_0, Q4_1, and the k-quants Q4_K and
+// Q6_K) with activations quantized to int8 per 32-value block, as the fast CPU engines compute
+// them (llama.cpp's q8_0 / q8_1 / q8_K activation blocks): the plain specification that the
+// AVX-512 VNNI kernels (core/matmul_vnni.cpp) are tested against.
 //
 // Activation block b of a token (values x[32b, 32b + 32)):
 //   amax = max |x_j|,  dx = amax / 127,  q_j = nearest-even(x_j * (1 / dx))  in [-127, 127]
 //   (dx = 0 and q = 0 for an all-zero block).
-// A weight block with scale dw and integer values w_j (Q8_0: qs; Q4_0: nibble - 8; Q4_1:
-// nibble, plus the block minimum m) then contributes
-//   dw * dx * sum_j w_j q_j            (+ m * dx * sum_j q_j for Q4_1)
+// The weights of the same 32 columns are integers w_j with a scale per 16 of them (dw_lo for
+// j < 16, dw_hi for j >= 16) and a minimum m, so that the dequantized weight is dw * w_j + m:
+//   Q8_0: dw = d, w = qs, m = 0;   Q4_0: dw = d, w = nibble - 8, m = 0;
+//   Q4_1: dw = d, w = nibble, m = the block's m;
+//   Q4_K (sub-block j of a super-block): dw = d * sc_j, w = nibble, m = -(dmin * m_j), the
+//     FP32 products dtype_to_f32 forms;
+//   Q6_K: dw = d * scales[e / 16] per 16 values (FP32 products), w = q - 32, m = 0.
+// The block then contributes
+//   dx * (dw_lo * sum_{j<16} w_j q_j + dw_hi * sum_{j>=16} w_j q_j + m * sum_j q_j)
 // where the integer sums are exact. Against the FP32 activations the only error is the
 // activations' rounding, |x_j - dx q_j| <= dx / 2, so for every output
 //   |int8 result - FP32 result| <= sum_b (dx_b / 2) * sum_{j in b} |W_j|      (W: dequantized)
-// plus FP32 summation rounding: matmul_int8_error_bound computes it, tests hold to it.
+// plus FP32 summation rounding (and, for Q4_K, the rounding of dw * w + m to FP32 in W, far
+// smaller): matmul_int8_error_bound computes it, tests hold to it.
 #pragma once
 
 #include <cstdint>

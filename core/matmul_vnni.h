@@ -1,7 +1,8 @@
-// The AVX-512 VNNI kernels of matmul_weights (core/cpu_matmul.h) for Q8_0, Q4_0 and Q4_1
-// weights: integer dot products (vpdpbusd) against activations quantized to int8 per
-// 32-value block, as specified by core/matmul_int8.h. Internal to core/cpu_matmul.cpp;
-// compiled with target attributes, called only when the CPU has AVX-512 F/BW/VL + VNNI.
+// The AVX-512 VNNI kernels of matmul_weights (core/cpu_matmul.h) for Q8_0, Q4_0, Q4_1, Q4_K and
+// Q6_K weights: integer dot products (vpdpbusd; vpmaddubsw + vpmaddwd for the k-quants) against
+// activations quantized to int8 per 32-value block, as specified by core/matmul_int8.h. Internal to
+// core/cpu_matmul.cpp; compiled with target attributes, called only when the CPU has AVX-512
+// F/BW/VL + VNNI.
 #pragma once
 
 #include <cstddef>
@@ -21,20 +22,43 @@ namespace matmul_vnni {
 constexpr int64_t kRecordBytes = 192;
 constexpr int64_t kStepValues = 64;
 
-// Activations packed for the kernels: chunk c (tokens [c * chunk, ...), n_c of them) starts
-// at byte c * n_steps * chunk * kRecordBytes, its step s at + s * n_c * kRecordBytes, token t
-// of the chunk at + t * kRecordBytes. n_steps = ceil(n_in / 64). Steps [s0, s1) of every token.
-//   dst: [n_chunks][n_steps][n_c][kRecordBytes]   x: [n_tokens, n_in] FP32, n_in % 32 == 0
+// For k-quant weights (Q4_K, Q6_K) one record per token and 256-value super-block of the input:
+//   int8  q[256]     the quantized values: block record_block(weights, p) (its 32 values in
+//                    order) at 32p; Q4_K: blocks 0, 2, 1, 3, 4, 6, 5, 7, the order in which its
+//                    sub-blocks' nibbles come out of two 64-byte loads of qs; Q6_K: column order
+//   float dx[4][16]  per 64-value vector v: lanes 0..7 dx of the block at 64v, 8..15 of the
+//                    block at 64v + 32
+//   float ds[16]     Q4_K: lane j < 8 dx_j * S_j (S_j: the sum of block j's q), 0 above; Q6_K:
+//                    lane e dx_{e/2} * (the sum of the q of values 16e..16e + 15)
+constexpr int64_t kSuperRecordBytes = 576;
+int record_block(DType weights, int p);
+// Values and bytes per record for weights of `weights`' dtype: 64 and kRecordBytes, or 256 and
+// kSuperRecordBytes (Q4_K, Q6_K).
+int64_t record_values(DType weights);
+int64_t record_bytes(DType weights);
+// Packed activations differ per weight dtype with an int8 dot (the order of the values, the
+// per-lane term): record_kind numbers them 0..kRecordKinds - 1.
+constexpr int kRecordKinds = 5;
+int record_kind(DType weights);
+
+// Activations packed for the kernels of `weights`' dtype, B = record_bytes(weights): chunk c
+// (tokens [c * chunk, ...), n_c of them) starts at byte c * n_records * chunk * B, its record s
+// at + s * n_c * B, token t of the chunk at + t * B. n_records = ceil(n_in /
+// record_values(weights)). Records [s0, s1) of every token.
+//   dst: [n_chunks][n_records][n_c][B]   x: [n_tokens, n_in] FP32, n_in % 32 == 0 (% 256 for
+//   k-quants)
 void pack(uint8_t* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk, int64_t s0,
           int64_t s1, DType weights);
 
 // out[t * n_out + j] for rows j < n_rows (<= 12, a work item) starting at row0 (stored rows
 // row_bytes apart) and tokens t < n_tokens; xq: the chunk's packed activations, xs = n_tokens *
-// kRecordBytes.
+// record_bytes(dtype).
 using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                         int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in, int64_t n_tokens);
-// The kernel for weights of `dtype` (Q8_0, Q4_0, Q4_1); null for any other dtype.
-RowsFn rows_fn(DType dtype);
+// The kernel for weights of `dtype` (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K); null for any other dtype.
+// one_token_whole_rows: a call of one token reads each row whole, without software prefetch,
+// instead of in prefetched column segments (the same bits either way).
+RowsFn rows_fn(DType dtype, bool one_token_whole_rows);
 
 }  // namespace matmul_vnni
 }  // namespace speclab

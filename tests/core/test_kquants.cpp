@@ -11,6 +11,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/dtype.h"
+#include "core/matmul_int8.h"
 #include "core/threads.h"
 
 namespace speclab {
@@ -199,8 +200,9 @@ TEST(KQuants, QuantizeRoundTrip) {
 }
 
 // matmul_weights on every path against the plain reference (dequantize with dtype_to_f32,
-// double sums): FP32 summation order only, 1e-4 + 1e-4 |ref|. Shapes: one and three
-// super-blocks per row, partial tiles and work items; 1..9 tokens; 1 and 2 threads.
+// double sums; on the avx512vnni path, which dots k-quants with int8 activation blocks, the
+// integer reference of core/matmul_int8.h): FP32 summation order only, 1e-4 + 1e-4 |ref|. Shapes:
+// one and three super-blocks per row, partial tiles and work items; 1..9 tokens; 1 and 2 threads.
 TEST(KQuants, MatmulOnEveryPathMatchesTheReference) {
   struct Shape {
     int64_t n_out, n_in;
@@ -230,7 +232,11 @@ TEST(KQuants, MatmulOnEveryPathMatchesTheReference) {
           std::normal_distribution<float> nx(0.0f, 1.0f);
           for (float& v : x) v = nx(rng);
           std::vector<float> ref(k * s.n_out);
-          matmul_weights_ref(ref.data(), x.data(), w, k);
+          if (matmul_quantizes_activations(dtype)) {
+            matmul_weights_ref_int8(ref.data(), x.data(), w, k);
+          } else {
+            matmul_weights_ref(ref.data(), x.data(), w, k);
+          }
           for (int threads : {1, 2}) {
             threads_set(threads);
             std::vector<float> got(k * s.n_out, NAN);

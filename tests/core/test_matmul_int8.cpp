@@ -1,5 +1,5 @@
-// The int8-activation products of Q8_0 / Q4_0 / Q4_1 weights (core/matmul_int8.h): the
-// specification on hand-built blocks, the AVX-512 VNNI kernels (core/matmul_vnni.cpp) against
+// The int8-activation products of Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights (core/matmul_int8.h):
+// the specification on hand-built blocks, the AVX-512 VNNI kernels (core/matmul_vnni.cpp) against
 // the plain integer reference, and both against the FP32-activation reference within the
 // error bound that int8 activation blocks imply.
 #include <gtest/gtest.h>
@@ -58,7 +58,7 @@ std::vector<float> random_activations(int64_t n, uint32_t seed) {
   return x;
 }
 
-const DType kInt8Dtypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1};
+const DType kInt8Dtypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K};
 
 // Forces the VNNI path for a test; skipped (and says so) where the CPU lacks it.
 class Int8Vnni : public ::testing::Test {
@@ -200,6 +200,86 @@ TEST(Int8ActivationBlocks, HandBuiltBlocksOnEveryPath) {
   }
 }
 
+// Hand-built k-quant super-blocks (one row of 256 values): Q4_K with 6-bit scales and minimums
+// that use the packed top bits (sub-blocks 4..7), Q6_K with negative scales and every code;
+// small power-of-two factors, so every dequantized value is exact and the int8 result against
+// integer activations with amax 127 (dx = 1) equals the hand formula exactly in the reference
+// and to FP32 summation on every path. A scale or minimum taken from the wrong sub-block, a
+// nibble from the wrong half or a code bit from the wrong place moves an output by >= 0.25.
+std::vector<HandCase> hand_kquant_cases() {
+  std::vector<HandCase> cases;
+  {
+    HandCase c{DType::Q4_K, std::vector<uint8_t>(sizeof(BlockQ4_K)), std::vector<float>(256)};
+    const int sc[8] = {1, 2, 3, 4, 17, 33, 50, 63}, m[8] = {0, 5, 9, 13, 20, 40, 47, 61};
+    const uint16_t d = f32_to_fp16(0.5f), dmin = f32_to_fp16(0.25f);
+    std::memcpy(&c.bytes[0], &d, 2);
+    std::memcpy(&c.bytes[2], &dmin, 2);
+    uint8_t* s = &c.bytes[4];
+    for (int j = 0; j < 4; j++) {
+      s[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+      s[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+      s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+    }
+    uint8_t* qs = &c.bytes[16];
+    for (int k = 0; k < 128; k++)
+      qs[k] = static_cast<uint8_t>((k * 7) % 16 | ((k * 5 + 3) % 16) << 4);
+    for (int e = 0; e < 256; e++) {
+      const int j = e / 32, l = e % 32;
+      const uint8_t byte = qs[32 * (j / 2) + l];
+      const int q = j % 2 == 0 ? byte & 15 : byte >> 4;
+      c.w[e] = 0.5f * sc[j] * q - 0.25f * m[j];
+    }
+    cases.push_back(c);
+  }
+  {
+    HandCase c{DType::Q6_K, std::vector<uint8_t>(sizeof(BlockQ6_K)), std::vector<float>(256)};
+    uint8_t* b = c.bytes.data();
+    for (int e = 0; e < 256; e++) {
+      const int half = e / 128, group = (e % 128) / 32, l = e % 32, q = (e * 11 + 5) % 64;
+      b[64 * half + 32 * (group % 2) + l] |= static_cast<uint8_t>((q & 15) << (group < 2 ? 0 : 4));
+      b[128 + 32 * half + l] |= static_cast<uint8_t>((q >> 4) << (2 * group));
+      c.w[e] = 0.25f * static_cast<float>(e / 16 - 8) * static_cast<float>(q - 32);
+    }
+    for (int g = 0; g < 16; g++) b[192 + g] = static_cast<uint8_t>(static_cast<int8_t>(g - 8));
+    const uint16_t d = f32_to_fp16(0.25f);
+    std::memcpy(&b[208], &d, 2);
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST(Int8ActivationBlocks, HandBuiltKQuantSuperBlocksOnEveryPath) {
+  // Two tokens of integer activations with amax 127 in each 32-value block.
+  std::vector<float> x(512);
+  for (int i = 0; i < 512; i++) x[i] = static_cast<float>((i * 37 + 11 * (i / 256)) % 255 - 127);
+  for (int i = 0; i < 512; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 == 0 ? 127.0f : -127.0f;
+  for (const HandCase& c : hand_kquant_cases()) {
+    std::vector<uint8_t> bytes;
+    for (int r = 0; r < 5; r++) bytes.insert(bytes.end(), c.bytes.begin(), c.bytes.end());
+    OwnedWeights w = wrap(c.dtype, 5, 256, bytes);
+    std::vector<float> deq(256);
+    dtype_to_f32(c.dtype, c.bytes.data(), deq.data(), 256);
+    for (int j = 0; j < 256; j++) ASSERT_EQ(deq[j], c.w[j]) << dtype_name(c.dtype) << " " << j;
+    double want[2] = {0, 0};
+    for (int t = 0; t < 2; t++)
+      for (int j = 0; j < 256; j++) want[t] += static_cast<double>(c.w[j]) * x[256 * t + j];
+    std::vector<float> ref(10);
+    matmul_weights_ref_int8(ref.data(), x.data(), w.view, 2);
+    for (int i = 0; i < 10; i++) EXPECT_EQ(ref[i], want[i / 5]) << dtype_name(c.dtype) << " ref";
+    for (MatmulIsa isa :
+         {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512, MatmulIsa::kAvx512Vnni}) {
+      if (!matmul_force_isa(isa)) continue;
+      std::vector<float> got(10, NAN);
+      matmul_weights(got.data(), x.data(), w.view, 2);
+      for (int i = 0; i < 10; i++) {
+        EXPECT_NEAR(got[i], want[i / 5], 1e-4 * (1 + std::fabs(want[i / 5])))
+            << dtype_name(c.dtype) << " isa " << matmul_isa() << " out " << i;
+      }
+    }
+    matmul_force_isa(MatmulIsa::kBest);
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // The VNNI kernels.
 
@@ -211,7 +291,7 @@ TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
     for (int64_t i = 0; i < 3 * n_in; i += 7) x[i] = std::nearbyint(x[i] * 4) / 4 + 0.5f;
     const int64_t n_steps = (n_in + 63) / 64;
     std::vector<uint8_t> packed(3 * n_steps * matmul_vnni::kRecordBytes, 0xAB);
-    for (DType dtype : kInt8Dtypes) {
+    for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
       matmul_vnni::pack(packed.data(), x.data(), 3, n_in, 16, 0, n_steps, dtype);
       for (int64_t t = 0; t < 3; t++) {
         for (int64_t s = 0; s < n_steps; s++) {
@@ -250,17 +330,73 @@ TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
   }
 }
 
+// The k-quant records (one per 256-value super-block): every block quantized as the
+// specification, bit for bit, placed in the dtype's block order, its dx in the lanes of the
+// vector that holds it, and the dx * (sum of q) terms of the minimums / the Q6_K offset.
+TEST_F(Int8Vnni, SuperBlockRecordsEqualTheSpecification) {
+  const int64_t n_in = 768, n_tokens = 3;  // 3 super-blocks
+  std::vector<float> x = random_activations(n_tokens * n_in, 6);
+  for (int64_t i = 0; i < n_tokens * n_in; i += 7) x[i] = std::nearbyint(x[i] * 4) / 4 + 0.5f;
+  for (int64_t i = 512; i < 544; i++) x[i] = 0.0f;  // an all-zero block: dx = 0
+  const int64_t bytes = matmul_vnni::kSuperRecordBytes;
+  for (DType dtype : {DType::Q4_K, DType::Q6_K}) {
+    ASSERT_EQ(matmul_vnni::record_values(dtype), 256);
+    ASSERT_EQ(matmul_vnni::record_bytes(dtype), bytes);
+    std::vector<uint8_t> packed(n_tokens * 3 * bytes, 0xAB);
+    matmul_vnni::pack(packed.data(), x.data(), n_tokens, n_in, 16, 0, 3, dtype);
+    for (int64_t t = 0; t < n_tokens; t++) {
+      for (int64_t sb = 0; sb < 3; sb++) {
+        const uint8_t* rec = packed.data() + (sb * n_tokens + t) * bytes;
+        int8_t q[8][32];
+        float dx[8];
+        int32_t s16[16] = {0};
+        for (int j = 0; j < 8; j++) {
+          dx[j] = act_quantize_block(x.data() + t * n_in + 256 * sb + 32 * j, q[j]);
+          for (int l = 0; l < 32; l++) s16[2 * j + l / 16] += q[j][l];
+        }
+        const int order_q4k[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+        for (int p = 0; p < 8; p++) {
+          const int j = dtype == DType::Q4_K ? order_q4k[p] : p;
+          ASSERT_EQ(matmul_vnni::record_block(dtype, p), j);
+          for (int l = 0; l < 32; l++) {
+            ASSERT_EQ(static_cast<int8_t>(rec[32 * p + l]), q[j][l])
+                << dtype_name(dtype) << " token " << t << " super-block " << sb << " slot " << p;
+          }
+          for (int l = 0; l < 8; l++) {
+            float d;
+            std::memcpy(&d, rec + 256 + 4 * (8 * p + l), 4);
+            ASSERT_EQ(d, dx[j]) << dtype_name(dtype) << " slot " << p;
+          }
+        }
+        for (int e = 0; e < 16; e++) {
+          float ds;
+          std::memcpy(&ds, rec + 512 + 4 * e, 4);
+          const float want =
+              dtype == DType::Q4_K
+                  ? (e < 8 ? dx[e] * static_cast<float>(s16[2 * e] + s16[2 * e + 1]) : 0.0f)
+                  : dx[e / 2] * static_cast<float>(s16[e]);
+          ASSERT_EQ(ds, want) << dtype_name(dtype) << " ds lane " << e;
+        }
+      }
+    }
+  }
+}
+
 // FP32 summation order is all that separates the kernels from the double-precision integer
 // reference: atol 1e-4 + 1e-4 |ref| (as for the FP32 paths) on O(1) outputs. Shapes: odd block
 // counts (a lone last block), partial tiles and work items, 1..17 tokens (verification) and
-// 70 tokens (a prompt: several chunks of packed activations shared by the threads).
+// 70 tokens (a prompt: several chunks of packed activations shared by the threads); k-quants
+// (whole super-blocks) on the shapes whose rows are, with 1, 3, 12 and 17 super-blocks (rows
+// of several column segments).
 TEST_F(Int8Vnni, MatchesIntegerReference) {
   struct Shape {
     int64_t n_out, n_in;
   };
-  const Shape shapes[] = {{1, 32}, {5, 96}, {13, 64}, {37, 2080}, {203, 1024}, {29, 4128}};
+  const Shape shapes[] = {{1, 32},    {5, 96},  {13, 64},  {37, 2080}, {203, 1024},
+                          {29, 4128}, {7, 256}, {31, 768}, {9, 3072},  {6, 4352}};
   for (DType dtype : kInt8Dtypes) {
     for (const Shape& s : shapes) {
+      if (s.n_in % dtype_block_size(dtype) != 0) continue;
       OwnedWeights w = random_weights(dtype, s.n_out, s.n_in, 7 + s.n_out);
       for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 9, 16, 17, 70}) {
         if (n_tokens == 70 && s.n_out * s.n_in > 100000) continue;
