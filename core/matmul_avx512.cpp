@@ -58,6 +58,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/q6_k_codes_avx512.h"
+
 namespace speclab {
 namespace matmul_avx512 {
 namespace {
@@ -260,18 +262,14 @@ struct LoadQ4_K {
   // The twelve scale bytes hold sc_j, m_j (6 bits each): bytes 0..3 sc_0..3 and 4..7 m_0..3 in
   // their low 6 bits; bytes 8..11 the low 4 bits of sc_4..7 (low nibble) and m_4..7 (high
   // nibble), whose top 2 bits are the top bits of bytes 0..3 and 4..7 (dtype_q4_k_scale_min).
-  // Decoded four at a time in 32-bit words, widened and multiplied as one vector (the same
+  // Decoded four at a time in 32-bit words (dtype_q4_k_scale_min_words), widened and
+  // multiplied as one vector (the same
   // single-precision products as the reference's), stored for the steps' broadcasts.
   SPECLAB_AVX512 static inline Unit unit(const uint8_t* row, int64_t i) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(row) + i / kSuperBlock;
-    uint32_t w[3];
-    std::memcpy(w, b->scales, 12);
-    const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
-    const uint32_t sc0 = w[0] & low6, m0 = w[1] & low6;
-    const uint32_t sc4 = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);
-    const uint32_t m4 = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4);
-    const __m128i bytes = _mm_setr_epi32(static_cast<int>(sc0), static_cast<int>(sc4),
-                                         static_cast<int>(m0), static_cast<int>(m4));
+    uint32_t words[4];
+    dtype_q4_k_scale_min_words(b->scales, words);
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
     uint32_t dd;
     std::memcpy(&dd, b, 4);  // the block's first 4 bytes: d, then dmin (FP16)
     const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd)));  // d, dmin, 0, 0
@@ -324,23 +322,10 @@ struct LoadQ6_K {
   SPECLAB_AVX512 static inline Unit unit(const uint8_t* row, int64_t i) {
     const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(row) + i / kSuperBlock;
     Unit u;
-    const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(3);
     const __m512i bias = _mm512_set1_epi8(32);
-    // Word shift counts: qh >> 0 for the first step of a pair, >> 2 for the second (g = 0, 1);
-    // + 4 for g = 2, 3. No bit crosses a byte once masked.
-    const __m512i shift01 = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002,
-                                              0x0002000200020002, 0x0002000200020002);
-    const __m512i shift23 = _mm512_add_epi16(shift01, _mm512_set1_epi16(4));
     SPECLAB_UNROLL for (int n = 0; n < 2; n++) {
-      const __m512i ql = _mm512_loadu_si512(b->ql + 64 * n);
-      const __m512i qh = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * n)));
-      const __m512i hi01 =
-          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), low2), 4);
-      const __m512i hi23 =
-          _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift23), low2), 4);
-      const __m512i q01 = _mm512_or_si512(_mm512_and_si512(ql, low4), hi01);
-      const __m512i q23 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi23);
+      __m512i q01, q23;
+      q6_k_codes(b, n, &q01, &q23);
       _mm512_store_si512(u.q + 128 * n, _mm512_sub_epi8(q01, bias));
       _mm512_store_si512(u.q + 128 * n + 64, _mm512_sub_epi8(q23, bias));
     }

@@ -47,6 +47,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/q6_k_codes_avx512.h"
+
 namespace speclab {
 namespace matmul_vnni {
 namespace {
@@ -88,6 +90,7 @@ struct LoadQ8_0 {  // {fp16 d; int8 qs[32]}
   static constexpr size_t kUnitBytes = 2 * kBytes;  // the weights of one record
   static constexpr int64_t kRecord = kRecordBytes;
   static constexpr bool kSuperBlocks = false;
+  static constexpr int kTileRows = 4;
   static constexpr int kLines = 2;  // cache lines to prefetch per record (68 bytes)
   static constexpr bool kHasMin = false;
   template <bool kTwo>
@@ -108,6 +111,7 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
   static constexpr size_t kUnitBytes = 2 * kBytes;
   static constexpr int64_t kRecord = kRecordBytes;
   static constexpr bool kSuperBlocks = false;
+  static constexpr int kTileRows = 4;
   static constexpr int kLines = 1;  // 36 or 40 bytes
   static constexpr size_t kQs = kMin ? 4 : 2;
   static constexpr bool kHasMin = kMin;
@@ -138,31 +142,54 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
 // six-bit numbers [sc_0..7, m_0..7] are decoded once per super-block (as on the FP32-activation
 // path, core/matmul_avx512.cpp) into 16-bit lanes; each vector picks its two scales with vpermw.
 // A super-block contributes d * sum_v dx_v * (sc . codes . q)_v - dmin * sum_j m_j * (dx_j S_j).
+// The part of a k-quant super-block that does not depend on the format: for each row r and
+// token t, sum[r][t] = sum over the super-block's 4 vectors v (64 values each) of
+// dx_v * (scales_v . codes w[r][v] . q_v), lane by lane: vpmaddubsw (codes times the record's
+// int8 values, pairs added in 16 bits), vpmaddwd (times the 16-bit scales, pairs added in 32
+// bits), converted once and times the lanes' dx. Vector v's scales are picked out of the row's
+// scale16 with vpermw by pick[v], per vector, so that a tile keeps R of them live, not 4R.
+template <int R, int T>
+SPECLAB_VNNI_INLINE inline void super_block_sums(__m512 (&sum)[R][T], const __m512i (&w)[R][4],
+                                                 const __m512i (&scale16)[R],
+                                                 const __m512i (&pick)[4], const uint8_t* rec) {
+  SPECLAB_UNROLL for (int v = 0; v < 4; v++) {
+    __m512i sc[R];
+    SPECLAB_UNROLL for (int r = 0; r < R; r++) sc[r] =
+        _mm512_permutexvar_epi16(pick[v], scale16[r]);
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      const uint8_t* x = rec + t * kSuperRecordBytes;
+      const __m512i xq = _mm512_loadu_si512(x + 64 * v);
+      const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 256 + 64 * v));
+      SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(w[r][v], xq), sc[r]);
+        sum[r][t] = v == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(p32), dx)
+                           : _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), dx, sum[r][t]);
+      }
+    }
+  }
+}
+
+// Rows per register tile of the k-quant kernels: a tile holds its rows' 4 code vectors and its
+// rows x tokens sums and accumulators.
+constexpr int kKQuantTileRows = 2;
+
 struct LoadQ4_K {
   static constexpr size_t kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int64_t kRecord = kSuperRecordBytes;
   static constexpr bool kSuperBlocks = true;
+  static constexpr int kTileRows = kKQuantTileRows;
   static constexpr int kLines = 3;  // 144 bytes a unit
   template <int R, int T>
   SPECLAB_VNNI_INLINE static inline void record(__m512 (&acc)[R][T], const uint8_t* const (&p)[R],
-                                         const uint8_t* rec) {
+                                                const uint8_t* rec) {
     __m512i w[R][4], scale16[R];
     __m512 d[R], neg_min[R];
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p[r]);
-      // The twelve scale bytes hold sc_j, m_j (6 bits each): bytes 0..3 sc_0..3 and 4..7 m_0..3
-      // in their low 6 bits; bytes 8..11 the low 4 bits of sc_4..7 (low nibble) and m_4..7
-      // (high nibble), whose top 2 bits are the top bits of bytes 0..3 and 4..7
-      // (dtype_q4_k_scale_min).
-      uint32_t sw[3];
-      std::memcpy(sw, b->scales, 12);
-      const uint32_t low6 = 0x3f3f3f3f, lo4 = 0x0f0f0f0f, top2 = 0x03030303;
-      const uint32_t sc0 = sw[0] & low6, m0 = sw[1] & low6;
-      const uint32_t sc4 = (sw[2] & lo4) | (((sw[0] >> 6) & top2) << 4);
-      const uint32_t m4 = ((sw[2] >> 4) & lo4) | (((sw[1] >> 6) & top2) << 4);
-      const __m128i bytes = _mm_setr_epi32(static_cast<int>(sc0), static_cast<int>(sc4),
-                                           static_cast<int>(m0), static_cast<int>(m4));
+      uint32_t words[4];  // sc_0..3, sc_4..7, m_0..3, m_4..7
+      dtype_q4_k_scale_min_words(b->scales, words);
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
       scale16[r] = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(bytes));  // [sc_0..7, m_0..7]
       // -(dmin * m_j) in lanes 0..7 (the reference's product, negated exactly), 0 above.
       const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
@@ -187,26 +214,13 @@ struct LoadQ4_K {
         _mm512_setr_epi64(0x0005000500050005, 0x0005000500050005, 0x0005000500050005,
                           0x0005000500050005, 0x0007000700070007, 0x0007000700070007,
                           0x0007000700070007, 0x0007000700070007)};
-    __m512i sc[R][4];
-    SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      SPECLAB_UNROLL for (int v = 0; v < 4; v++) sc[r][v] =
-          _mm512_permutexvar_epi16(pick[v], scale16[r]);
-    }
+    __m512 sum[R][T];
+    super_block_sums<R, T>(sum, w, scale16, pick, rec);
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      const uint8_t* x = rec + t * kSuperRecordBytes;
-      __m512 sum[R];
-      SPECLAB_UNROLL for (int v = 0; v < 4; v++) {
-        const __m512i xq = _mm512_loadu_si512(x + 64 * v);
-        const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 256 + 64 * v));
-        SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-          const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(w[r][v], xq), sc[r][v]);
-          sum[r] = v == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(p32), dx)
-                          : _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), dx, sum[r]);
-        }
-      }
-      const __m512 ds = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 512));
+      const __m512 ds =
+          _mm512_loadu_ps(reinterpret_cast<const float*>(rec + t * kSuperRecordBytes + 512));
       SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-        acc[r][t] = _mm512_fmadd_ps(sum[r], d[r], acc[r][t]);
+        acc[r][t] = _mm512_fmadd_ps(sum[r][t], d[r], acc[r][t]);
         acc[r][t] = _mm512_fmadd_ps(neg_min[r], ds, acc[r][t]);
       }
     }
@@ -225,60 +239,38 @@ struct LoadQ6_K {
   static constexpr size_t kUnitBytes = sizeof(BlockQ6_K);
   static constexpr int64_t kRecord = kSuperRecordBytes;
   static constexpr bool kSuperBlocks = true;
+  static constexpr int kTileRows = kKQuantTileRows;
   static constexpr int kLines = 4;  // 210 bytes a unit
   template <int R, int T>
   SPECLAB_VNNI_INLINE static inline void record(__m512 (&acc)[R][T], const uint8_t* const (&p)[R],
-                                         const uint8_t* rec) {
-    __m512i w[R][4], sc[R][4];
+                                                const uint8_t* rec) {
+    __m512i w[R][4], scale16[R];
     __m512 d[R], offset[R];
-    const __m512i low4 = _mm512_set1_epi8(0x0f), low2 = _mm512_set1_epi8(3);
-    // Word shift counts of qh: 0 for the first 32 codes, 2 for the next 32; + 4 for g' = 1.
-    const __m512i shift01 = _mm512_setr_epi64(0, 0, 0, 0, 0x0002000200020002, 0x0002000200020002,
-                                              0x0002000200020002, 0x0002000200020002);
-    const __m512i shift23 = _mm512_add_epi16(shift01, _mm512_set1_epi16(4));
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p[r]);
       const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
-      const __m512i s16 = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
+      scale16[r] = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
       offset[r] =
           _mm512_mul_ps(_mm512_set1_ps(-32.0f), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)));
       d[r] = _mm512_set1_ps(_cvtsh_ss(b->d));
-      SPECLAB_UNROLL for (int n = 0; n < 2; n++) {
-        const __m512i ql = _mm512_loadu_si512(b->ql + 64 * n);
-        const __m512i qh = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * n)));
-        const __m512i hi01 =
-            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift01), low2), 4);
-        const __m512i hi23 =
-            _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift23), low2), 4);
-        w[r][2 * n] = _mm512_or_si512(_mm512_and_si512(ql, low4), hi01);
-        w[r][2 * n + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi23);
-      }
-      SPECLAB_UNROLL for (int g = 0; g < 4; g++) {
-        // 16-bit lane k: scales[4g + k / 8].
-        const __m512i pick = _mm512_add_epi16(
-            _mm512_setr_epi64(0, 0, 0x0001000100010001, 0x0001000100010001, 0x0002000200020002,
-                              0x0002000200020002, 0x0003000300030003, 0x0003000300030003),
-            _mm512_set1_epi16(static_cast<int16_t>(4 * g)));
-        sc[r][g] = _mm512_permutexvar_epi16(pick, s16);
-      }
+      SPECLAB_UNROLL for (int n = 0; n < 2; n++) q6_k_codes(b, n, &w[r][2 * n], &w[r][2 * n + 1]);
     }
+    // 16-bit lane k of vector g: scales[4g + k / 8].
+    __m512i pick[4];
+    SPECLAB_UNROLL for (int g = 0; g < 4; g++) {
+      pick[g] = _mm512_add_epi16(
+          _mm512_setr_epi64(0, 0, 0x0001000100010001, 0x0001000100010001, 0x0002000200020002,
+                            0x0002000200020002, 0x0003000300030003, 0x0003000300030003),
+          _mm512_set1_epi16(static_cast<int16_t>(4 * g)));
+    }
+    __m512 sum[R][T];
+    super_block_sums<R, T>(sum, w, scale16, pick, rec);
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      const uint8_t* x = rec + t * kSuperRecordBytes;
-      __m512 sum[R];
-      SPECLAB_UNROLL for (int g = 0; g < 4; g++) {
-        const __m512i xq = _mm512_loadu_si512(x + 64 * g);
-        const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 256 + 64 * g));
-        SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-          const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(w[r][g], xq), sc[r][g]);
-          sum[r] = g == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(p32), dx)
-                          : _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), dx, sum[r]);
-        }
-      }
-      const __m512 ds = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 512));
+      const __m512 ds =
+          _mm512_loadu_ps(reinterpret_cast<const float*>(rec + t * kSuperRecordBytes + 512));
       SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-        sum[r] = _mm512_fmadd_ps(offset[r], ds, sum[r]);
-        acc[r][t] = _mm512_fmadd_ps(sum[r], d[r], acc[r][t]);
+        sum[r][t] = _mm512_fmadd_ps(offset[r], ds, sum[r][t]);
+        acc[r][t] = _mm512_fmadd_ps(sum[r][t], d[r], acc[r][t]);
       }
     }
   }
@@ -405,7 +397,7 @@ template <class L, bool kOneTokenWholeRows = false>
 SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                             int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in,
                             int64_t n_tokens) {
-  static constexpr auto k4 = tiles<L, 4>(std::make_index_sequence<4>());
+  static constexpr auto kr = tiles<L, L::kTileRows>(std::make_index_sequence<4>());
   static constexpr auto k1 = tiles<L, 1>(std::make_index_sequence<4>());
   alignas(64) float acc[kMaxRows * kAccStride];
   // Records: 64-value steps (the last one possibly a lone block) or k-quant super-blocks.
@@ -430,8 +422,8 @@ SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size
         const int gk = std::min(4, k - g0);
         const uint8_t* xg = xt + g0 * L::kRecord;
         int r = 0;
-        for (; r + 4 <= n_rows; r += 4) {
-          k4[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, last && odd, s0 == 0,
+        for (; r + L::kTileRows <= n_rows; r += L::kTileRows) {
+          kr[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, last && odd, s0 == 0,
                      acc + r * kAccStride + 16 * g0, pf);
         }
         for (; r < n_rows; r++) {
