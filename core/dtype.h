@@ -87,19 +87,6 @@ inline void dtype_q4_k_scale_min(const uint8_t* scales, int j, int* sc, int* m) 
   }
 }
 
-// All 16 of a Q4_K super-block's 6-bit numbers, four bytes per 32-bit word: out[0] = sc_0..3,
-// out[1] = sc_4..7, out[2] = m_0..3, out[3] = m_4..7 (byte j of a word: sub-block 4w + j), the
-// values dtype_q4_k_scale_min gives, decoded four at a time (for the vector kernels).
-inline void dtype_q4_k_scale_min_words(const uint8_t* scales, uint32_t out[4]) {
-  uint32_t w[3];
-  std::memcpy(w, scales, 12);
-  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, top2 = 0x03030303;
-  out[0] = w[0] & low6;
-  out[1] = (w[2] & low4) | (((w[0] >> 6) & top2) << 4);
-  out[2] = w[1] & low6;
-  out[3] = ((w[2] >> 4) & low4) | (((w[1] >> 6) & top2) << 4);
-}
-
 // Scalar conversions (round-to-nearest-even on the way down).
 float fp16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float f);

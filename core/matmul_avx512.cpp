@@ -58,7 +58,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/q6_k_codes_avx512.h"
+#include "core/kquant_avx512.h"
 
 namespace speclab {
 namespace matmul_avx512 {
@@ -259,17 +259,12 @@ struct LoadQ4_K {
   static size_t offset(int64_t i) {
     return static_cast<size_t>(i) * sizeof(BlockQ4_K) / kSuperBlock;
   }
-  // The twelve scale bytes hold sc_j, m_j (6 bits each): bytes 0..3 sc_0..3 and 4..7 m_0..3 in
-  // their low 6 bits; bytes 8..11 the low 4 bits of sc_4..7 (low nibble) and m_4..7 (high
-  // nibble), whose top 2 bits are the top bits of bytes 0..3 and 4..7 (dtype_q4_k_scale_min).
-  // Decoded four at a time in 32-bit words (dtype_q4_k_scale_min_words), widened and
-  // multiplied as one vector (the same
-  // single-precision products as the reference's), stored for the steps' broadcasts.
+  // The 16 six-bit numbers decoded as bytes in one vector (q4_k_scale_min_bytes), widened and
+  // multiplied as one vector (the same single-precision products as the reference's), stored
+  // for the steps' broadcasts.
   SPECLAB_AVX512 static inline Unit unit(const uint8_t* row, int64_t i) {
     const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(row) + i / kSuperBlock;
-    uint32_t words[4];
-    dtype_q4_k_scale_min_words(b->scales, words);
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+    const __m128i bytes = q4_k_scale_min_bytes(b);  // sc_0..7, m_0..7
     uint32_t dd;
     std::memcpy(&dd, b, 4);  // the block's first 4 bytes: d, then dmin (FP16)
     const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dd)));  // d, dmin, 0, 0

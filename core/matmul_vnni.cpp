@@ -47,7 +47,7 @@
 #include <cstring>
 #include <utility>
 
-#include "core/q6_k_codes_avx512.h"
+#include "core/kquant_avx512.h"
 
 namespace speclab {
 namespace matmul_vnni {
@@ -132,16 +132,6 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
   }
 };
 
-// K-quant loaders: one super-block of each row against one record per token (kSuperRecordBytes,
-// the layout in the header). record<R, T>(acc, p, rec): acc[r][t] += the super-block at p[r]
-// against token t's record at rec + t * kSuperRecordBytes.
-//
-// Q4_K: the 128 bytes of qs as two 64-byte vectors; the low nibbles of the first are sub-blocks
-// 0 and 2 (bytes 0..31 and 32..63), its high nibbles 1 and 3, and likewise 4 / 6 and 5 / 7 for
-// the second: the order kQ4KRecordBlocks in which the packing lays out the activations. The 16
-// six-bit numbers [sc_0..7, m_0..7] are decoded once per super-block (as on the FP32-activation
-// path, core/matmul_avx512.cpp) into 16-bit lanes; each vector picks its two scales with vpermw.
-// A super-block contributes d * sum_v dx_v * (sc . codes . q)_v - dmin * sum_j m_j * (dx_j S_j).
 // The part of a k-quant super-block that does not depend on the format: for each row r and
 // token t, sum[r][t] = sum over the super-block's 4 vectors v (64 values each) of
 // dx_v * (scales_v . codes w[r][v] . q_v), lane by lane: vpmaddubsw (codes times the record's
@@ -173,6 +163,16 @@ SPECLAB_VNNI_INLINE inline void super_block_sums(__m512 (&sum)[R][T], const __m5
 // rows x tokens sums and accumulators.
 constexpr int kKQuantTileRows = 2;
 
+// K-quant loaders: one super-block of each row against one record per token (kSuperRecordBytes,
+// the layout in the header). record<R, T>(acc, p, rec): acc[r][t] += the super-block at p[r]
+// against token t's record at rec + t * kSuperRecordBytes.
+//
+// Q4_K: the 128 bytes of qs as two 64-byte vectors; the low nibbles of the first are sub-blocks
+// 0 and 2 (bytes 0..31 and 32..63), its high nibbles 1 and 3, and likewise 4 / 6 and 5 / 7 for
+// the second: the order record_block gives, in which the packing lays out the activations. The 16
+// six-bit numbers [sc_0..7, m_0..7] are decoded once per super-block (q4_k_scale_min_bytes, as
+// on the FP32-activation path) into 16-bit lanes; each vector picks its two scales with vpermw.
+// A super-block contributes d * sum_v dx_v * (sc . codes . q)_v - dmin * sum_j m_j * (dx_j S_j).
 struct LoadQ4_K {
   static constexpr size_t kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int64_t kRecord = kSuperRecordBytes;
@@ -187,9 +187,7 @@ struct LoadQ4_K {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p[r]);
-      uint32_t words[4];  // sc_0..3, sc_4..7, m_0..3, m_4..7
-      dtype_q4_k_scale_min_words(b->scales, words);
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words));
+      const __m128i bytes = q4_k_scale_min_bytes(b);                     // sc_0..7, m_0..7
       scale16[r] = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(bytes));  // [sc_0..7, m_0..7]
       // -(dmin * m_j) in lanes 0..7 (the reference's product, negated exactly), 0 above.
       const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
