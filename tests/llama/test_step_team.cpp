@@ -132,6 +132,33 @@ TEST(StepTeam, SameLogitsAsPerCallKernelsOnOneAndTwoThreadsOnEveryPath) {
   EXPECT_GE(checked, 4);  // at least the generic path for each dtype
 }
 
+// K-quant models (rows of whole 256-value super-blocks: dim 256, hidden 512), whose int8 path
+// (avx512vnni) packs one activation record per super-block and reads one-token rows whole on
+// Zen 4: the team's items give the per-call kernels' bits there too.
+TEST(StepTeam, KQuantModelsSameLogitsAsPerCallKernelsOnEveryPath) {
+  LlamaConfig c = team_config();
+  c.dim = 256;
+  c.hidden_dim = 512;
+  c.n_heads = 8;
+  c.n_kv_heads = 4;
+  int checked = 0;
+  for (DType dtype : {DType::Q4_K, DType::Q6_K}) {
+    auto model = llama_make_random(c, dtype, 13);
+    for (MatmulIsa isa :
+         {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512, MatmulIsa::kAvx512Vnni}) {
+      if (!matmul_force_isa(isa)) continue;
+      const std::string what = std::string(dtype_name(dtype)) + " on " + isa_name(isa);
+      const std::vector<float> ref = run_sequence(*model, /*team=*/false, 1);
+      expect_bits_equal(run_sequence(*model, false, 2), ref, what + ", per-call, 2 threads");
+      expect_bits_equal(run_sequence(*model, true, 1), ref, what + ", team, 1 thread");
+      expect_bits_equal(run_sequence(*model, true, 2), ref, what + ", team, 2 threads");
+      checked++;
+    }
+  }
+  matmul_force_isa(MatmulIsa::kBest);
+  EXPECT_GE(checked, 2);
+}
+
 // Skipped layers (self-speculation drafts) leave holes in the layer loop; the team's phases
 // must follow the same layers.
 TEST(StepTeam, SkippedLayersGiveTheSameLogits) {
