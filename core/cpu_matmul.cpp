@@ -63,7 +63,7 @@ struct Kernels {
   // Dequantizes in registers (no FP32 row copy); null: `rows` or `block`.
   matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
-  bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights go through vpdpbusd (int8 activations)
+  bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights: integer dots, int8 activations
   MatmulIsa id;
   const char* isa;
 };

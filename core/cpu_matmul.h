@@ -80,11 +80,12 @@ void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 //               rounded to BF16 (the other dtypes as avx512). Twice the arithmetic rate, but
 //               not exact enough for the golden tests: only when asked for
 //               (matmul_force_isa, or SPECLAB_MATMUL_ISA=avx512bf16 in the environment).
-//   avx512vnni  as avx512, and Q8_0 / Q4_0 / Q4_1 weights dotted with vpdpbusd against
-//               activations quantized to int8 per 32-value block (core/matmul_int8.h states
-//               the arithmetic and its error bound; core/matmul_vnni.cpp). The other dtypes
-//               as avx512. Opt-in (matmul_force_isa, SPECLAB_MATMUL_ISA=avx512vnni): int8
-//               activations move real models' logits beyond the golden tests' 1e-3.
+//   avx512vnni  as avx512, and Q8_0 / Q4_0 / Q4_1 weights dotted with vpdpbusd, Q4_K / Q6_K
+//               with vpmaddubsw + vpmaddwd, against activations quantized to int8 per
+//               32-value block (core/matmul_int8.h states the arithmetic and its error bound;
+//               core/matmul_vnni.cpp). The other dtypes as avx512. Opt-in (matmul_force_isa,
+//               SPECLAB_MATMUL_ISA=avx512vnni): int8 activations move real models' logits beyond
+//               the golden tests' 1e-3.
 // Default: the best of avx512, avx2, generic the CPU supports.
 enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vnni };
 
@@ -100,7 +101,7 @@ void matmul_force_generic(bool force);
 // use (avx512bf16 and BF16 weights): tests compare against a reference fed the same rounding.
 bool matmul_rounds_activations_to_bf16(DType dtype);
 // Whether matmul_weights on weights of `dtype` quantizes the activations to int8 blocks on the
-// path in use (avx512vnni and Q8_0 / Q4_0 / Q4_1): such products equal
+// path in use (avx512vnni and Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K): such products equal
 // matmul_weights_ref_int8 (core/matmul_int8.h) up to FP32 summation order.
 bool matmul_quantizes_activations(DType dtype);
 // How the avx512 paths read the weights in a product of one token (decoding, drafting):

@@ -107,8 +107,8 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths,
                          });
 
 // The reference fed the activations the path uses: rounded to BF16 where the path dots BF16
-// weights with vdpbf16ps, quantized to int8 blocks where it dots Q8_0 / Q4_0 / Q4_1 weights with
-// vpdpbusd (then only the summation order differs, and the same tolerance holds).
+// weights with vdpbf16ps, quantized to int8 blocks where it dots quantized weights in integers
+// (avx512vnni: then only the summation order differs, and the same tolerance holds).
 void reference_as_path(float* out, const std::vector<float>& x, const TensorView& w,
                        int64_t n_tokens) {
   if (matmul_quantizes_activations(w.dtype)) {
