@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -113,12 +114,15 @@ const char* isa_name(MatmulIsa isa) {
   return "best";
 }
 
-TEST(StepTeam, SameLogitsAsPerCallKernelsOnOneAndTwoThreadsOnEveryPath) {
+// For each model dtype and each of `paths` the CPU has: the per-call kernels on 2 threads and
+// the team on 1 and 2 threads give the per-call kernels' 1-thread logits, bit for bit. Returns
+// the number of (dtype, path) pairs checked.
+int expect_team_matches_per_call(const LlamaConfig& config, std::initializer_list<DType> dtypes,
+                                 std::initializer_list<MatmulIsa> paths, uint64_t seed) {
   int checked = 0;
-  for (DType dtype : {DType::Q4_1, DType::Q8_0, DType::BF16, DType::F32}) {
-    auto model = llama_make_random(team_config(), dtype, 11);
-    for (MatmulIsa isa : {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512,
-                          MatmulIsa::kAvx512Bf16, MatmulIsa::kAvx512Vnni}) {
+  for (DType dtype : dtypes) {
+    auto model = llama_make_random(config, dtype, seed);
+    for (MatmulIsa isa : paths) {
       if (!matmul_force_isa(isa)) continue;
       const std::string what = std::string(dtype_name(dtype)) + " on " + isa_name(isa);
       const std::vector<float> ref = run_sequence(*model, /*team=*/false, 1);
@@ -129,6 +133,15 @@ TEST(StepTeam, SameLogitsAsPerCallKernelsOnOneAndTwoThreadsOnEveryPath) {
     }
   }
   matmul_force_isa(MatmulIsa::kBest);
+  return checked;
+}
+
+TEST(StepTeam, SameLogitsAsPerCallKernelsOnOneAndTwoThreadsOnEveryPath) {
+  const int checked = expect_team_matches_per_call(
+      team_config(), {DType::Q4_1, DType::Q8_0, DType::BF16, DType::F32},
+      {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512, MatmulIsa::kAvx512Bf16,
+       MatmulIsa::kAvx512Vnni},
+      11);
   EXPECT_GE(checked, 4);  // at least the generic path for each dtype
 }
 
@@ -141,21 +154,9 @@ TEST(StepTeam, KQuantModelsSameLogitsAsPerCallKernelsOnEveryPath) {
   c.hidden_dim = 512;
   c.n_heads = 8;
   c.n_kv_heads = 4;
-  int checked = 0;
-  for (DType dtype : {DType::Q4_K, DType::Q6_K}) {
-    auto model = llama_make_random(c, dtype, 13);
-    for (MatmulIsa isa :
-         {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512, MatmulIsa::kAvx512Vnni}) {
-      if (!matmul_force_isa(isa)) continue;
-      const std::string what = std::string(dtype_name(dtype)) + " on " + isa_name(isa);
-      const std::vector<float> ref = run_sequence(*model, /*team=*/false, 1);
-      expect_bits_equal(run_sequence(*model, false, 2), ref, what + ", per-call, 2 threads");
-      expect_bits_equal(run_sequence(*model, true, 1), ref, what + ", team, 1 thread");
-      expect_bits_equal(run_sequence(*model, true, 2), ref, what + ", team, 2 threads");
-      checked++;
-    }
-  }
-  matmul_force_isa(MatmulIsa::kBest);
+  const int checked = expect_team_matches_per_call(
+      c, {DType::Q4_K, DType::Q6_K},
+      {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512, MatmulIsa::kAvx512Vnni}, 13);
   EXPECT_GE(checked, 2);
 }
 
