@@ -172,11 +172,8 @@ void q4_k_to_f32(const BlockQ4_K& b, float* y) {
 void q6_k_to_f32(const BlockQ6_K& b, float* y) {
   const float d = fp16_to_f32(b.d);
   for (int e = 0; e < kSuperBlock; e++) {
-    const int n = e / 128, g = (e % 128) / 32, l = e % 32;
-    const uint8_t lo_byte = b.ql[64 * n + 32 * (g % 2) + l];
-    const int lo = g < 2 ? (lo_byte & 0x0f) : (lo_byte >> 4);
-    const int hi = (b.qh[32 * n + l] >> (2 * g)) & 3;
-    y[e] = (d * static_cast<float>(b.scales[e / 16])) * static_cast<float>((lo | (hi << 4)) - 32);
+    y[e] =
+        (d * static_cast<float>(b.scales[e / 16])) * static_cast<float>(dtype_q6_k_code(b, e) - 32);
   }
 }
 

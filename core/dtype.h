@@ -87,6 +87,17 @@ inline void dtype_q4_k_scale_min(const uint8_t* scales, int j, int* sc, int* m) 
   }
 }
 
+// Q6_K value e's (0..255) six-bit code q (0..63; the weight is (d * scales[e / 16]) * (q - 32)):
+// value e = 128n + 32g + l has its low 4 bits in ql[64n + 32(g % 2) + l] (the low nibble for
+// g < 2, the high one for g >= 2) and its high 2 bits in bits 2g, 2g + 1 of qh[32n + l].
+inline int dtype_q6_k_code(const BlockQ6_K& b, int e) {
+  const int n = e / 128, g = (e % 128) / 32, l = e % 32;
+  const uint8_t lo_byte = b.ql[64 * n + 32 * (g % 2) + l];
+  const int lo = g < 2 ? (lo_byte & 0x0f) : (lo_byte >> 4);
+  const int hi = (b.qh[32 * n + l] >> (2 * g)) & 3;
+  return lo | (hi << 4);
+}
+
 // Scalar conversions (round-to-nearest-even on the way down).
 float fp16_to_f32(uint16_t h);
 uint16_t f32_to_fp16(float f);

@@ -11,7 +11,7 @@
 namespace speclab {
 
 // A Q4_K super-block's 16 six-bit numbers as bytes [sc_0..7, m_0..7] (dtype_q4_k_scale_min's
-// values; the layout of dtype_q4_k_scale_min_words), from one 16-byte load of the block's d,
+// values), from one 16-byte load of the block's d,
 // dmin and twelve scale bytes s_0..11: sc_0..3 = s_0..3 & 63, m_0..3 = s_4..7 & 63,
 // sc_4..7 = (s_8..11 & 15) | (s_0..3 >> 6) << 4, m_4..7 = (s_8..11 >> 4) | (s_4..7 >> 6) << 4.
 // Two byte shuffles and a few masks, where the scalar decode took about 30 instructions and a

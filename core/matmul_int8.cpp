@@ -30,13 +30,7 @@ void weight_block(DType dtype, const uint8_t* row, int64_t b, int32_t* w, float*
     }
     const BlockQ6_K* k = reinterpret_cast<const BlockQ6_K*>(p);
     const float d = fp16_to_f32(k->d);
-    const int n = j / 4, g = j % 4;  // half n, group g: values 128n + 32g + l
-    for (int l = 0; l < kQuantBlock; l++) {
-      const uint8_t lo_byte = k->ql[64 * n + 32 * (g % 2) + l];
-      const int lo = g < 2 ? (lo_byte & 0x0f) : (lo_byte >> 4);
-      const int hi = (k->qh[32 * n + l] >> (2 * g)) & 3;
-      w[l] = (lo | (hi << 4)) - 32;
-    }
+    for (int l = 0; l < kQuantBlock; l++) w[l] = dtype_q6_k_code(*k, 32 * j + l) - 32;
     dw[0] = d * static_cast<float>(k->scales[2 * j]);
     dw[1] = d * static_cast<float>(k->scales[2 * j + 1]);
     return;

@@ -389,8 +389,8 @@ int64_t segment_steps(int64_t k, int64_t record_bytes, size_t bytes_per_step, in
 }
 
 // A work item (n_rows <= kMaxRows): per pass of up to 8 tokens, segment by segment, every row
-// tile (4 rows, then single rows) with token groups [0, 4) and [4, k) while the segment's
-// weights are in L1; then the fixed horizontal sums.
+// tile (L::kTileRows rows, then single rows) with token groups [0, 4) and [4, k) while the
+// segment's weights are in L1; then the fixed horizontal sums.
 template <class L, bool kOneTokenWholeRows = false>
 SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                             int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in,
