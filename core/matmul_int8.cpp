@@ -74,12 +74,16 @@ bool dtype_has_int8_dot(DType dtype) {
          dtype == DType::Q4_K || dtype == DType::Q6_K;
 }
 
-float act_quantize_block(const float* x, int8_t* q) {
+int act_block_values(DType weights) {
+  return weights == DType::Q4_K || weights == DType::Q6_K ? kSuperBlock : kQuantBlock;
+}
+
+float act_quantize_block(const float* x, int n, int8_t* q) {
   float amax = 0.0f;
-  for (int j = 0; j < kQuantBlock; j++) amax = std::fmax(amax, std::fabs(x[j]));
+  for (int j = 0; j < n; j++) amax = std::fmax(amax, std::fabs(x[j]));
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  for (int j = 0; j < kQuantBlock; j++) {
+  for (int j = 0; j < n; j++) {
     // nearbyint rounds to nearest even in the default rounding mode, as vcvtps2dq does.
     const float v = std::nearbyint(x[j] * id);
     q[j] = static_cast<int8_t>(std::fmin(127.0f, std::fmax(-127.0f, v)));
@@ -87,18 +91,30 @@ float act_quantize_block(const float* x, int8_t* q) {
   return d;
 }
 
+// The activations x [n_tokens, n_in] quantized as specified: qx [n_tokens, n_in] and one dx per
+// token and activation block, dx [n_tokens, n_in / act_block_values(weights)].
+static void quantize_activations(const float* x, int64_t n_tokens, int64_t n_in, DType weights,
+                                 std::vector<int8_t>* qx, std::vector<float>* dx) {
+  const int n = act_block_values(weights);
+  const int64_t n_act = n_in / n;
+  qx->assign(n_tokens * n_in, 0);
+  dx->assign(n_tokens * n_act, 0.0f);
+  for (int64_t t = 0; t < n_tokens; t++) {
+    for (int64_t b = 0; b < n_act; b++) {
+      const int64_t i = t * n_in + b * n;
+      (*dx)[t * n_act + b] = act_quantize_block(x + i, n, qx->data() + i);
+    }
+  }
+}
+
 void matmul_weights_ref_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens) {
   check_int8_shapes(w);
   const int64_t n_out = w.rows(), n_in = w.cols(), n_blocks = n_in / kQuantBlock;
-  // Quantized activations: qx [n_tokens, n_in], dx [n_tokens, n_blocks].
-  std::vector<int8_t> qx(n_tokens * n_in);
-  std::vector<float> dx(n_tokens * n_blocks);
-  for (int64_t t = 0; t < n_tokens; t++) {
-    for (int64_t b = 0; b < n_blocks; b++) {
-      const int64_t i = t * n_in + b * kQuantBlock;
-      dx[t * n_blocks + b] = act_quantize_block(x + i, qx.data() + i);
-    }
-  }
+  const int64_t per_act = act_block_values(w.dtype) / kQuantBlock;  // weight blocks per dx
+  std::vector<int8_t> qx;
+  std::vector<float> dx;
+  quantize_activations(x, n_tokens, n_in, w.dtype, &qx, &dx);
+  const int64_t n_act = n_blocks / per_act;
   int32_t wq[kQuantBlock];
   for (int64_t r = 0; r < n_out; r++) {
     for (int64_t t = 0; t < n_tokens; t++) {
@@ -112,7 +128,7 @@ void matmul_weights_ref_int8(float* out, const float* x, const TensorView& w, in
           dot[j / 16] += static_cast<int64_t>(wq[j]) * q[j];
           qsum += q[j];
         }
-        const double d = dx[t * n_blocks + b];
+        const double d = dx[t * n_act + b / per_act];
         sum += d * (static_cast<double>(dw[0]) * static_cast<double>(dot[0]) +
                     static_cast<double>(dw[1]) * static_cast<double>(dot[1]) +
                     static_cast<double>(m) * static_cast<double>(qsum));
@@ -124,22 +140,21 @@ void matmul_weights_ref_int8(float* out, const float* x, const TensorView& w, in
 
 void matmul_int8_error_bound(float* bound, const float* x, const TensorView& w, int64_t n_tokens) {
   check_int8_shapes(w);
-  const int64_t n_out = w.rows(), n_in = w.cols(), n_blocks = n_in / kQuantBlock;
+  const int64_t n_out = w.rows(), n_in = w.cols();
+  const int n = act_block_values(w.dtype);
+  const int64_t n_act = n_in / n;
+  std::vector<int8_t> qx;
+  std::vector<float> dx;
+  quantize_activations(x, n_tokens, n_in, w.dtype, &qx, &dx);
   std::vector<float> row(n_in);
-  int8_t q[kQuantBlock];
-  std::vector<double> half_step(n_tokens * n_blocks);  // dx_b / 2 per token and block
-  for (int64_t t = 0; t < n_tokens; t++) {
-    for (int64_t b = 0; b < n_blocks; b++)
-      half_step[t * n_blocks + b] = 0.5 * act_quantize_block(x + t * n_in + b * kQuantBlock, q);
-  }
   for (int64_t r = 0; r < n_out; r++) {
     dtype_to_f32(w.dtype, w.row_ptr(r), row.data(), n_in);
     for (int64_t t = 0; t < n_tokens; t++) {
       double sum = 0.0;
-      for (int64_t b = 0; b < n_blocks; b++) {
+      for (int64_t b = 0; b < n_act; b++) {
         double abs_w = 0.0;
-        for (int j = 0; j < kQuantBlock; j++) abs_w += std::fabs(row[b * kQuantBlock + j]);
-        sum += half_step[t * n_blocks + b] * abs_w;
+        for (int j = 0; j < n; j++) abs_w += std::fabs(row[b * n + j]);
+        sum += 0.5 * static_cast<double>(dx[t * n_act + b]) * abs_w;
       }
       bound[t * n_out + r] = static_cast<float>(sum);
     }

@@ -14,16 +14,16 @@
 // 16-lane FP32 accumulator per (row, token); at the end a fixed tree sums the 16 lanes.
 //
 // K-quants (Q4_K, Q6_K) read one activation record per 256-value super-block (the header's
-// layout). Their sub-block scales are small integers (6-bit sc_j, 8-bit Q6_K scales) under one
-// FP16 factor d per super-block, so the scales are applied inside the integer sums: vpmaddubsw
-// multiplies the unsigned codes by the int8 activations and adds pairs (16-bit; at most
-// 2 * 63 * 127), vpmaddwd multiplies those by the 16-bit scales and adds pairs (32-bit, exact).
-// Each of the 4 vectors of a super-block (64 values, two 32-value activation blocks) is then
-// converted once and multiplied by its blocks' dx into a per-super-block sum, which d scales
-// once; the minimums (Q4_K) and the offset 32 (Q6_K) are one FMA per super-block against
-// dx * (sum of q) terms the packing precomputes. Per 64 weights and token that is 4 vector
-// operations where the step-record kernels above take 5 and decode the scales per step: a
-// k-quant unit's float work is per super-block, not per block.
+// layout): the super-block is the activation block, with one dx (llama.cpp's q8_K). Their
+// sub-block scales are small integers (6-bit sc_j, 8-bit Q6_K scales) under one FP16 factor d
+// per super-block, so the scales are applied inside the integer sums: vpmaddubsw multiplies the
+// unsigned codes by the int8 activations and adds pairs (16-bit; at most 2 * 63 * 127),
+// vpmaddwd multiplies those by the 16-bit scales and adds pairs (32-bit, exact), vpaddd sums the
+// super-block's 4 vectors (64 values each) in 32-bit lanes. The minimums (Q4_K) and the offset
+// 32 (Q6_K) are integer too: vpmaddwd of the record's 16 sums of 16 q with the 16-bit minimums or
+// scales. Per super-block, row and token that is one convert and two FMAs (Q4_K: two converts,
+// three); per 64 weights and token, 3 integer operations, where the step-record kernels above
+// take a dot, a convert, a multiply and an FMA per 64 weights.
 //
 // Work items, column segments and prefetch as on the FP32-activation path (core/matmul_avx512.cpp):
 // the accumulators of a tile are parked between segments and token groups without rounding.
@@ -133,13 +133,14 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
 };
 
 // The part of a k-quant super-block that does not depend on the format: for each row r and
-// token t, sum[r][t] = sum over the super-block's 4 vectors v (64 values each) of
-// dx_v * (scales_v . codes w[r][v] . q_v), lane by lane: vpmaddubsw (codes times the record's
-// int8 values, pairs added in 16 bits), vpmaddwd (times the 16-bit scales, pairs added in 32
-// bits), converted once and times the lanes' dx. Vector v's scales are picked out of the row's
-// scale16 with vpermw by pick[v], per vector, so that a tile keeps R of them live, not 4R.
+// token t, isum[r][t] = sum over the super-block's 4 vectors v (64 values each) of
+// scales_v . codes w[r][v] . q_v, lane by lane in 32-bit integers: vpmaddubsw (codes times the
+// record's int8 values, pairs added in 16 bits), vpmaddwd (times the 16-bit scales, pairs added
+// in 32 bits), vpaddd. A lane holds at most 4 * 4 * 63 * 127 * 128 < 2^24 in magnitude, so it
+// converts to FP32 exactly. Vector v's scales are picked out of the row's scale16 with vpermw by
+// pick[v], per vector, so that a tile keeps R of them live, not 4R.
 template <int R, int T>
-SPECLAB_VNNI_INLINE inline void super_block_sums(__m512 (&sum)[R][T], const __m512i (&w)[R][4],
+SPECLAB_VNNI_INLINE inline void super_block_sums(__m512i (&isum)[R][T], const __m512i (&w)[R][4],
                                                  const __m512i (&scale16)[R],
                                                  const __m512i (&pick)[4], const uint8_t* rec) {
   SPECLAB_UNROLL for (int v = 0; v < 4; v++) {
@@ -147,16 +148,24 @@ SPECLAB_VNNI_INLINE inline void super_block_sums(__m512 (&sum)[R][T], const __m5
     SPECLAB_UNROLL for (int r = 0; r < R; r++) sc[r] =
         _mm512_permutexvar_epi16(pick[v], scale16[r]);
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      const uint8_t* x = rec + t * kSuperRecordBytes;
-      const __m512i xq = _mm512_loadu_si512(x + 64 * v);
-      const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 256 + 64 * v));
+      const __m512i xq = _mm512_loadu_si512(rec + t * kSuperRecordBytes + 64 * v);
       SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-        const __m512i p32 = _mm512_madd_epi16(_mm512_maddubs_epi16(w[r][v], xq), sc[r]);
-        sum[r][t] = v == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(p32), dx)
-                           : _mm512_fmadd_ps(_mm512_cvtepi32_ps(p32), dx, sum[r][t]);
+        const __m512i p16 = _mm512_maddubs_epi16(w[r][v], xq);
+        isum[r][t] =
+            v == 0 ? _mm512_madd_epi16(p16, sc[r]) : _mm512_dpwssd_epi32(isum[r][t], p16, sc[r]);
       }
     }
   }
+}
+
+// A token's record: its 16 sums of 16 q (column order) and its dx, broadcast.
+SPECLAB_VNNI inline __m256i record_sums(const uint8_t* rec) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rec + kSuperRecordSums));
+}
+SPECLAB_VNNI inline __m512 record_scale(const uint8_t* rec) {
+  float dx;
+  std::memcpy(&dx, rec + kSuperRecordScale, 4);
+  return _mm512_set1_ps(dx);
 }
 
 // Rows per register tile of the k-quant kernels: a tile holds its rows' 4 code vectors and its
@@ -172,7 +181,8 @@ constexpr int kKQuantTileRows = 2;
 // the second: the order record_block gives, in which the packing lays out the activations. The 16
 // six-bit numbers [sc_0..7, m_0..7] are decoded once per super-block (q4_k_scale_min_bytes, as
 // on the FP32-activation path) into 16-bit lanes; each vector picks its two scales with vpermw.
-// A super-block contributes d * sum_v dx_v * (sc . codes . q)_v - dmin * sum_j m_j * (dx_j S_j).
+// A super-block contributes dx * (d * sum_v (sc . codes . q)_v - dmin * sum_j m_j S_j), S_j the
+// sum of block j's q: m_j S_j by vpmaddwd of the record's 16 sums of 16 with [m_0, m_0, m_1, ...].
 struct LoadQ4_K {
   static constexpr size_t kUnitBytes = sizeof(BlockQ4_K);
   static constexpr int64_t kRecord = kSuperRecordBytes;
@@ -183,16 +193,18 @@ struct LoadQ4_K {
   SPECLAB_VNNI_INLINE static inline void record(__m512 (&acc)[R][T], const uint8_t* const (&p)[R],
                                                 const uint8_t* rec) {
     __m512i w[R][4], scale16[R];
-    __m512 d[R], neg_min[R];
+    __m256i min16[R];
+    __m512 d[R], neg_dmin[R];
     const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m256i min_pairs =
+        _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       const BlockQ4_K* b = reinterpret_cast<const BlockQ4_K*>(p[r]);
-      const __m128i bytes = q4_k_scale_min_bytes(b);                     // sc_0..7, m_0..7
-      scale16[r] = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(bytes));  // [sc_0..7, m_0..7]
-      // -(dmin * m_j) in lanes 0..7 (the reference's product, negated exactly), 0 above.
-      const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_srli_si128(bytes, 8)));
-      neg_min[r] = _mm512_maskz_mul_ps(0x00FF, _mm512_set1_ps(-_cvtsh_ss(b->dmin)), m);
+      const __m256i s16 = _mm256_cvtepu8_epi16(q4_k_scale_min_bytes(b));  // [sc_0..7, m_0..7]
+      scale16[r] = _mm512_castsi256_si512(s16);
+      min16[r] = _mm256_permutexvar_epi16(min_pairs, s16);  // [m_0, m_0, m_1, m_1, ..., m_7, m_7]
       d[r] = _mm512_set1_ps(_cvtsh_ss(b->d));
+      neg_dmin[r] = _mm512_set1_ps(-_cvtsh_ss(b->dmin));
       const __m512i q0 = _mm512_loadu_si512(b->qs), q1 = _mm512_loadu_si512(b->qs + 64);
       w[r][0] = _mm512_and_si512(q0, low4);
       w[r][1] = _mm512_and_si512(_mm512_srli_epi16(q0, 4), low4);
@@ -212,14 +224,17 @@ struct LoadQ4_K {
         _mm512_setr_epi64(0x0005000500050005, 0x0005000500050005, 0x0005000500050005,
                           0x0005000500050005, 0x0007000700070007, 0x0007000700070007,
                           0x0007000700070007, 0x0007000700070007)};
-    __m512 sum[R][T];
-    super_block_sums<R, T>(sum, w, scale16, pick, rec);
+    __m512i isum[R][T];
+    super_block_sums<R, T>(isum, w, scale16, pick, rec);
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      const __m512 ds =
-          _mm512_loadu_ps(reinterpret_cast<const float*>(rec + t * kSuperRecordBytes + 512));
+      const uint8_t* x = rec + t * kSuperRecordBytes;
+      const __m256i s16 = record_sums(x);
+      const __m512 dx = record_scale(x);
       SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-        acc[r][t] = _mm512_fmadd_ps(sum[r][t], d[r], acc[r][t]);
-        acc[r][t] = _mm512_fmadd_ps(neg_min[r], ds, acc[r][t]);
+        const __m256 ms = _mm256_cvtepi32_ps(_mm256_madd_epi16(s16, min16[r]));  // m_j S_j
+        __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(isum[r][t]), d[r]);
+        f = _mm512_fmadd_ps(_mm512_zextps256_ps512(ms), neg_dmin[r], f);
+        acc[r][t] = _mm512_fmadd_ps(f, dx, acc[r][t]);
       }
     }
   }
@@ -231,8 +246,9 @@ struct LoadQ4_K {
 // and the next two bits for the other 32 (the layout the FP32-activation path's LoadQ6_K
 // reads). The codes q (0..63) are the unsigned side; the activations are in column order. A
 // 16-bit lane k of step g covers values 2k, 2k + 1, whose scale is scales[4g + k / 8]. The
-// offset: sum sc_e (q - 32) x = sum sc_e q x - 32 sum_e sc_e (dx S16_e), the last an FMA per
-// super-block against the record's dx * S16 terms. The whole super-block is then times d.
+// offset: sum_e sc_e sum (q - 32) x = sum_e sc_e sum q x - 32 sum_e sc_e S16_e, the last by
+// vpmaddwd of the record's 16 sums S16 with the 16 scales, subtracted in integers; the
+// super-block's exact integer sum is then rounded once to FP32 and times d and dx.
 struct LoadQ6_K {
   static constexpr size_t kUnitBytes = sizeof(BlockQ6_K);
   static constexpr int64_t kRecord = kSuperRecordBytes;
@@ -243,13 +259,11 @@ struct LoadQ6_K {
   SPECLAB_VNNI_INLINE static inline void record(__m512 (&acc)[R][T], const uint8_t* const (&p)[R],
                                                 const uint8_t* rec) {
     __m512i w[R][4], scale16[R];
-    __m512 d[R], offset[R];
+    __m512 d[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(p[r]);
       const __m128i s8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->scales));
       scale16[r] = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(s8));
-      offset[r] =
-          _mm512_mul_ps(_mm512_set1_ps(-32.0f), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(s8)));
       d[r] = _mm512_set1_ps(_cvtsh_ss(b->d));
       SPECLAB_UNROLL for (int n = 0; n < 2; n++) q6_k_codes(b, n, &w[r][2 * n], &w[r][2 * n + 1]);
     }
@@ -261,14 +275,17 @@ struct LoadQ6_K {
                             0x0002000200020002, 0x0003000300030003, 0x0003000300030003),
           _mm512_set1_epi16(static_cast<int16_t>(4 * g)));
     }
-    __m512 sum[R][T];
-    super_block_sums<R, T>(sum, w, scale16, pick, rec);
+    __m512i isum[R][T];
+    super_block_sums<R, T>(isum, w, scale16, pick, rec);
     SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      const __m512 ds =
-          _mm512_loadu_ps(reinterpret_cast<const float*>(rec + t * kSuperRecordBytes + 512));
+      const uint8_t* x = rec + t * kSuperRecordBytes;
+      const __m256i s16 = record_sums(x);
+      const __m512 dx = record_scale(x);
       SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-        sum[r][t] = _mm512_fmadd_ps(offset[r], ds, sum[r][t]);
-        acc[r][t] = _mm512_fmadd_ps(sum[r][t], d[r], acc[r][t]);
+        const __m256i offset = _mm256_madd_epi16(s16, _mm512_castsi512_si256(scale16[r]));
+        const __m512i total =
+            _mm512_sub_epi32(isum[r][t], _mm512_zextsi256_si512(_mm256_slli_epi32(offset, 5)));
+        acc[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(total), d[r]), dx, acc[r][t]);
       }
     }
   }
@@ -360,6 +377,9 @@ constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
 // core streaming [8192, 3072] matrices: Q4_K 0.76 ms against 1.55 in prefetched segments, Q6_K
 // 0.91 against 2.1-2.3, Q8_0 0.95-1.0 against 1.85, Q4_1 1.25-1.36 against 1.42-1.53; with
 // 4-row tiles over whole rows 2.0-2.4 ms (several streams per thread defeat the prefetcher).
+// A row's records must fit in L1 beside the streaming weights: with 18 KB of them (8192 columns
+// of the earlier 576-byte k-quant records) two threads read Q4_K at 60% of the rate of shorter
+// rows; the 320-byte records (10 KB) read those rows as fast as the others.
 template <class L>
 SPECLAB_VNNI void rows_whole_single(float* out, const uint8_t* row0, size_t row_bytes, int n_rows,
                                     const uint8_t* xq, int64_t xs, int64_t n_records, bool lone) {
@@ -372,10 +392,9 @@ SPECLAB_VNNI void rows_whole_single(float* out, const uint8_t* row0, size_t row_
 }
 
 // Column segments as on the FP32-activation path (core/matmul_avx512.cpp): the packed
-// activations of one segment for up to 8 tokens (192 bytes per 64 values and token, 576 per 256
-// for k-quants) stay within
-// kSegActBytes of L1, a row's weights of a segment within kSegRowBytes, and the segments of a
-// row are of about equal length; every step prefetches its row's weights one segment ahead (from
+// activations of one segment for up to 8 tokens (192 bytes per 64 values and token, 320 per 256
+// for k-quants) stay within kSegActBytes of L1, a row's weights of a segment within
+// kSegRowBytes, and the segments of a row are of about equal length; every step prefetches its row's weights one segment ahead (from
 // the last segment: the next work item's first).
 constexpr int64_t kSegActBytes = 16 << 10;
 constexpr int64_t kSegRowBytes = 1024;
@@ -439,30 +458,29 @@ SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size
   }
 }
 
-// Quantizes 32 values as act_quantize_block (core/matmul_int8.cpp) does, bit for bit: the
-// same amax (max is exact), the same scalar dx and 1 / dx, the same FP32 products, rounded to
-// nearest even by vcvtps2dq (the default rounding mode, as nearbyint), clamped to +-127.
-// q: 32 bytes. Returns dx.
-SPECLAB_VNNI inline float quantize_block(const float* x, int8_t* q) {
-  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
-  const float d = amax / 127.0f;
+// Quantizes n values (a multiple of 16) as act_quantize_block (core/matmul_int8.cpp) does, bit
+// for bit: the same amax (max is exact), the same scalar dx and 1 / dx, the same FP32 products,
+// rounded to nearest even by vcvtps2dq (the default rounding mode, as nearbyint), clamped to
+// +-127. q: n bytes. Returns dx.
+SPECLAB_VNNI inline float quantize_values(const float* x, int n, int8_t* q) {
+  __m512 m = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) m = _mm512_max_ps(m, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+  const float d = _mm512_reduce_max_ps(m) / 127.0f;
   const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
   const __m512i lim = _mm512_set1_epi32(127), neg = _mm512_set1_epi32(-127);
-  __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id));
-  __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
-  qa = _mm512_max_epi32(_mm512_min_epi32(qa, lim), neg);
-  qb = _mm512_max_epi32(_mm512_min_epi32(qb, lim), neg);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(qa));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(qb));
+  for (int i = 0; i < n; i += 16) {
+    __m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + i), id));
+    v = _mm512_max_epi32(_mm512_min_epi32(v, lim), neg);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(v));
+  }
   return d;
 }
 
 // One record (see the header) from the step's values x (64, or 32 for a lone last block).
 SPECLAB_VNNI inline void pack_record(uint8_t* rec, const float* x, bool two, DType weights) {
   alignas(64) int8_t q[64] = {0};
-  const float d0 = quantize_block(x, q);
-  const float d1 = two ? quantize_block(x + 32, q + 32) : 0.0f;
+  const float d0 = quantize_values(x, 32, q);
+  const float d1 = two ? quantize_values(x + 32, 32, q + 32) : 0.0f;
   const __m512i qv = _mm512_load_si512(q);
   _mm512_storeu_si512(rec, qv);
   _mm512_storeu_ps(reinterpret_cast<float*>(rec + 64), two_scales(d0, d1));
@@ -483,32 +501,22 @@ SPECLAB_VNNI inline void pack_record(uint8_t* rec, const float* x, bool two, DTy
 // One k-quant record (the header's layout) from the super-block's 256 values x.
 SPECLAB_VNNI inline void pack_super_record(uint8_t* rec, const float* x, DType weights) {
   alignas(64) int8_t q[kSuperBlock];
-  float dx[8];
-  for (int j = 0; j < 8; j++) dx[j] = quantize_block(x + 32 * j, q + 32 * j);
-  int order[8];
-  for (int p = 0; p < 8; p++) order[p] = record_block(weights, p);
-  for (int p = 0; p < 8; p++) std::memcpy(rec + 32 * p, q + 32 * order[p], 32);
-  float* dxv = reinterpret_cast<float*>(rec + 256);
-  for (int v = 0; v < 4; v++) {
-    for (int l = 0; l < 16; l++) dxv[16 * v + l] = dx[order[2 * v + l / 8]];
-  }
+  const float dx = quantize_values(x, kSuperBlock, q);
+  for (int p = 0; p < 8; p++) std::memcpy(rec + 32 * p, q + 32 * record_block(weights, p), 32);
   // Sums of 16 q: vpdpbusd with unsigned ones gives the sums of 4 per 32-bit lane.
-  int32_t s16[16];
+  int16_t s16[16];
   for (int c = 0; c < 4; c++) {
     alignas(64) int32_t lanes[16];
     _mm512_store_si512(lanes, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1),
                                                   _mm512_load_si512(q + 64 * c)));
-    for (int i = 0; i < 4; i++)
-      s16[4 * c + i] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
-  }
-  float* ds = reinterpret_cast<float*>(rec + 512);
-  for (int e = 0; e < 16; e++) {
-    if (weights == DType::Q4_K) {
-      ds[e] = e < 8 ? dx[e] * static_cast<float>(s16[2 * e] + s16[2 * e + 1]) : 0.0f;
-    } else {
-      ds[e] = dx[e / 2] * static_cast<float>(s16[e]);
+    for (int i = 0; i < 4; i++) {
+      s16[4 * c + i] = static_cast<int16_t>(lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] +
+                                            lanes[4 * i + 3]);
     }
   }
+  std::memcpy(rec + kSuperRecordSums, s16, sizeof s16);
+  std::memcpy(rec + kSuperRecordScale, &dx, 4);
+  std::memset(rec + kSuperRecordScale + 4, 0, kSuperRecordBytes - kSuperRecordScale - 4);
 }
 
 }  // namespace

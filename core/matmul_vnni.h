@@ -1,8 +1,8 @@
 // The AVX-512 VNNI kernels of matmul_weights (core/cpu_matmul.h) for Q8_0, Q4_0, Q4_1, Q4_K and
 // Q6_K weights: integer dot products (vpdpbusd; vpmaddubsw + vpmaddwd for the k-quants) against
-// activations quantized to int8 per 32-value block, as specified by core/matmul_int8.h. Internal to
-// core/cpu_matmul.cpp; compiled with target attributes, called only when the CPU has AVX-512
-// F/BW/VL + VNNI.
+// activations quantized to int8 per block (32 values; 256 for the k-quants), as specified by
+// core/matmul_int8.h. Internal to core/cpu_matmul.cpp; compiled with target attributes, called
+// only when the CPU has AVX-512 F/BW/VL + VNNI.
 #pragma once
 
 #include <cstddef>
@@ -22,15 +22,19 @@ namespace matmul_vnni {
 constexpr int64_t kRecordBytes = 192;
 constexpr int64_t kStepValues = 64;
 
-// For k-quant weights (Q4_K, Q6_K) one record per token and 256-value super-block of the input:
-//   int8  q[256]     the quantized values: block record_block(weights, p) (its 32 values in
-//                    order) at 32p; Q4_K: blocks 0, 2, 1, 3, 4, 6, 5, 7, the order in which its
-//                    sub-blocks' nibbles come out of two 64-byte loads of qs; Q6_K: column order
-//   float dx[4][16]  per 64-value vector v: lanes 0..7 dx of the block at 64v, 8..15 of the
-//                    block at 64v + 32
-//   float ds[16]     Q4_K: lane j < 8 dx_j * S_j (S_j: the sum of block j's q), 0 above; Q6_K:
-//                    lane e dx_{e/2} * (the sum of the q of values 16e..16e + 15)
-constexpr int64_t kSuperRecordBytes = 576;
+// For k-quant weights (Q4_K, Q6_K) one record per token and 256-value super-block of the input,
+// the activation block of core/matmul_int8.h (one dx, llama.cpp's q8_K):
+//   int8  q[256]   the quantized values: 32-value block record_block(weights, p) (its values in
+//                  order) at 32p; Q4_K: blocks 0, 2, 1, 3, 4, 6, 5, 7, the order in which its
+//                  sub-blocks' nibbles come out of two 64-byte loads of qs; Q6_K: column order
+//   int16 s16[16]  at byte 256: s16[e] = the sum of the q of values 16e..16e + 15 (column order)
+//   float dx       at byte 288; bytes 292..319 zero
+// 320 bytes: 8192 columns (a down projection's row) take 10 KB, which leaves room in a 32 KB L1
+// for the weights streaming past (at 18 KB, with a dx per 32 values spread over lanes, one core
+// read those rows at 60% of the rate of shorter ones).
+constexpr int64_t kSuperRecordBytes = 320;
+constexpr int64_t kSuperRecordSums = 256;
+constexpr int64_t kSuperRecordScale = 288;
 int record_block(DType weights, int p);
 // Values and bytes per record for weights of `weights`' dtype: 64 and kRecordBytes, or 256 and
 // kSuperRecordBytes (Q4_K, Q6_K).

@@ -97,7 +97,8 @@ BENCHMARK(BM_Matmul)
     ->ArgNames({"dtype", "k"})
     ->ArgsProduct({{static_cast<int>(DType::F32), static_cast<int>(DType::F16),
                     static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
-                    static_cast<int>(DType::Q4_1)},
+                    static_cast<int>(DType::Q4_1), static_cast<int>(DType::Q4_K),
+                    static_cast<int>(DType::Q6_K)},
                    {1, 2, 4, 8, 16, 32}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
@@ -107,6 +108,38 @@ void BM_MatmulDown(benchmark::State& state) { two_thread_matmul(state, kCols, kR
 BENCHMARK(BM_MatmulDown)
     ->ArgNames({"dtype", "k"})
     ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0)}, {1, 4, 8}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime()
+    ->MinTime(0.3);
+
+// One token through each matrix shape of the Llama-3.2-1B forward (q/o [2048, 2048], k/v [512,
+// 2048], gate/up [8192, 2048], down [2048, 8192], head [128256, 2048]): short rows and small
+// matrices cost per row and per call what the 3B MLP shape above hides.
+void BM_MatmulShape1B(benchmark::State& state) {
+  two_thread_matmul(state, state.range(2), state.range(3));
+}
+BENCHMARK(BM_MatmulShape1B)
+    ->ArgNames({"dtype", "k", "rows", "cols"})
+    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
+                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                   {1},
+                   {2048},
+                   {2048}})
+    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
+                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                   {1},
+                   {512, 8192},
+                   {2048}})
+    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
+                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
+                   {1},
+                   {2048},
+                   {8192}})
+    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
+                    static_cast<int>(DType::Q6_K)},
+                   {1},
+                   {128256},
+                   {2048}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinTime(0.3);

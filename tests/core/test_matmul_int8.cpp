@@ -84,7 +84,7 @@ TEST(Int8ActivationBlocks, QuantizeHandValues) {
   x[2] = -3.5f;  // tie: to even -4
   x[3] = 0.49f;
   int8_t q[32];
-  EXPECT_EQ(act_quantize_block(x, q), 1.0f);
+  EXPECT_EQ(act_quantize_block(x, 32, q), 1.0f);
   EXPECT_EQ(q[0], -127);
   EXPECT_EQ(q[1], 2);
   EXPECT_EQ(q[2], -4);
@@ -93,15 +93,43 @@ TEST(Int8ActivationBlocks, QuantizeHandValues) {
   // A zero block: dx = 0, q = 0.
   float z[32] = {0};
   std::memset(q, 1, sizeof q);
-  EXPECT_EQ(act_quantize_block(z, q), 0.0f);
+  EXPECT_EQ(act_quantize_block(z, 32, q), 0.0f);
   for (int j = 0; j < 32; j++) EXPECT_EQ(q[j], 0);
   // Scale 2: amax 254 -> dx = 2, q = x / 2 rounded to even.
   for (int j = 0; j < 32; j++) x[j] = 254.0f - 2.0f * j;
   x[5] = 5.0f;  // 2.5 -> 2
-  EXPECT_EQ(act_quantize_block(x, q), 2.0f);
+  EXPECT_EQ(act_quantize_block(x, 32, q), 2.0f);
   EXPECT_EQ(q[0], 127);
   EXPECT_EQ(q[5], 2);
   EXPECT_EQ(q[31], 127 - 31);
+}
+
+// The k-quants' activation block is the 256-value super-block (llama.cpp's q8_K): one amax, one
+// dx for all 256. A kernel or reference that quantized them per 32 would give the small blocks
+// their own finer dx, and other q.
+TEST(Int8ActivationBlocks, KQuantBlocksAre256Values) {
+  EXPECT_EQ(act_block_values(DType::Q8_0), 32);
+  EXPECT_EQ(act_block_values(DType::Q4_0), 32);
+  EXPECT_EQ(act_block_values(DType::Q4_1), 32);
+  EXPECT_EQ(act_block_values(DType::Q4_K), 256);
+  EXPECT_EQ(act_block_values(DType::Q6_K), 256);
+  float x[256];
+  for (int j = 0; j < 256; j++) x[j] = static_cast<float>(j % 16) - 7.0f;  // |x| <= 8
+  x[200] = -254.0f;  // amax 254 in the 7th 32-value block: dx = 2 for all 256
+  x[3] = 3.0f;       // 1.5 -> 2 (to even)
+  x[5] = 5.0f;       // 2.5 -> 2
+  int8_t q[256];
+  EXPECT_EQ(act_quantize_block(x, 256, q), 2.0f);
+  EXPECT_EQ(q[200], -127);
+  EXPECT_EQ(q[3], 2);
+  EXPECT_EQ(q[5], 2);
+  for (int j = 0; j < 256; j++) {
+    if (j == 3 || j == 5 || j == 200) continue;
+    EXPECT_EQ(q[j], static_cast<int8_t>(std::nearbyint(x[j] / 2.0f))) << j;
+  }
+  // The same values per 32: the first block's own dx is 8 / 127, its q span -111..127.
+  EXPECT_EQ(act_quantize_block(x, 32, q), 8.0f / 127.0f);
+  EXPECT_EQ(q[15], 127);
 }
 
 // Hand-built weight blocks against integer-valued activations that quantize exactly (amax 127,
@@ -249,7 +277,8 @@ std::vector<HandCase> hand_kquant_cases() {
 }
 
 TEST(Int8ActivationBlocks, HandBuiltKQuantSuperBlocksOnEveryPath) {
-  // Two tokens of integer activations with amax 127 in each 32-value block.
+  // Two tokens of integer activations with amax 127 in each 32-value block (so in each
+  // super-block, the k-quants' activation block).
   std::vector<float> x(512);
   for (int i = 0; i < 512; i++) x[i] = static_cast<float>((i * 37 + 11 * (i / 256)) % 255 - 127);
   for (int i = 0; i < 512; i += 32) x[i + (i / 32) % 32] = (i / 32) % 2 == 0 ? 127.0f : -127.0f;
@@ -300,7 +329,7 @@ TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
             const int64_t i0 = s * 64 + 32 * half;
             int8_t q[32] = {0};
             float dx = 0.0f;
-            if (i0 < n_in) dx = act_quantize_block(x.data() + t * n_in + i0, q);
+            if (i0 < n_in) dx = act_quantize_block(x.data() + t * n_in + i0, 32, q);
             int32_t qsum = 0;
             for (int j = 0; j < 32; j++) {
               ASSERT_EQ(static_cast<int8_t>(rec[32 * half + j]), q[j])
@@ -330,15 +359,16 @@ TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
   }
 }
 
-// The k-quant records (one per 256-value super-block): every block quantized as the
-// specification, bit for bit, placed in the dtype's block order, its dx in the lanes of the
-// vector that holds it, and the dx * (sum of q) terms of the minimums / the Q6_K offset.
+// The k-quant records (one per 256-value super-block, the activation block): the 256 values
+// quantized with one dx as the specification, bit for bit, placed in the dtype's block order;
+// the 16 sums of 16 q in column order; dx; zeros to the end of the record.
 TEST_F(Int8Vnni, SuperBlockRecordsEqualTheSpecification) {
   const int64_t n_in = 768, n_tokens = 3;  // 3 super-blocks
   std::vector<float> x = random_activations(n_tokens * n_in, 6);
   for (int64_t i = 0; i < n_tokens * n_in; i += 7) x[i] = std::nearbyint(x[i] * 4) / 4 + 0.5f;
-  for (int64_t i = 512; i < 544; i++) x[i] = 0.0f;  // an all-zero block: dx = 0
+  for (int64_t i = 512; i < 768; i++) x[i] = 0.0f;  // an all-zero super-block: dx = 0
   const int64_t bytes = matmul_vnni::kSuperRecordBytes;
+  ASSERT_EQ(bytes, 320);
   for (DType dtype : {DType::Q4_K, DType::Q6_K}) {
     ASSERT_EQ(matmul_vnni::record_values(dtype), 256);
     ASSERT_EQ(matmul_vnni::record_bytes(dtype), bytes);
@@ -347,36 +377,28 @@ TEST_F(Int8Vnni, SuperBlockRecordsEqualTheSpecification) {
     for (int64_t t = 0; t < n_tokens; t++) {
       for (int64_t sb = 0; sb < 3; sb++) {
         const uint8_t* rec = packed.data() + (sb * n_tokens + t) * bytes;
-        int8_t q[8][32];
-        float dx[8];
-        int32_t s16[16] = {0};
-        for (int j = 0; j < 8; j++) {
-          dx[j] = act_quantize_block(x.data() + t * n_in + 256 * sb + 32 * j, q[j]);
-          for (int l = 0; l < 32; l++) s16[2 * j + l / 16] += q[j][l];
-        }
+        int8_t q[256];
+        const float dx = act_quantize_block(x.data() + t * n_in + 256 * sb, 256, q);
         const int order_q4k[8] = {0, 2, 1, 3, 4, 6, 5, 7};
         for (int p = 0; p < 8; p++) {
           const int j = dtype == DType::Q4_K ? order_q4k[p] : p;
           ASSERT_EQ(matmul_vnni::record_block(dtype, p), j);
           for (int l = 0; l < 32; l++) {
-            ASSERT_EQ(static_cast<int8_t>(rec[32 * p + l]), q[j][l])
+            ASSERT_EQ(static_cast<int8_t>(rec[32 * p + l]), q[32 * j + l])
                 << dtype_name(dtype) << " token " << t << " super-block " << sb << " slot " << p;
-          }
-          for (int l = 0; l < 8; l++) {
-            float d;
-            std::memcpy(&d, rec + 256 + 4 * (8 * p + l), 4);
-            ASSERT_EQ(d, dx[j]) << dtype_name(dtype) << " slot " << p;
           }
         }
         for (int e = 0; e < 16; e++) {
-          float ds;
-          std::memcpy(&ds, rec + 512 + 4 * e, 4);
-          const float want =
-              dtype == DType::Q4_K
-                  ? (e < 8 ? dx[e] * static_cast<float>(s16[2 * e] + s16[2 * e + 1]) : 0.0f)
-                  : dx[e / 2] * static_cast<float>(s16[e]);
-          ASSERT_EQ(ds, want) << dtype_name(dtype) << " ds lane " << e;
+          int16_t sum;
+          std::memcpy(&sum, rec + matmul_vnni::kSuperRecordSums + 2 * e, 2);
+          int want = 0;
+          for (int l = 0; l < 16; l++) want += q[16 * e + l];
+          ASSERT_EQ(sum, want) << dtype_name(dtype) << " sum " << e;
         }
+        float d;
+        std::memcpy(&d, rec + matmul_vnni::kSuperRecordScale, 4);
+        ASSERT_EQ(d, dx) << dtype_name(dtype) << " token " << t << " super-block " << sb;
+        for (int64_t i = matmul_vnni::kSuperRecordScale + 4; i < bytes; i++) ASSERT_EQ(rec[i], 0);
       }
     }
   }
