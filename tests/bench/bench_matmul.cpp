@@ -118,28 +118,19 @@ BENCHMARK(BM_MatmulDown)
 void BM_MatmulShape1B(benchmark::State& state) {
   two_thread_matmul(state, state.range(2), state.range(3));
 }
+// The dtypes of a Q4_K_M file's layers (Q4_K, Q6_K) and of BF16 / Q8_0 files.
+const std::vector<int64_t> kShapeDtypes = {
+    static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0), static_cast<int>(DType::Q4_K),
+    static_cast<int>(DType::Q6_K)};
 BENCHMARK(BM_MatmulShape1B)
     ->ArgNames({"dtype", "k", "rows", "cols"})
-    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
-                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                   {1},
-                   {2048},
-                   {2048}})
-    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
-                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                   {1},
-                   {512, 8192},
-                   {2048}})
-    ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
-                    static_cast<int>(DType::Q4_K), static_cast<int>(DType::Q6_K)},
-                   {1},
-                   {2048},
-                   {8192}})
+    ->ArgsProduct({kShapeDtypes, {1}, {512, 2048, 8192}, {2048}})  // k/v, q/o, gate/up
+    ->ArgsProduct({kShapeDtypes, {1}, {2048}, {8192}})             // down
     ->ArgsProduct({{static_cast<int>(DType::BF16), static_cast<int>(DType::Q8_0),
                     static_cast<int>(DType::Q6_K)},
                    {1},
                    {128256},
-                   {2048}})
+                   {2048}})  // the head (Q6_K in a Q4_K_M file)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinTime(0.3);
