@@ -3,11 +3,13 @@
 //
 // vpdpbusd multiplies unsigned bytes by signed bytes and adds each group of 4 products into a
 // 32-bit lane. The activations are the signed side; the weights are made unsigned: Q4 nibbles
-// already are (0..15), Q8_0 values get +128 (xor 0x80). The offsets this adds, 8 or 128 times
-// the lane's 4 activations, are precomputed per lane when the activations are packed and are
-// the accumulator vpdpbusd starts from, so every lane holds the exact integer sum of its 4
-// products w_j * q_j with the format's signed w_j (Q4_0: nibble - 8). Q4_1 has no offset; its
-// minimum m contributes m * dx * sum(q), a second FMA against a per-lane precomputed term.
+// already are (0..15); Q8_0 values give their |w| and move their signs to the activations (a
+// masked negate per row and token, so its records need no offset term and take 128 bytes). The
+// Q4_0 offset this adds, 8 times the lane's 4 activations, is precomputed per lane when the
+// activations are packed and is the accumulator vpdpbusd starts from, so every lane holds the
+// exact integer sum of its 4 products w_j * q_j with the format's signed w_j (Q4_0: nibble - 8).
+// Q4_1 has no offset; its minimum m contributes m * dx * sum(q), a second FMA against a per-lane
+// precomputed term.
 //
 // One 64-byte vector is two blocks (lanes 0..7: block 2s, 8..15: block 2s + 1). Per step the
 // 16 integer lanes are converted to FP32 and multiplied by dw * dx of their block into one
@@ -83,24 +85,24 @@ SPECLAB_VNNI inline __m512 two_scales(float a, float b) {
 
 // Weight loaders. load<kTwo>(p, ...): p points at block 2s of a row; kTwo: blocks 2s and
 // 2s + 1, else block 2s only (the last step of a row with an odd block count; the other half
-// is zero, as are its activations and scales). Out: wq the 64 unsigned bytes in element
-// order, dw the blocks' scales as two_scales, mv (Q4_1) the minimums likewise.
+// is zero, as are its activations and scales). Out: wq the 64 bytes in element order (unsigned
+// for Q4_0 / Q4_1; Q8_0: signed, kSigned), dw the blocks' scales as two_scales, mv (Q4_1) the
+// minimums likewise.
 struct LoadQ8_0 {  // {fp16 d; int8 qs[32]}
   static constexpr size_t kBytes = sizeof(BlockQ8_0);
   static constexpr size_t kUnitBytes = 2 * kBytes;  // the weights of one record
-  static constexpr int64_t kRecord = kRecordBytes;
+  static constexpr int64_t kRecord = kQ8RecordBytes;
   static constexpr bool kSuperBlocks = false;
   static constexpr int kTileRows = 4;
   static constexpr int kLines = 2;  // cache lines to prefetch per record (68 bytes)
   static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = true;  // step moves the signs to the activations
   template <bool kTwo>
   SPECLAB_VNNI static inline void load(const uint8_t* p, __m512i* wq, __m512* dw, __m512*) {
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-    const __m256i hi =
-        kTwo ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kBytes + 2))
-             : _mm256_set1_epi8(static_cast<char>(0x80));  // +128 below gives 0 (times q = 0)
-    const __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    *wq = _mm512_xor_si512(v, _mm512_set1_epi8(static_cast<char>(0x80)));  // w + 128
+    const __m256i hi = kTwo ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kBytes + 2))
+                            : _mm256_setzero_si256();  // 0 (times q = 0)
+    *wq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     *dw = two_scales(half_at(p), kTwo ? half_at(p + kBytes) : 0.0f);
   }
 };
@@ -115,6 +117,7 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
   static constexpr int kLines = 1;  // 36 or 40 bytes
   static constexpr size_t kQs = kMin ? 4 : 2;
   static constexpr bool kHasMin = kMin;
+  static constexpr bool kSigned = false;
   template <bool kTwo>
   SPECLAB_VNNI static inline void load(const uint8_t* p, __m512i* wq, __m512* dw, __m512* mv) {
     const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQs));
@@ -292,16 +295,31 @@ struct LoadQ6_K {
 };
 
 // acc[r][t] += one step (64 values) of rows r against tokens t. rec: the step's records.
+// Signed weights (Q8_0): vpdpbusd takes |w| as the unsigned side and the activations negated
+// where w < 0 (a masked byte subtraction from zero), so each product is w_j * q_j exactly (|w|
+// of -128 is 128 as an unsigned byte; |q| <= 127, so the negation cannot overflow).
 template <class L, int R, int T>
 SPECLAB_VNNI inline void step(__m512 (&acc)[R][T], const __m512i (&wq)[R], const __m512 (&dw)[R],
                               const __m512 (&mv)[R], const uint8_t* rec) {
+  __m512i wu[R];  // the unsigned side
+  __mmask64 neg[R] = {};
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    if constexpr (L::kSigned) {
+      neg[r] = _mm512_movepi8_mask(wq[r]);
+      wu[r] = _mm512_abs_epi8(wq[r]);
+    } else {
+      wu[r] = wq[r];
+    }
+  }
   SPECLAB_UNROLL for (int t = 0; t < T; t++) {
     const uint8_t* x = rec + t * L::kRecord;
     const __m512i xq = _mm512_loadu_si512(x);
     const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(x + 64));
-    const __m512i aux_i = _mm512_loadu_si512(x + 128);
+    const __m512i aux_i = L::kSigned ? _mm512_setzero_si512() : _mm512_loadu_si512(x + 128);
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      const __m512i p = _mm512_dpbusd_epi32(L::kHasMin ? _mm512_setzero_si512() : aux_i, wq[r], xq);
+      const __m512i xs =
+          L::kSigned ? _mm512_mask_sub_epi8(xq, neg[r], _mm512_setzero_si512(), xq) : xq;
+      const __m512i p = _mm512_dpbusd_epi32(L::kHasMin ? _mm512_setzero_si512() : aux_i, wu[r], xs);
       acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(dw[r], dx), acc[r][t]);
       if (L::kHasMin) acc[r][t] = _mm512_fmadd_ps(mv[r], _mm512_castsi512_ps(aux_i), acc[r][t]);
     }
@@ -394,8 +412,8 @@ SPECLAB_VNNI void rows_whole_single(float* out, const uint8_t* row0, size_t row_
 // Column segments as on the FP32-activation path (core/matmul_avx512.cpp): the packed
 // activations of one segment for up to 8 tokens (192 bytes per 64 values and token, 320 per 256
 // for k-quants) stay within kSegActBytes of L1, a row's weights of a segment within
-// kSegRowBytes, and the segments of a row are of about equal length; every step prefetches its row's weights one segment ahead (from
-// the last segment: the next work item's first).
+// kSegRowBytes, and the segments of a row are of about equal length; every step prefetches its
+// row's weights one segment ahead (from the last segment: the next work item's first).
 constexpr int64_t kSegActBytes = 16 << 10;
 constexpr int64_t kSegRowBytes = 1024;
 
@@ -484,6 +502,7 @@ SPECLAB_VNNI inline void pack_record(uint8_t* rec, const float* x, bool two, DTy
   const __m512i qv = _mm512_load_si512(q);
   _mm512_storeu_si512(rec, qv);
   _mm512_storeu_ps(reinterpret_cast<float*>(rec + 64), two_scales(d0, d1));
+  if (weights == DType::Q8_0) return;  // no offset: the kernel moves the weights' signs
   // Per-lane sums of 4 signed bytes: vpdpbusd with unsigned ones.
   const __m512i lane_sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), qv);
   __m512i aux;
@@ -492,8 +511,7 @@ SPECLAB_VNNI inline void pack_record(uint8_t* rec, const float* x, bool two, DTy
     const float s1 = static_cast<float>(_mm512_mask_reduce_add_epi32(0xFF00, lane_sum));
     aux = _mm512_castps_si512(two_scales(d0 * s0 * 0.125f, d1 * s1 * 0.125f));
   } else {
-    const int shift = weights == DType::Q8_0 ? 7 : 3;  // the offsets 128 and 8
-    aux = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane_sum, shift));
+    aux = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane_sum, 3));  // 8 q
   }
   _mm512_storeu_si512(rec + 128, aux);
 }
@@ -531,7 +549,8 @@ int64_t record_values(DType weights) {
 }
 
 int64_t record_bytes(DType weights) {
-  return weights == DType::Q4_K || weights == DType::Q6_K ? kSuperRecordBytes : kRecordBytes;
+  if (weights == DType::Q4_K || weights == DType::Q6_K) return kSuperRecordBytes;
+  return weights == DType::Q8_0 ? kQ8RecordBytes : kRecordBytes;
 }
 
 int record_kind(DType weights) {

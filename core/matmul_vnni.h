@@ -16,10 +16,17 @@ namespace matmul_vnni {
 // One packed record per token and 64-value step of the input (two activation blocks):
 //   int8  q[64]     the quantized values of blocks 2s and 2s + 1 (zeros past the row's end)
 //   float dx[16]    dx of block 2s in lanes 0..7, of block 2s + 1 in lanes 8..15
-//   aux[16]         per 4-value lane l: Q8_0 / Q4_0: int32 -c * sum of its 4 q (c = 128 / 8:
-//                   the offset that makes the weights unsigned for vpdpbusd, cancelled);
+//   aux[16]         per 4-value lane l: Q4_0: int32 -8 * sum of its 4 q (the offset that makes
+//                   the weights unsigned for vpdpbusd, cancelled);
 //                   Q4_1: float dx * (sum of the block's 32 q) / 8 (the minimum's term)
+//                   (Q8_0 records stop after dx: its kernel moves the weights' signs to the
+//                   activations and needs no offset)
+// Q8_0's 128 bytes per 64 values take 16 KB for an 8192-column row (the 3B and 1B down
+// projections): two threads read [3072, 8192] Q8_0 matrices at 26-30 GB/s on a Zen 4 guest where
+// 24 KB of records (with the offsets) read at 18-23: they must fit in L1 beside the streaming
+// weights.
 constexpr int64_t kRecordBytes = 192;
+constexpr int64_t kQ8RecordBytes = 128;
 constexpr int64_t kStepValues = 64;
 
 // For k-quant weights (Q4_K, Q6_K) one record per token and 256-value super-block of the input,
@@ -36,8 +43,8 @@ constexpr int64_t kSuperRecordBytes = 320;
 constexpr int64_t kSuperRecordSums = 256;
 constexpr int64_t kSuperRecordScale = 288;
 int record_block(DType weights, int p);
-// Values and bytes per record for weights of `weights`' dtype: 64 and kRecordBytes, or 256 and
-// kSuperRecordBytes (Q4_K, Q6_K).
+// Values and bytes per record for weights of `weights`' dtype: 64 and kRecordBytes (Q8_0:
+// kQ8RecordBytes), or 256 and kSuperRecordBytes (Q4_K, Q6_K).
 int64_t record_values(DType weights);
 int64_t record_bytes(DType weights);
 // Packed activations differ per weight dtype with an int8 dot (the order of the values, the

@@ -313,18 +313,22 @@ TEST(Int8ActivationBlocks, HandBuiltKQuantSuperBlocksOnEveryPath) {
 // The VNNI kernels.
 
 // The packed activations quantize exactly as the specification, bit for bit (including ties
-// and a lone last block), and carry the per-lane terms the kernels need.
+// and a lone last block), and carry the per-lane terms the kernels need (Q4_0's offsets, Q4_1's
+// minimum terms; Q8_0 records are the values and dx, 128 bytes).
 TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
   for (int64_t n_in : {32, 64, 96, 160}) {
     std::vector<float> x = random_activations(3 * n_in, 5);
     for (int64_t i = 0; i < 3 * n_in; i += 7) x[i] = std::nearbyint(x[i] * 4) / 4 + 0.5f;
     const int64_t n_steps = (n_in + 63) / 64;
-    std::vector<uint8_t> packed(3 * n_steps * matmul_vnni::kRecordBytes, 0xAB);
     for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q4_1}) {
+      // Q8_0: the values and dx only (its kernel moves the weights' signs, no offset term).
+      const int64_t bytes = matmul_vnni::record_bytes(dtype);
+      ASSERT_EQ(bytes, dtype == DType::Q8_0 ? 128 : 192);
+      std::vector<uint8_t> packed(3 * n_steps * bytes, 0xAB);
       matmul_vnni::pack(packed.data(), x.data(), 3, n_in, 16, 0, n_steps, dtype);
       for (int64_t t = 0; t < 3; t++) {
         for (int64_t s = 0; s < n_steps; s++) {
-          const uint8_t* rec = packed.data() + (s * 3 + t) * matmul_vnni::kRecordBytes;
+          const uint8_t* rec = packed.data() + (s * 3 + t) * bytes;
           for (int half = 0; half < 2; half++) {
             const int64_t i0 = s * 64 + 32 * half;
             int8_t q[32] = {0};
@@ -340,6 +344,7 @@ TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
               float d;
               std::memcpy(&d, rec + 64 + 4 * (8 * half + l), 4);
               ASSERT_EQ(d, dx);
+              if (dtype == DType::Q8_0) continue;
               const uint8_t* aux = rec + 128 + 4 * (8 * half + l);
               if (dtype == DType::Q4_1) {
                 float a;
@@ -349,7 +354,7 @@ TEST_F(Int8Vnni, PackedActivationsEqualTheSpecification) {
                 int32_t a;
                 std::memcpy(&a, aux, 4);
                 const int32_t lane = q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3];
-                ASSERT_EQ(a, -(dtype == DType::Q8_0 ? 128 : 8) * lane);
+                ASSERT_EQ(a, -8 * lane);
               }
             }
           }
