@@ -383,35 +383,49 @@ SPECLAB_VNNI void tile(const uint8_t* row0, size_t row_bytes, const uint8_t* xq,
 
 using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, int64_t, int64_t, int64_t, bool,
                         bool, float*, int64_t);
-template <class L, int R, size_t... T>
+template <class L, int R, bool kPrefetch = true, size_t... T>
 constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
-  return {tile<L, R, static_cast<int>(T) + 1>...};
+  return {tile<L, R, static_cast<int>(T) + 1, kPrefetch>...};
 }
 
-// One token, each row of the item read whole with no software prefetch, one row at a time (as the
-// FP32-activation path does on Zen 4, core/matmul_avx512.cpp: a thread's weights are then one
-// sequential stream, which the hardware prefetcher follows on its own). The same chains of
+// A call of n_tokens (1..kWholeRowTokens), each row of the item read whole with no software
+// prefetch, one row at a time (as the FP32-activation path does on Zen 4 for one token,
+// core/matmul_avx512.cpp: a thread's weights are then one sequential stream, which the hardware
+// prefetcher follows on its own), against the row's records of every token. The same chains of
 // integer sums and FMAs as the segmented tiles, so the same bits. Measured on a Zen 4 guest, one
-// core streaming [8192, 3072] matrices: Q4_K 0.76 ms against 1.55 in prefetched segments, Q6_K
-// 0.91 against 2.1-2.3, Q8_0 0.95-1.0 against 1.85, Q4_1 1.25-1.36 against 1.42-1.53; with
-// 4-row tiles over whole rows 2.0-2.4 ms (several streams per thread defeat the prefetcher).
-// A row's records must fit in L1 beside the streaming weights: with 18 KB of them (8192 columns
-// of the earlier 576-byte k-quant records) two threads read Q4_K at 60% of the rate of shorter
-// rows; the 320-byte records (10 KB) read those rows as fast as the others.
+// core streaming [8192, 3072] matrices, one token: Q4_K 0.76 ms against 1.55 in prefetched
+// segments, Q6_K 0.91 against 2.1-2.3, Q8_0 0.95-1.0 against 1.85, Q4_1 1.25-1.36 against
+// 1.42-1.53; with 4-row tiles over whole rows 2.0-2.4 ms (several streams per thread defeat the
+// prefetcher). A row's records must fit in L1 beside the streaming weights: with 18 KB of them
+// (8192 columns of the earlier 576-byte k-quant records) two threads read Q4_K at 60% of the
+// rate of shorter rows. Calls of more tokens read whole rows while the records of a row for all
+// of them take at most kWholeRowRecordBytes (rows_vnni): two threads, [8192, 3072], 2 tokens,
+// Q4_K 509 us against 838-869 in segments, Q6_K 601-827 against 1120-1268, Q8_0 801-904 against
+// 989-1068; 4 tokens Q6_K 894-923 against 1349-1467, Q4_K 809-1046 against 884-915, and Q8_0
+// (24 KB of records) 1790-1882 against 1228-1323, so past 16 KB the segments stay.
+constexpr int kWholeRowTokens = 4;
+constexpr int64_t kWholeRowRecordBytes = 16 << 10;
+
 template <class L>
-SPECLAB_VNNI void rows_whole_single(float* out, const uint8_t* row0, size_t row_bytes, int n_rows,
-                                    const uint8_t* xq, int64_t xs, int64_t n_records, bool lone) {
+SPECLAB_VNNI void rows_whole(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
+                             int n_rows, const uint8_t* xq, int64_t xs, int64_t n_records,
+                             bool lone, int n_tokens) {
+  static constexpr auto kw = tiles<L, 1, false>(std::make_index_sequence<kWholeRowTokens>());
   alignas(64) float acc[kMaxRows * kAccStride];
   for (int r = 0; r < n_rows; r++) {
-    tile<L, 1, 1, false>(row0 + r * row_bytes, row_bytes, xq, xs, 0, n_records, lone, true,
-                         acc + r * kAccStride, 0);
+    kw[n_tokens - 1](row0 + r * row_bytes, row_bytes, xq, xs, 0, n_records, lone, true,
+                     acc + r * kAccStride, 0);
   }
-  for (int r = 0; r < n_rows; r++) out[r] = hsum(_mm512_load_ps(acc + r * kAccStride));
+  for (int r = 0; r < n_rows; r++) {
+    for (int t = 0; t < n_tokens; t++) {
+      out[t * n_out + r] = hsum(_mm512_load_ps(acc + r * kAccStride + 16 * t));
+    }
+  }
 }
 
 // Column segments as on the FP32-activation path (core/matmul_avx512.cpp): the packed
-// activations of one segment for up to 8 tokens (192 bytes per 64 values and token, 320 per 256
-// for k-quants) stay within kSegActBytes of L1, a row's weights of a segment within
+// activations of one segment for up to 8 tokens (128 or 192 bytes per 64 values and token, 320
+// per 256 for k-quants) stay within kSegActBytes of L1, a row's weights of a segment within
 // kSegRowBytes, and the segments of a row are of about equal length; every step prefetches its
 // row's weights one segment ahead (from the last segment: the next work item's first).
 constexpr int64_t kSegActBytes = 16 << 10;
@@ -428,7 +442,7 @@ int64_t segment_steps(int64_t k, int64_t record_bytes, size_t bytes_per_step, in
 // A work item (n_rows <= kMaxRows): per pass of up to 8 tokens, segment by segment, every row
 // tile (L::kTileRows rows, then single rows) with token groups [0, 4) and [4, k) while the
 // segment's weights are in L1; then the fixed horizontal sums.
-template <class L, bool kOneTokenWholeRows = false>
+template <class L, bool kWholeRows = false>
 SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                             int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in,
                             int64_t n_tokens) {
@@ -439,8 +453,11 @@ SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size
   const int64_t n_blocks = n_in / kQuantBlock;
   const int64_t n_full = L::kSuperBlocks ? n_in / kSuperBlock : n_blocks / 2;
   const bool odd = !L::kSuperBlocks && n_blocks % 2 != 0;
-  if (kOneTokenWholeRows && n_tokens == 1) {
-    rows_whole_single<L>(out, row0, row_bytes, n_rows, xq, xs, n_full, odd);
+  const int64_t row_records = (n_full + (odd ? 1 : 0)) * L::kRecord;  // bytes, one token
+  if (kWholeRows && (n_tokens == 1 || (n_tokens <= kWholeRowTokens &&
+                                       n_tokens * row_records <= kWholeRowRecordBytes))) {
+    rows_whole<L>(out, n_out, row0, row_bytes, n_rows, xq, xs, n_full, odd,
+                  static_cast<int>(n_tokens));
     return;
   }
   const auto offset = [](int64_t s) { return static_cast<int64_t>(s * L::kUnitBytes); };
@@ -587,7 +604,7 @@ SPECLAB_VNNI void pack(uint8_t* dst, const float* x, int64_t n_tokens, int64_t n
   }
 }
 
-// kWholeRows: one token as rows_whole_single.
+// kWholeRows: one token, and calls of a few whose records fit, as rows_whole.
 template <bool kWholeRows>
 RowsFn rows_for(DType dtype) {
   switch (dtype) {
@@ -606,8 +623,8 @@ RowsFn rows_for(DType dtype) {
   }
 }
 
-RowsFn rows_fn(DType dtype, bool one_token_whole_rows) {
-  return one_token_whole_rows ? rows_for<true>(dtype) : rows_for<false>(dtype);
+RowsFn rows_fn(DType dtype, bool whole_rows) {
+  return whole_rows ? rows_for<true>(dtype) : rows_for<false>(dtype);
 }
 
 }  // namespace matmul_vnni

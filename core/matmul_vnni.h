@@ -67,9 +67,10 @@ void pack(uint8_t* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t 
 using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                         int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in, int64_t n_tokens);
 // The kernel for weights of `dtype` (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K); null for any other dtype.
-// one_token_whole_rows: a call of one token reads each row whole, without software prefetch,
-// instead of in prefetched column segments (the same bits either way).
-RowsFn rows_fn(DType dtype, bool one_token_whole_rows);
+// whole_rows: a call of one token reads each row whole, without software prefetch, instead of in
+// prefetched column segments, and so does a call of up to 4 tokens whose records for one row take
+// at most 16 KB (the same bits either way).
+RowsFn rows_fn(DType dtype, bool whole_rows);
 
 }  // namespace matmul_vnni
 }  // namespace speclab

@@ -352,12 +352,15 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
 
 // A one-token product (a decode or draft step) gives the same bits whichever way the avx512
 // path streams the rows (MatmulStreaming: 4-row tiles over prefetched segments, or each row
-// whole), on 1 and 2 threads, for every fused dtype; and is held to the reference. The other
-// paths ignore the setting. 33 rows: two full work items of 12 and one of 9 (a 6-row tile of
-// long rows and 3 rows alone); columns as above (a scalar tail, a half step at the end of
-// even/odd BF16 rows at 1051, whole k-quant super-blocks) and rows long enough (more than 4096
-// columns) to be read 6 at a time: 4115 = 128 steps, a half step and 3 columns.
-TEST_P(CpuMatmulPaths, OneTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream) {
+// whole), on 1 and 2 threads, for every fused dtype; and is held to the reference. So do calls
+// of 2 to 5 tokens (a verification of a few drafts), which the int8 path (avx512vnni) also reads
+// whole while a row's records for all the tokens fit in 16 KB (up to 4 tokens: with 1056 columns
+// every int8 dtype does, with 2304 Q4_K does; with 4352 Q6_K up to 3, with 4128 Q8_0 only one).
+// The other paths ignore the setting. 33 rows: two full work items of 12 and one of 9 (a 6-row
+// tile of long rows and 3 rows alone); columns as above (a scalar tail, a half step at the end
+// of even/odd BF16 rows at 1051, whole k-quant super-blocks) and rows long enough (more than
+// 4096 columns) to be read 6 at a time: 4115 = 128 steps, a half step and 3 columns.
+TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream) {
   const MatrixCase cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1051},
                               {DType::BF16, 4115}, {DType::F32, 1031},  {DType::F32, 4115},
                               {DType::F16, 4115},  {DType::Q8_0, 1056}, {DType::Q8_0, 4128},
@@ -365,31 +368,35 @@ TEST_P(CpuMatmulPaths, OneTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream)
                               {DType::Q6_K, 4352}};
   const int64_t n_out = 33;
   for (const MatrixCase& c : cases) {
-    const std::string what = std::string(dtype_name(c.dtype)) + " n_in=" + std::to_string(c.n_in);
     OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 91);
-    const std::vector<float> x = random_activations(c.n_in, 92);
-    for (int threads : {1, 2}) {
-      threads_set(threads);
-      std::vector<float> segments(n_out, NAN), whole(n_out, NAN);
-      matmul_force_streaming(MatmulStreaming::kSegments);
-      matmul_weights(segments.data(), x.data(), w.view, 1);
-      const std::string segments_name = matmul_one_token_streaming(c.dtype);
-      matmul_force_streaming(MatmulStreaming::kWholeRows);
-      matmul_weights(whole.data(), x.data(), w.view, 1);
-      const std::string whole_name = matmul_one_token_streaming(c.dtype);
-      matmul_force_streaming(MatmulStreaming::kDefault);
-      if (segments_name != "n/a") {
-        EXPECT_EQ(segments_name, "segments") << what;
-        EXPECT_EQ(whole_name, "whole rows") << what;
+    const std::vector<float> x = random_activations(5 * c.n_in, 92);
+    for (int64_t n = 1; n <= 5; n++) {
+      const std::string what = std::string(dtype_name(c.dtype)) +
+                               " n_in=" + std::to_string(c.n_in) + " n_tokens=" + std::to_string(n);
+      for (int threads : {1, 2}) {
+        threads_set(threads);
+        std::vector<float> segments(n * n_out, NAN), whole(n * n_out, NAN);
+        matmul_force_streaming(MatmulStreaming::kSegments);
+        matmul_weights(segments.data(), x.data(), w.view, n);
+        const std::string segments_name = matmul_one_token_streaming(c.dtype);
+        matmul_force_streaming(MatmulStreaming::kWholeRows);
+        matmul_weights(whole.data(), x.data(), w.view, n);
+        const std::string whole_name = matmul_one_token_streaming(c.dtype);
+        matmul_force_streaming(MatmulStreaming::kDefault);
+        if (segments_name != "n/a") {
+          EXPECT_EQ(segments_name, "segments") << what;
+          EXPECT_EQ(whole_name, "whole rows") << what;
+        }
+        for (int64_t i = 0; i < n * n_out; i++) {
+          EXPECT_EQ(std::memcmp(&segments[i], &whole[i], sizeof(float)), 0)
+              << what << " threads=" << threads << " token " << i / n_out << " row " << i % n_out
+              << ": " << segments[i] << " segments, " << whole[i] << " whole rows";
+        }
+        std::vector<float> ref(n * n_out);
+        reference_as_path(ref.data(), std::vector<float>(x.begin(), x.begin() + n * c.n_in), w.view,
+                          n);
+        expect_close(whole, ref, what + " whole rows");
       }
-      for (int64_t r = 0; r < n_out; r++) {
-        EXPECT_EQ(std::memcmp(&segments[r], &whole[r], sizeof(float)), 0)
-            << what << " threads=" << threads << " row " << r << ": " << segments[r]
-            << " segments, " << whole[r] << " whole rows";
-      }
-      std::vector<float> ref(n_out);
-      reference_as_path(ref.data(), x, w.view, 1);
-      expect_close(whole, ref, what + " whole rows");
     }
     threads_set(0);
   }
