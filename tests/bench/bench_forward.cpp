@@ -220,9 +220,10 @@ const int kRegistered = [] {
   register_model("llama-3.2-3b:q8_0", "llama-3.2-3b:q8_0", false, false, 6);
   register_model("llama-3.2-3b:q4_1", "llama-3.2-3b:q4_1", true, false, 6);
   // Any GGUF files the user names (SPECLAB_BENCH_GGUF=a.gguf,b.gguf): the decode of the very
-  // file another engine is timed on, same bytes, same mapped pages. Tag: gguf:<file name>.
+  // file another engine is timed on, same bytes, same mapped pages, and its T(k)/T(1) (a
+  // verification of k tokens against one). Tag: gguf:<file name>.
   for (const auto& [tag, spec] : bench_user_ggufs())
-    register_model(tag.c_str(), spec, false, false, 6);
+    register_model(tag.c_str(), spec, true, false, 6);
   return 0;
 }();
 
