@@ -74,9 +74,8 @@ bool dtype_has_int8_dot(DType dtype) {
          dtype == DType::Q4_K || dtype == DType::Q6_K;
 }
 
-int act_block_values(DType weights) {
-  return weights == DType::Q4_K || weights == DType::Q6_K ? kSuperBlock : kQuantBlock;
-}
+// The weights' own block: 32 values, or the 256-value super-block of the k-quants.
+int act_block_values(DType weights) { return dtype_block_size(weights); }
 
 float act_quantize_block(const float* x, int n, int8_t* q) {
   float amax = 0.0f;

@@ -20,12 +20,13 @@
 // sub-block scales are small integers (6-bit sc_j, 8-bit Q6_K scales) under one FP16 factor d
 // per super-block, so the scales are applied inside the integer sums: vpmaddubsw multiplies the
 // unsigned codes by the int8 activations and adds pairs (16-bit; at most 2 * 63 * 127),
-// vpmaddwd multiplies those by the 16-bit scales and adds pairs (32-bit, exact), vpaddd sums the
-// super-block's 4 vectors (64 values each) in 32-bit lanes. The minimums (Q4_K) and the offset
-// 32 (Q6_K) are integer too: vpmaddwd of the record's 16 sums of 16 q with the 16-bit minimums or
-// scales. Per super-block, row and token that is one convert and two FMAs (Q4_K: two converts,
-// three); per 64 weights and token, 3 integer operations, where the step-record kernels above
-// take a dot, a convert, a multiply and an FMA per 64 weights.
+// vpmaddwd multiplies those by the 16-bit scales and adds pairs (32-bit, exact), and vpdpwssd does
+// the same for the next vectors while adding them: the super-block's 4 vectors (64 values each)
+// summed in 32-bit lanes. The minimums (Q4_K) and the offset 32 (Q6_K) are integer too: vpmaddwd
+// of the record's 16 sums of 16 q with the 16-bit minimums or scales. Per super-block, row and
+// token that is one convert, a multiply and an FMA (Q4_K: two converts, a multiply, two FMAs);
+// per 64 weights and token, 2 integer operations, where the step-record kernels above take a
+// dot, a convert, a multiply and an FMA per 64 weights.
 //
 // Work items, column segments and prefetch as on the FP32-activation path (core/matmul_avx512.cpp):
 // the accumulators of a tile are parked between segments and token groups without rounding.
@@ -138,10 +139,11 @@ struct LoadQ4 {  // Q4_0 {fp16 d; uint8 qs[16]}, Q4_1 {fp16 d; fp16 m; uint8 qs[
 // The part of a k-quant super-block that does not depend on the format: for each row r and
 // token t, isum[r][t] = sum over the super-block's 4 vectors v (64 values each) of
 // scales_v . codes w[r][v] . q_v, lane by lane in 32-bit integers: vpmaddubsw (codes times the
-// record's int8 values, pairs added in 16 bits), vpmaddwd (times the 16-bit scales, pairs added
-// in 32 bits), vpaddd. A lane holds at most 4 * 4 * 63 * 127 * 128 < 2^24 in magnitude, so it
-// converts to FP32 exactly. Vector v's scales are picked out of the row's scale16 with vpermw by
-// pick[v], per vector, so that a tile keeps R of them live, not 4R.
+// record's int8 values, pairs added in 16 bits), vpmaddwd for the first vector and vpdpwssd for
+// the others (times the 16-bit scales, pairs added in 32 bits, then into the sum). A lane holds at
+// most 4 * 4 * 63 * 127 * 128 < 2^24 in magnitude, so it converts to FP32 exactly. Vector v's
+// scales are picked out of the row's scale16 with vpermw by pick[v], per vector, so that a tile
+// keeps R of them live, not 4R.
 template <int R, int T>
 SPECLAB_VNNI_INLINE inline void super_block_sums(__m512i (&isum)[R][T], const __m512i (&w)[R][4],
                                                  const __m512i (&scale16)[R],
@@ -533,6 +535,9 @@ SPECLAB_VNNI inline void pack_record(uint8_t* rec, const float* x, bool two, DTy
   _mm512_storeu_si512(rec + 128, aux);
 }
 
+// Whether weights of this dtype read one record per super-block (the k-quants).
+bool super_block_records(DType weights) { return dtype_block_size(weights) == kSuperBlock; }
+
 // One k-quant record (the header's layout) from the super-block's 256 values x.
 SPECLAB_VNNI inline void pack_super_record(uint8_t* rec, const float* x, DType weights) {
   alignas(64) int8_t q[kSuperBlock];
@@ -562,11 +567,11 @@ int record_block(DType weights, int p) {
 }
 
 int64_t record_values(DType weights) {
-  return weights == DType::Q4_K || weights == DType::Q6_K ? kSuperBlock : kStepValues;
+  return super_block_records(weights) ? kSuperBlock : kStepValues;
 }
 
 int64_t record_bytes(DType weights) {
-  if (weights == DType::Q4_K || weights == DType::Q6_K) return kSuperRecordBytes;
+  if (super_block_records(weights)) return kSuperRecordBytes;
   return weights == DType::Q8_0 ? kQ8RecordBytes : kRecordBytes;
 }
 
@@ -588,7 +593,7 @@ int record_kind(DType weights) {
 SPECLAB_VNNI void pack(uint8_t* dst, const float* x, int64_t n_tokens, int64_t n_in, int64_t chunk,
                        int64_t s0, int64_t s1, DType weights) {
   const int64_t values = record_values(weights), bytes = record_bytes(weights);
-  const bool super = values == kSuperBlock;
+  const bool super = super_block_records(weights);
   const int64_t n_records = (n_in + values - 1) / values;
   for (int64_t t = 0; t < n_tokens; t++) {
     const int64_t c = t / chunk, n_c = std::min(chunk, n_tokens - c * chunk);

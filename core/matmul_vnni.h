@@ -1,5 +1,5 @@
 // The AVX-512 VNNI kernels of matmul_weights (core/cpu_matmul.h) for Q8_0, Q4_0, Q4_1, Q4_K and
-// Q6_K weights: integer dot products (vpdpbusd; vpmaddubsw + vpmaddwd for the k-quants) against
+// Q6_K weights: integer dot products (vpdpbusd; vpmaddubsw + vpdpwssd for the k-quants) against
 // activations quantized to int8 per block (32 values; 256 for the k-quants), as specified by
 // core/matmul_int8.h. Internal to core/cpu_matmul.cpp; compiled with target attributes, called
 // only when the CPU has AVX-512 F/BW/VL + VNNI.
@@ -37,7 +37,7 @@ constexpr int64_t kStepValues = 64;
 //   int16 s16[16]  at byte 256: s16[e] = the sum of the q of values 16e..16e + 15 (column order)
 //   float dx       at byte 288; bytes 292..319 zero
 // 320 bytes: 8192 columns (a down projection's row) take 10 KB, which leaves room in a 32 KB L1
-// for the weights streaming past (at 18 KB, with a dx per 32 values spread over lanes, one core
+// for the weights streaming past (at 18 KB, with a dx per 32 values spread over lanes, two threads
 // read those rows at 60% of the rate of shorter ones).
 constexpr int64_t kSuperRecordBytes = 320;
 constexpr int64_t kSuperRecordSums = 256;
