@@ -8,10 +8,16 @@
 //   BM_Prefill/<model>/<n>     an n-token prompt in one call; FLOP/s of the weight matrices
 //                              (2 * params * n) against BM_Sgemm's FP32 rate.
 //   BM_SyntheticBuild/<model>  building the synthetic model (hash RNG, both threads).
+//   BM_Int8LogitError/<gguf>   not a speed: the same decode steps on the FP32-activation path
+//                              (avx512) and on the int8 path (avx512vnni); counters: the
+//                              largest and the RMS logit difference, and the largest over the
+//                              logits' standard deviation (SPECLAB_BENCH_GGUF files only).
 // tests/bench/figures.sh runs them all and prints the table of figures with their limits.
 // OMP_WAIT_POLICY=passive: on a machine shared with other jobs, spinning OpenMP threads steal
 // the cores from the threads doing the work.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -93,6 +99,51 @@ void BM_Verify(benchmark::State& state, const std::string& spec) {
   bench_set_bandwidth_counters(state, bench_weight_bytes(model));
   state.counters["T_k/T_1"] = t_k / t_one;  // interleaved, see above
   state.SetLabel(matmul_isa());
+}
+
+// The int8 path's logits against the FP32-activation path's over kErrorSteps decode steps of the
+// same tokens: what int8 activation blocks cost a model (core/matmul_int8.h).
+constexpr int kErrorSteps = 24;
+void BM_Int8LogitError(benchmark::State& state, const std::string& spec) {
+  if (!matmul_force_isa(MatmulIsa::kAvx512Vnni)) {
+    state.SkipWithError("this CPU lacks AVX-512 VNNI");
+    return;
+  }
+  threads_set(2);
+  const LlamaModel& model = bench_model(spec);
+  double max_abs = 0.0, sum_sq = 0.0, max_over_sd = 0.0, count = 0.0;
+  for (auto _ : state) {
+    std::vector<std::vector<float>> fp32;
+    for (MatmulIsa isa : {MatmulIsa::kAvx512, MatmulIsa::kAvx512Vnni}) {
+      matmul_force_isa(isa);
+      LlamaRunner runner(model, kContext);
+      const std::vector<int32_t> tokens = prompt_tokens(kErrorSteps, runner.vocab());
+      for (int i = 0; i < kErrorSteps; i++) {
+        const float* l = runner.forward(&tokens[i], 1, /*last_only=*/true);
+        const int64_t v = runner.vocab();
+        if (isa == MatmulIsa::kAvx512) {
+          fp32.emplace_back(l, l + v);
+          continue;
+        }
+        const std::vector<float>& ref = fp32[i];
+        double mean = 0.0, var = 0.0;
+        for (float r : ref) mean += r / static_cast<double>(v);
+        for (float r : ref) var += (r - mean) * (r - mean) / static_cast<double>(v);
+        const double sd = std::sqrt(var);
+        for (int64_t j = 0; j < v; j++) {
+          const double d = std::fabs(static_cast<double>(l[j]) - ref[j]);
+          max_abs = std::max(max_abs, d);
+          sum_sq += d * d;
+          count += 1.0;
+          if (sd > 0.0) max_over_sd = std::max(max_over_sd, d / sd);
+        }
+      }
+    }
+  }
+  matmul_force_isa(MatmulIsa::kBest);
+  state.counters["max_abs"] = max_abs;
+  state.counters["rms"] = count > 0.0 ? std::sqrt(sum_sq / count) : 0.0;
+  state.counters["max_over_sd"] = max_over_sd;
 }
 
 void BM_Prefill(benchmark::State& state, const std::string& spec) {
@@ -222,8 +273,13 @@ const int kRegistered = [] {
   // Any GGUF files the user names (SPECLAB_BENCH_GGUF=a.gguf,b.gguf): the decode of the very
   // file another engine is timed on, same bytes, same mapped pages, and its T(k)/T(1) (a
   // verification of k tokens against one). Tag: gguf:<file name>.
-  for (const auto& [tag, spec] : bench_user_ggufs())
+  for (const auto& [tag, spec] : bench_user_ggufs()) {
     register_model(tag.c_str(), spec, true, false, 6);
+    benchmark::RegisterBenchmark((std::string("BM_Int8LogitError/") + tag).c_str(),
+                                 BM_Int8LogitError, spec)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1);
+  }
   return 0;
 }();
 
