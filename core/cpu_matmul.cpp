@@ -208,6 +208,14 @@ matmul_avx512::RowsFn fused_kernel(const Kernels& k, DType dtype) {
                             : matmul_avx512::Streaming::kSegments);
 }
 
+// How the vdpbf16ps kernel (avx512bf16 on BF16 weights) streams a one-token product: as the
+// FP32 kernel of BF16 weights would.
+matmul_avx512::Streaming bf16dot_streaming() {
+  return streaming_for(DType::BF16) == MatmulStreaming::kWholeRows
+             ? matmul_avx512::Streaming::kWholeRows
+             : matmul_avx512::Streaming::kSegments;
+}
+
 const Kernels& kernels() {
   static const Kernels& best = kernels_for(MatmulIsa::kBest);
   return g_kernels != nullptr ? *g_kernels : best;
@@ -339,7 +347,7 @@ void matmul_force_streaming(MatmulStreaming streaming) { g_streaming = streaming
 
 const char* matmul_one_token_streaming(DType dtype) {
   const bool int8 = matmul_quantizes_activations(dtype);
-  if (kernels().fused == nullptr || matmul_rounds_activations_to_bf16(dtype)) return "n/a";
+  if (kernels().fused == nullptr) return "n/a";
   return streaming_for(dtype, int8) == MatmulStreaming::kWholeRows ? "whole rows" : "segments";
 }
 
@@ -444,7 +452,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
             matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp_t + offset, xs, n_in,
-                                        n_chunk);
+                                        n_chunk, bf16dot_streaming());
           } else {
             fused(o, n_out, row0, row_bytes, n_rows, xfp_t + offset, xs, n_in, n_chunk);
           }
@@ -572,7 +580,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
       if (bf16_dot) {
         matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
-                                    n_tokens * 32, n_in, n_tokens);
+                                    n_tokens * 32, n_in, n_tokens, bf16dot_streaming());
       } else {
         fused(out + r0, n_out, row0, row_bytes, n_rows, f32.data(), n_tokens * 32, n_in, n_tokens);
       }

@@ -120,7 +120,7 @@ enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
 // environment's or the default). Not thread-safe, like matmul_force_isa.
 void matmul_force_streaming(MatmulStreaming streaming);
 // The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
-// "segments", or "n/a" (the generic and avx2 paths, and BF16 weights on avx512bf16).
+// "segments", or "n/a" (the generic and avx2 paths).
 const char* matmul_one_token_streaming(DType dtype);
 // For comparisons against FP32-activation references (other backends, golden logits): the best
 // path the CPU supports that keeps FP32 activations (avx512 rather than avx512vnni); false:

@@ -447,12 +447,14 @@ constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
 constexpr int64_t kSegActBytes = 16 << 10;
 constexpr int64_t kSegRowBytes = 1024;
 
-// Columns per segment for k tokens out of n32 (a multiple of 32 * unit_steps): whole units of
-// unit_steps steps, at most the limits above (or one unit), and the segments of a row of about
+// Columns per segment for k tokens out of n32 (a multiple of 32 * unit_steps), act_bytes bytes
+// per packed activation value (4: FP32, 2: BF16): whole units of unit_steps steps, at most the
+// limits above (or one unit), and the segments of a row of about
 // equal length (a short last segment would leave most of the next work item's first segment
 // unprefetched).
-int64_t segment_columns(int64_t k, size_t bytes_per_32, int64_t n32, int unit_steps) {
-  const int64_t by_act = kSegActBytes / (4 * k) / 32;
+int64_t segment_columns(int64_t k, int64_t act_bytes, size_t bytes_per_32, int64_t n32,
+                        int unit_steps) {
+  const int64_t by_act = kSegActBytes / (act_bytes * k) / 32;
   const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_32);
   const int64_t max_units = std::max<int64_t>(1, std::min(by_act, by_row) / unit_steps);
   const int64_t units = n32 / 32 / unit_steps;
@@ -481,7 +483,7 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kPass) {
     const int k = static_cast<int>(std::min<int64_t>(kPass, n_tokens - t0));
     const float* xt = x + 32 * t0;
-    const int64_t seg = segment_columns(k, L::offset(32), n32, L::kUnitSteps);
+    const int64_t seg = segment_columns(k, 4, L::offset(32), n32, L::kUnitSteps);
     for (int64_t s0 = 0;; s0 += seg) {
       const int64_t s1 = std::min(n32, s0 + seg);
       const bool last = s1 == n32;
@@ -584,45 +586,63 @@ SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, 
 }
 
 // BF16 weights x BF16 activations with vdpbf16ps. Pairs of BF16 are dotted into one FP32
-// lane: lane j of step s gets w[32s+2j]*x[32s+2j] + w[32s+2j+1]*x[32s+2j+1].
-// xb: packed as the FP32 activations, the last 32-wide step padded with zeros.
-template <int R, int T>
-SPECLAB_AVX512BF16 void tile_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
-                                     size_t row_bytes, const uint16_t* xb, int64_t xs,
-                                     int64_t n_in) {
-  __m512 acc[R][T];
-  for (int r = 0; r < R; r++)
-    for (int t = 0; t < T; t++) acc[r][t] = _mm512_setzero_ps();
-  const uint16_t* rows[R];
-  for (int r = 0; r < R; r++) rows[r] = reinterpret_cast<const uint16_t*>(row0 + r * row_bytes);
-  const int64_t n32 = n_in / 32 * 32;
-  for (int64_t i = 0; i < n32; i += 32) {
-    __m512bh w[R];
-    for (int r = 0; r < R; r++) w[r] = (__m512bh)_mm512_loadu_si512(rows[r] + i);
-    for (int t = 0; t < T; t++) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + (i >> 5) * xs + 32 * t);
-      for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], xv);
+// lane: lane j of step s gets w[32s+2j]*x[32s+2j] + w[32s+2j+1]*x[32s+2j+1], accumulated over
+// the steps in order, then the same fixed tree (hsum). As in tile, the accumulators are parked
+// between column segments and token groups (no bit changes), so a token's outputs are the same
+// whatever the tile, segment or token count.
+// One register tile, R rows x T tokens, over the full steps [i0, i1) plus, when n_tail > 0,
+// the partial step at i1 (the last n_tail columns: weights masked to zero, activations
+// zero-padded by pack_bf16). xb: packed as pack_bf16 (step s of token t at xb + s * xs + 32 t).
+// first: start from zero, else from acc (row r, token t at acc + r * kStride + 16 * t).
+// pf: software prefetch distance in bytes (none without kPrefetch).
+template <int R, int T, int64_t kStride, bool kPrefetch>
+SPECLAB_AVX512BF16 void tile_bf16dot(const uint8_t* row0, size_t row_bytes, const uint16_t* xb,
+                                     int64_t xs, int64_t i0, int64_t i1, int64_t n_tail, bool first,
+                                     float* acc, int64_t pf) {
+  __m512 a[R][T];
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * kStride + 16 * t);
     }
   }
-  if (n32 < n_in) {  // the last, partial step: weights masked to zero, activations padded
-    const __mmask32 mask = (__mmask32{1} << (n_in - n32)) - 1;
+  const uint8_t* row[R];
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row0 + r * row_bytes;
+  for (int64_t i = i0; i < i1; i += 32) {
     __m512bh w[R];
-    for (int r = 0; r < R; r++) w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, rows[r] + n32);
-    for (int t = 0; t < T; t++) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + (n32 >> 5) * xs + 32 * t);
-      for (int r = 0; r < R; r++) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], w[r], xv);
+    SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+      if constexpr (kPrefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(row[r] + 2 * i + pf), _MM_HINT_T0);
+      w[r] = (__m512bh)_mm512_loadu_si512(row[r] + 2 * i);
+    }
+    const uint16_t* xi = xb + (i >> 5) * xs;
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xi + 32 * t);
+      SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_dpbf16_ps(a[r][t], w[r], xv);
     }
   }
-  for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) out[t * n_out + r] = hsum(acc[r][t]);
+  if (n_tail > 0) {
+    const __mmask32 mask = (__mmask32{1} << n_tail) - 1;
+    __m512bh w[R];
+    SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+      w[r] = (__m512bh)_mm512_maskz_loadu_epi16(mask, row[r] + 2 * i1);
+    }
+    const uint16_t* xi = xb + (i1 >> 5) * xs;
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xi + 32 * t);
+      SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_dpbf16_ps(a[r][t], w[r], xv);
+    }
+  }
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(acc + r * kStride + 16 * t, a[r][t]);
   }
 }
 
-using Bf16TileFn = void (*)(float*, int64_t, const uint8_t*, size_t, const uint16_t*, int64_t,
-                            int64_t);
-template <int R, size_t... T>
+using Bf16TileFn = void (*)(const uint8_t*, size_t, const uint16_t*, int64_t, int64_t, int64_t,
+                            int64_t, bool, float*, int64_t);
+// [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T), accumulators kStride apart.
+template <int R, int64_t kStride, size_t... T>
 constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles(std::index_sequence<T...>) {
-  return {tile_bf16dot<R, static_cast<int>(T) + 1>...};
+  return {tile_bf16dot<R, static_cast<int>(T) + 1, kStride, true>...};
 }
 
 template <class T, class Convert>
@@ -680,30 +700,103 @@ struct PackBf16 {
 
 }  // namespace
 
-// Register tiles for vdpbf16ps (Zen 4 measurements of the previous version): 4 rows x 6
-// tokens (24 accumulators, 10 loads per 24 products) at the dot-product peak from cache, 2 x 8
-// at half of it and 1 x 16 at a quarter; every token of a call in one pass over the weights.
-// So k <= 6: 4 x k; k = 7, 8: 3 x k; more tokens: passes of 3 x 8. Leftover rows one at a time.
+// The same without software prefetch (whole rows).
+template <int R, int64_t kStride, size_t... T>
+constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles_nopf(std::index_sequence<T...>) {
+  return {tile_bf16dot<R, static_cast<int>(T) + 1, kStride, false>...};
+}
+
+// vdpbf16ps over a work item. With Streaming::kWholeRows, calls of up to 6 tokens read each
+// row whole, no software prefetch (as rows_whole_single: on Zen 4 a thread's weights are then
+// one sequential stream): one row at a time while the row's BF16 activations for all the
+// tokens take at most kWholeRowActBytes (they stay in L1; one token over rows of more than
+// 4096 columns: kLongRowTile rows at a time); else tiles of kLongRowTile rows (up to
+// kBf16LongRowTileTokens tokens) or 4 rows (5 or 6), so that each activation vector, then read
+// from L2, serves several rows. Otherwise column segments as rows_passes: for each segment,
+// every 4-row tile with every token of a pass (up to 12 tokens as groups of about equal size,
+// at most 6: 24 accumulators, each loaded weight vector feeds 6 products), the weights of the
+// next segment prefetched; the segment's activations for the pass (at most 12 x 2 x 512
+// bytes) stay in L1. Measured on the Zen 4 guest, [8192, 3072] BF16, 2 threads, against the
+// previous kernel (4-row tiles over whole rows for up to 6 tokens, 3-row tiles over whole rows
+// in passes of 8 for more): docs/cpu-kernels.md "The vdpbf16ps kernel".
+//
+// Tokens a 6-row tile takes over whole rows: 6 x 4 accumulators, 6 weight vectors and an
+// activation vector fill 31 of the 32 registers.
+constexpr int kBf16LongRowTileTokens = 4;
+
 SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
                                      size_t row_bytes, int n_rows, const uint16_t* xb, int64_t xs,
-                                     int64_t n_in, int64_t n_tokens) {
-  static constexpr auto k4 = bf16dot_tiles<4>(std::make_index_sequence<6>());
-  static constexpr auto k3 = bf16dot_tiles<3>(std::make_index_sequence<8>());
-  static constexpr auto k1 = bf16dot_tiles<1>(std::make_index_sequence<8>());
-  int64_t t = 0;
-  while (t < n_tokens) {
-    const int64_t left = n_tokens - t;
-    const int64_t k = left <= 8 ? left : 8;
-    const int rr = k <= 6 ? 4 : 3;
+                                     int64_t n_in, int64_t n_tokens, Streaming one_token) {
+  constexpr int kPass = 12, kGroup = 6;
+  constexpr int64_t kStride = kPass * 16;
+  static constexpr auto k4 = bf16dot_tiles<4, kStride>(std::make_index_sequence<kGroup>());
+  static constexpr auto k1 = bf16dot_tiles<1, kStride>(std::make_index_sequence<kGroup>());
+  alignas(64) float acc[kRowBlock * kStride];
+  const int64_t n32 = n_in / 32 * 32, n_tail = n_in - n32;
+  if (one_token == Streaming::kWholeRows && n_tokens <= kGroup) {
+    constexpr int64_t kWholeStride = 16 * kGroup;
+    static constexpr auto w6 = bf16dot_tiles_nopf<kLongRowTile, kWholeStride>(
+        std::make_index_sequence<kBf16LongRowTileTokens>());
+    static constexpr auto w4 =
+        bf16dot_tiles_nopf<4, kWholeStride>(std::make_index_sequence<kGroup>());
+    static constexpr auto w1 =
+        bf16dot_tiles_nopf<1, kWholeStride>(std::make_index_sequence<kGroup>());
+    const int k = static_cast<int>(n_tokens);
+    const bool act_in_l1 = 2 * k * n_in <= kWholeRowActBytes;
+    const int tile_rows = act_in_l1 ? (k == 1 && 4 * n_in > kWholeRowActBytes ? kLongRowTile : 1)
+                                    : (k <= kBf16LongRowTileTokens ? kLongRowTile : 4);
     int r = 0;
-    for (; r + rr <= n_rows; r += rr) {
-      const Bf16TileFn fn = rr == 4 ? k4[k - 1] : k3[k - 1];
-      fn(out + t * n_out + r, n_out, row0 + r * row_bytes, row_bytes, xb + 32 * t, xs, n_in);
+    for (; tile_rows > 1 && r + tile_rows <= n_rows; r += tile_rows) {
+      // (6-row tiles only for k <= kBf16LongRowTileTokens: tile_rows above)
+      const Bf16TileFn tile = tile_rows == 4 ? w4[k - 1] : w6[k - 1];
+      tile(row0 + r * row_bytes, row_bytes, xb, xs, 0, n32, n_tail, true, acc + r * kWholeStride,
+           0);
     }
     for (; r < n_rows; r++) {
-      k1[k - 1](out + t * n_out + r, n_out, row0 + r * row_bytes, row_bytes, xb + 32 * t, xs, n_in);
+      w1[k - 1](row0 + r * row_bytes, row_bytes, xb, xs, 0, n32, n_tail, true,
+                acc + r * kWholeStride, 0);
     }
-    t += k;
+    for (r = 0; r < n_rows; r++) {
+      for (int t = 0; t < k; t++) {
+        out[t * n_out + r] = hsum(_mm512_load_ps(acc + r * kWholeStride + 16 * t));
+      }
+    }
+    return;
+  }
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kPass) {
+    const int k = static_cast<int>(std::min<int64_t>(kPass, n_tokens - t0));
+    const int n_groups = (k + kGroup - 1) / kGroup;
+    const int group = (k + n_groups - 1) / n_groups;  // groups of about equal size
+    const uint16_t* xt = xb + 32 * t0;
+    const int64_t seg = segment_columns(k, 2, 64, n32, 1);
+    for (int64_t s0 = 0;; s0 += seg) {
+      const int64_t s1 = std::min(n32, s0 + seg);
+      const bool last = s1 == n32;
+      // Prefetch distance: the same row one segment on; from the last segment, the next work
+      // item's first segment (the same thread's next item, or past its range: harmless).
+      const int64_t pf =
+          last ? static_cast<int64_t>(kRowBlock * row_bytes - 2 * s0) : 2 * (s1 - s0);
+      const int64_t tail = last ? n_tail : 0;
+      for (int g0 = 0; g0 < k; g0 += group) {
+        const int gk = std::min(group, k - g0);
+        const uint16_t* xg = xt + 32 * g0;
+        int r = 0;
+        for (; r + 4 <= n_rows; r += 4) {
+          k4[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, tail, s0 == 0,
+                     acc + r * kStride + 16 * g0, pf);
+        }
+        for (; r < n_rows; r++) {
+          k1[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, tail, s0 == 0,
+                     acc + r * kStride + 16 * g0, pf);
+        }
+      }
+      if (last) break;
+    }
+    for (int r = 0; r < n_rows; r++) {
+      for (int t = 0; t < k; t++) {
+        out[(t0 + t) * n_out + r] = hsum(_mm512_load_ps(acc + r * kStride + 16 * t));
+      }
+    }
   }
 }
 

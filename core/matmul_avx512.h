@@ -27,9 +27,11 @@ enum class Streaming { kSegments, kWholeRows };
 RowsFn rows_fn(DType dtype, Streaming one_token);
 
 // BF16 weights dotted with vdpbf16ps against BF16-rounded activations packed by pack_bf16
-// (the opt-in avx512bf16 path). Same arguments as RowsFn.
+// (the opt-in avx512bf16 path). Same arguments as RowsFn; one_token: how a call of one token
+// reads the rows (as for rows_fn; every output has the same bits either way).
 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
-                  const uint16_t* xb, int64_t xs, int64_t n_in, int64_t n_tokens);
+                  const uint16_t* xb, int64_t xs, int64_t n_in, int64_t n_tokens,
+                  Streaming one_token);
 
 // The order of a full step's 32 values in the packed activations, as the kernel of a weight
 // dtype reads them: kNatural (column 32s + i at i), or kEvenOdd (the even columns 32s + 2j at

@@ -161,7 +161,7 @@ def main(path):
     for model, b in batched.items():
         out.append(f"32-row forward {model}: T(32) {b['T32_ms']:.0f} ms = {b['T32_over_T1']:.2f} x "
                    f"T(1) ({b['T1_ms']:.0f} ms), {b['GFLOPs']:.1f} GFLOP/s = "
-                   f"{100 * b['peak_frac']:.0f}% of the FP32 FMA peak {b['peak_GFLOPs']:.1f} "
+                   f"{100 * b['peak_frac']:.0f}% of the {peak_name(b)} {b['peak_GFLOPs']:.1f} "
                    f"GFLOP/s measured beside it")
     if batched:
         out.append("")
@@ -189,6 +189,11 @@ def beats_the_limit(gbps, bw):
     """A figure above the read limit means the probes missed a faster way to read: the limit
     is not the limit, and every fraction of it overstates how close the kernels are."""
     return " (BEATS THE READ LIMIT: the probes are not the limit)" if gbps > bw else ""
+
+
+def peak_name(b):
+    """The peak a 32-row forward is measured against (BM_BatchedForward32's peak_is_bf16_dot)."""
+    return "BF16 dot peak" if b.get("peak_is_bf16_dot", 0) else "FP32 FMA peak"
 
 
 def targets_table(decode, verify, ratio, bw, batched=None):
@@ -223,6 +228,8 @@ def targets_table(decode, verify, ratio, bw, batched=None):
         r = ratio.get(big, {}).get(8, verify[big][8] / verify[big][1])
         rows.append((f"{big} T(8)/T(1) (interleaved)", "<= 1.2", f"{r:.2f}", r <= 1.2))
     for model, b in (batched or {}).items():
+        if b.get("peak_is_bf16_dot", 0):
+            continue  # the aim is the default path's (FP32 FMA); the opt-in path is reported above
         rows.append((f"{model} forward of 32 rows, % of the FP32 FMA peak", ">= 70%",
                      f"{100 * b['peak_frac']:.0f}% ({b['GFLOPs']:.1f} of {b['peak_GFLOPs']:.1f} "
                      f"GFLOP/s)", b["peak_frac"] >= 0.7))
