@@ -462,6 +462,31 @@ int64_t segment_columns(int64_t k, int64_t act_bytes, size_t bytes_per_32, int64
   return std::max<int64_t>(1, (units + n_seg - 1) / n_seg) * unit_steps * 32;
 }
 
+// One pass over a work item's column segments (rows_passes, rows_bf16dot): for each segment
+// [s0, s1) of the n32 full-step columns (seg columns each), each group [g0, g0 + gk) of the
+// pass's k tokens (`group` at a time), the 4-row tiles and then the rows left one at a time:
+// tile(rows, r, g0, gk, s0, s1, last, pf), rows = 4 or 1, pf the software prefetch distance in
+// bytes: the same row one segment on; from the last segment, the next work item's first
+// segment (the same thread's next item, or past its range: harmless). offset(i): the byte
+// offset of column i in a row.
+template <class Offset, class Tile>
+inline void for_each_segment_tile(int64_t n32, int64_t seg, size_t row_bytes, int n_rows, int k,
+                                  int group, Offset offset, Tile tile) {
+  for (int64_t s0 = 0;; s0 += seg) {
+    const int64_t s1 = std::min(n32, s0 + seg);
+    const bool last = s1 == n32;
+    const int64_t pf = last ? static_cast<int64_t>(kRowBlock * row_bytes - offset(s0))
+                            : static_cast<int64_t>(offset(s1) - offset(s0));
+    for (int g0 = 0; g0 < k; g0 += group) {
+      const int gk = std::min(group, k - g0);
+      int r = 0;
+      for (; r + 4 <= n_rows; r += 4) tile(4, r, g0, gk, s0, s1, last, pf);
+      for (; r < n_rows; r++) tile(1, r, g0, gk, s0, s1, last, pf);
+    }
+    if (last) break;
+  }
+}
+
 // Register tiles of 4 rows x up to 4 tokens (16 accumulators, a step's weights for both
 // halves in registers); rows left over (n_rows % 4) one at a time. 5 to 8 tokens run as two
 // groups, [0, 4) and [4, k), over each segment while its weights are in L1: measured on the
@@ -484,29 +509,13 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
     const int k = static_cast<int>(std::min<int64_t>(kPass, n_tokens - t0));
     const float* xt = x + 32 * t0;
     const int64_t seg = segment_columns(k, 4, L::offset(32), n32, L::kUnitSteps);
-    for (int64_t s0 = 0;; s0 += seg) {
-      const int64_t s1 = std::min(n32, s0 + seg);
-      const bool last = s1 == n32;
-      // Prefetch distance: the same row one segment on; from the last segment, the next work
-      // item's first segment (the same thread's next item, or past its range: harmless).
-      const int64_t pf = last ? static_cast<int64_t>(kRowBlock * row_bytes - L::offset(s0))
-                              : static_cast<int64_t>(L::offset(s1) - L::offset(s0));
-      const bool ht = last && half_tail;
-      for (int g0 = 0; g0 < k; g0 += kGroup) {
-        const int gk = std::min(kGroup, k - g0);
-        const float* xg = xt + 32 * g0;
-        int r = 0;
-        for (; r + 4 <= n_rows; r += 4) {
-          k4[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, ht, s0 == 0,
-                     acc + r * kStride + 16 * g0, pf);
-        }
-        for (; r < n_rows; r++) {
-          k1[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, ht, s0 == 0,
-                     acc + r * kStride + 16 * g0, pf);
-        }
-      }
-      if (last) break;
-    }
+    for_each_segment_tile(
+        n32, seg, row_bytes, n_rows, k, kGroup, [](int64_t i) { return L::offset(i); },
+        [&](int rows, int r, int g0, int gk, int64_t s0, int64_t s1, bool last, int64_t pf) {
+          const TileFn fn = rows == 4 ? k4[gk - 1] : k1[gk - 1];
+          fn(row0 + r * row_bytes, row_bytes, xt + 32 * g0, xs, s0, s1, last && half_tail, s0 == 0,
+             acc + r * kStride + 16 * g0, pf);
+        });
     for (int r = 0; r < n_rows; r++) {
       const uint8_t* row = row0 + r * row_bytes;
       for (int t = 0; t < k; t++) {
@@ -769,29 +778,13 @@ SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* r
     const int group = (k + n_groups - 1) / n_groups;  // groups of about equal size
     const uint16_t* xt = xb + 32 * t0;
     const int64_t seg = segment_columns(k, 2, 64, n32, 1);
-    for (int64_t s0 = 0;; s0 += seg) {
-      const int64_t s1 = std::min(n32, s0 + seg);
-      const bool last = s1 == n32;
-      // Prefetch distance: the same row one segment on; from the last segment, the next work
-      // item's first segment (the same thread's next item, or past its range: harmless).
-      const int64_t pf =
-          last ? static_cast<int64_t>(kRowBlock * row_bytes - 2 * s0) : 2 * (s1 - s0);
-      const int64_t tail = last ? n_tail : 0;
-      for (int g0 = 0; g0 < k; g0 += group) {
-        const int gk = std::min(group, k - g0);
-        const uint16_t* xg = xt + 32 * g0;
-        int r = 0;
-        for (; r + 4 <= n_rows; r += 4) {
-          k4[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, tail, s0 == 0,
-                     acc + r * kStride + 16 * g0, pf);
-        }
-        for (; r < n_rows; r++) {
-          k1[gk - 1](row0 + r * row_bytes, row_bytes, xg, xs, s0, s1, tail, s0 == 0,
-                     acc + r * kStride + 16 * g0, pf);
-        }
-      }
-      if (last) break;
-    }
+    for_each_segment_tile(
+        n32, seg, row_bytes, n_rows, k, group, [](int64_t i) { return 2 * i; },
+        [&](int rows, int r, int g0, int gk, int64_t s0, int64_t s1, bool last, int64_t pf) {
+          const Bf16TileFn fn = rows == 4 ? k4[gk - 1] : k1[gk - 1];
+          fn(row0 + r * row_bytes, row_bytes, xt + 32 * g0, xs, s0, s1, last ? n_tail : 0, s0 == 0,
+             acc + r * kStride + 16 * g0, pf);
+        });
     for (int r = 0; r < n_rows; r++) {
       for (int t = 0; t < k; t++) {
         out[(t0 + t) * n_out + r] = hsum(_mm512_load_ps(acc + r * kStride + 16 * t));
