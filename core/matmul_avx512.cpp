@@ -370,6 +370,27 @@ constexpr int kMaxTokens = 8;
 constexpr int kManyPass = 12;
 constexpr int kManyGroup = 6;
 
+// A register tile's accumulators between column segments and token groups: resume_tile starts
+// them from zero (first) or from their parked values (row r, token t at acc + r * kStride +
+// 16 * t); park_tile stores them there. A store and a reload change no bit.
+template <int R, int T, int64_t kStride>
+SPECLAB_AVX512 __attribute__((always_inline)) inline void resume_tile(__m512 (&a)[R][T],
+                                                                      const float* acc,
+                                                                      bool first) {
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
+      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * kStride + 16 * t);
+    }
+  }
+}
+template <int R, int T, int64_t kStride>
+SPECLAB_AVX512 __attribute__((always_inline)) inline void park_tile(const __m512 (&a)[R][T],
+                                                                    float* acc) {
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
+    SPECLAB_UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(acc + r * kStride + 16 * t, a[r][t]);
+  }
+}
+
 // One register tile, R rows x T tokens, over the 32-column steps [i0, i1) of one segment,
 // plus the 16-column slice at i1 when half_tail (float rows with n_in % 32 >= 16, last
 // segment). first: start from zero, else from acc. pf: prefetch distance in bytes (kPrefetch:
@@ -379,11 +400,7 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
                          int64_t i0, int64_t i1, bool half_tail, bool first, float* acc,
                          int64_t pf) {
   __m512 a[R][T];
-  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * kStride + 16 * t);
-    }
-  }
+  resume_tile<R, T, kStride>(a, acc, first);
   const uint8_t* row[R];
   SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row0 + r * row_bytes;
   for (int64_t iu = i0; iu < i1; iu += 32 * L::kUnitSteps) {
@@ -422,9 +439,7 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
       SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_fmadd_ps(w[r], xv, a[r][t]);
     }
   }
-  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-    SPECLAB_UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(acc + r * kStride + 16 * t, a[r][t]);
-  }
+  park_tile<R, T, kStride>(a, acc);
 }
 
 using TileFn = void (*)(const uint8_t*, size_t, const float*, int64_t, int64_t, int64_t, bool, bool,
@@ -609,11 +624,7 @@ SPECLAB_AVX512BF16 void tile_bf16dot(const uint8_t* row0, size_t row_bytes, cons
                                      int64_t xs, int64_t i0, int64_t i1, int64_t n_tail, bool first,
                                      float* acc, int64_t pf) {
   __m512 a[R][T];
-  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-    SPECLAB_UNROLL for (int t = 0; t < T; t++) {
-      a[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(acc + r * kStride + 16 * t);
-    }
-  }
+  resume_tile<R, T, kStride>(a, acc, first);
   const uint8_t* row[R];
   SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row0 + r * row_bytes;
   for (int64_t i = i0; i < i1; i += 32) {
@@ -641,9 +652,7 @@ SPECLAB_AVX512BF16 void tile_bf16dot(const uint8_t* row0, size_t row_bytes, cons
       SPECLAB_UNROLL for (int r = 0; r < R; r++) a[r][t] = _mm512_dpbf16_ps(a[r][t], w[r], xv);
     }
   }
-  SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-    SPECLAB_UNROLL for (int t = 0; t < T; t++) _mm512_store_ps(acc + r * kStride + 16 * t, a[r][t]);
-  }
+  park_tile<R, T, kStride>(a, acc);
 }
 
 using Bf16TileFn = void (*)(const uint8_t*, size_t, const uint16_t*, int64_t, int64_t, int64_t,
