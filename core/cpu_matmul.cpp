@@ -393,6 +393,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     // (~256 KB), rereading the weights once per chunk; a decode or verification call
     // (<= 16 tokens) is one chunk and reads each weight once. The chunking changes no sum.
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
+    const matmul_avx512::Streaming bf16_streaming = bf16dot_streaming();
     const matmul_avx512::StepOrder order = matmul_avx512::step_order(w.dtype);
     const int64_t chunk = token_chunk(n_in);
     const int64_t n_steps = (n_in + 31) / 32;
@@ -452,7 +453,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
             matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp_t + offset, xs, n_in,
-                                        n_chunk, bf16dot_streaming());
+                                        n_chunk, bf16_streaming);
           } else {
             fused(o, n_out, row0, row_bytes, n_rows, xfp_t + offset, xs, n_in, n_chunk);
           }
@@ -558,6 +559,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
   const matmul_avx512::RowsFn fused = fused_kernel(k, w.dtype);
   if (fused != nullptr) {
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
+    const matmul_avx512::Streaming bf16_streaming = bf16dot_streaming();
     const int64_t n_steps = (n_in + 31) / 32;
     const size_t packed = static_cast<size_t>(chunk * n_steps * 32);
     if (bf16_dot && !a.packed_[MatmulActivations::kBf16]) {
@@ -580,7 +582,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
       if (bf16_dot) {
         matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
-                                    n_tokens * 32, n_in, n_tokens, bf16dot_streaming());
+                                    n_tokens * 32, n_in, n_tokens, bf16_streaming);
       } else {
         fused(out + r0, n_out, row0, row_bytes, n_rows, f32.data(), n_tokens * 32, n_in, n_tokens);
       }

@@ -657,10 +657,11 @@ SPECLAB_AVX512BF16 void tile_bf16dot(const uint8_t* row0, size_t row_bytes, cons
 
 using Bf16TileFn = void (*)(const uint8_t*, size_t, const uint16_t*, int64_t, int64_t, int64_t,
                             int64_t, bool, float*, int64_t);
-// [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T), accumulators kStride apart.
-template <int R, int64_t kStride, size_t... T>
+// [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T), accumulators kStride apart,
+// with software prefetch (segments) or without (whole rows).
+template <int R, int64_t kStride, bool kPrefetch, size_t... T>
 constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles(std::index_sequence<T...>) {
-  return {tile_bf16dot<R, static_cast<int>(T) + 1, kStride, true>...};
+  return {tile_bf16dot<R, static_cast<int>(T) + 1, kStride, kPrefetch>...};
 }
 
 template <class T, class Convert>
@@ -718,11 +719,9 @@ struct PackBf16 {
 
 }  // namespace
 
-// The same without software prefetch (whole rows).
-template <int R, int64_t kStride, size_t... T>
-constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles_nopf(std::index_sequence<T...>) {
-  return {tile_bf16dot<R, static_cast<int>(T) + 1, kStride, false>...};
-}
+// Tokens a 6-row tile takes over whole rows in rows_bf16dot: 6 x 4 accumulators, 6 weight
+// vectors and an activation vector fill 31 of the 32 registers.
+constexpr int kBf16LongRowTileTokens = 4;
 
 // vdpbf16ps over a work item. With Streaming::kWholeRows, calls of up to 6 tokens read each
 // row whole, no software prefetch (as rows_whole_single: on Zen 4 a thread's weights are then
@@ -737,28 +736,24 @@ constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles_nopf(std::index_seq
 // bytes) stay in L1. Measured on the Zen 4 guest, [8192, 3072] BF16, 2 threads, against the
 // previous kernel (4-row tiles over whole rows for up to 6 tokens, 3-row tiles over whole rows
 // in passes of 8 for more): docs/cpu-kernels.md "The vdpbf16ps kernel".
-//
-// Tokens a 6-row tile takes over whole rows: 6 x 4 accumulators, 6 weight vectors and an
-// activation vector fill 31 of the 32 registers.
-constexpr int kBf16LongRowTileTokens = 4;
 
 SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
                                      size_t row_bytes, int n_rows, const uint16_t* xb, int64_t xs,
                                      int64_t n_in, int64_t n_tokens, Streaming one_token) {
   constexpr int kPass = 12, kGroup = 6;
   constexpr int64_t kStride = kPass * 16;
-  static constexpr auto k4 = bf16dot_tiles<4, kStride>(std::make_index_sequence<kGroup>());
-  static constexpr auto k1 = bf16dot_tiles<1, kStride>(std::make_index_sequence<kGroup>());
+  static constexpr auto k4 = bf16dot_tiles<4, kStride, true>(std::make_index_sequence<kGroup>());
+  static constexpr auto k1 = bf16dot_tiles<1, kStride, true>(std::make_index_sequence<kGroup>());
   alignas(64) float acc[kRowBlock * kStride];
   const int64_t n32 = n_in / 32 * 32, n_tail = n_in - n32;
   if (one_token == Streaming::kWholeRows && n_tokens <= kGroup) {
     constexpr int64_t kWholeStride = 16 * kGroup;
-    static constexpr auto w6 = bf16dot_tiles_nopf<kLongRowTile, kWholeStride>(
+    static constexpr auto w6 = bf16dot_tiles<kLongRowTile, kWholeStride, false>(
         std::make_index_sequence<kBf16LongRowTileTokens>());
     static constexpr auto w4 =
-        bf16dot_tiles_nopf<4, kWholeStride>(std::make_index_sequence<kGroup>());
+        bf16dot_tiles<4, kWholeStride, false>(std::make_index_sequence<kGroup>());
     static constexpr auto w1 =
-        bf16dot_tiles_nopf<1, kWholeStride>(std::make_index_sequence<kGroup>());
+        bf16dot_tiles<1, kWholeStride, false>(std::make_index_sequence<kGroup>());
     const int k = static_cast<int>(n_tokens);
     const bool act_in_l1 = 2 * k * n_in <= kWholeRowActBytes;
     const int tile_rows = act_in_l1 ? (k == 1 && 4 * n_in > kWholeRowActBytes ? kLongRowTile : 1)
