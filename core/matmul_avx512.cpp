@@ -445,9 +445,9 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
 using TileFn = void (*)(const uint8_t*, size_t, const float*, int64_t, int64_t, int64_t, bool, bool,
                         float*, int64_t);
 // [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T), accumulators kStride apart.
-template <class L, int R, int64_t kStride, size_t... T>
+template <class L, int R, int64_t kStride, bool kPrefetch = true, size_t... T>
 constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
-  return {tile<L, R, static_cast<int>(T) + 1, kStride>...};
+  return {tile<L, R, static_cast<int>(T) + 1, kStride, kPrefetch>...};
 }
 
 // Segments: the packed activations of one segment (kMaxTokens tokens, 4 bytes per column) fit
@@ -556,35 +556,57 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
 // prefetched segments; in a throwaway loop on two threads, one row at a time read 31-55 GB/s
 // at 2048 and 3072 columns and 25-27 at 8192, where 4, 8 and 12 rows at a time read 38-48 (and
 // 29-43 at 3072); software prefetch at any distance and any hint was slower. Q4_0 / Q4_1,
-// whose dequantization costs more per byte, were 10% slower this way, and calls of more
-// tokens reread the activations per row (k = 2, 4: slower).
+// whose dequantization costs more per byte, were 10% slower this way.
+// Calls of 2 to kWholeRowTokens tokens (a verification of a few drafts) of the float formats
+// (kWholeRowsForFewTokens: F32, F16, BF16, whose weight vector is one load and at most one
+// instruction) read rows whole too, kLongRowTile rows at a time: each activation vector of
+// the k tokens (8-48 KB per row on the Llama shapes, read from L1 or L2) serves 6 rows. One
+// row at a time reread the activations per row (1B k = 4: 147-170 ms against 99-114 in
+// segments), 4 rows at a time was level with segments; Q8_0 (a scale per block and row: 6
+// rows do not fit the registers) was 10-20% slower than segments. The measurements:
+// docs/cpu-kernels.md "How a one-token product streams the rows".
 constexpr int64_t kWholeRowActBytes = 16 << 10;
 constexpr int kLongRowTile = 6;
+constexpr int kWholeRowTokens = 4;
 static_assert(kRowBlock % kLongRowTile == 0);
 
 template <class L>
-SPECLAB_AVX512 void rows_whole_single(float* out, const uint8_t* row0, size_t row_bytes, int n_rows,
-                                      const float* x, int64_t xs, int64_t n_in) {
-  alignas(64) float acc[kRowBlock * 16];  // row r's accumulator at acc + 16 * r
+constexpr bool kWholeRowsForFewTokens =
+    std::is_same_v<L, LoadF32> || std::is_same_v<L, LoadF16> || std::is_same_v<L, LoadBF16>;
+
+// n_tokens <= kWholeRowTokens tokens, rows whole (above); x packed as for rows_passes (step s
+// of token t at x + s * xs + 32 * t). acc: row r, token t at acc + r * kStride + 16 * t.
+template <class L>
+SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
+                               int n_rows, const float* x, int64_t xs, int64_t n_in,
+                               int64_t n_tokens) {
+  static constexpr int64_t kStride = 16 * kWholeRowTokens;
+  static constexpr auto w6 =
+      tiles<L, kLongRowTile, kStride, false>(std::make_index_sequence<kWholeRowTokens>());
+  static constexpr auto w1 =
+      tiles<L, 1, kStride, false>(std::make_index_sequence<kWholeRowTokens>());
+  alignas(64) float acc[kRowBlock * kStride];
   const int64_t n32 = n_in / 32 * 32, n16 = n_in / 16 * 16;
   const bool half_tail = n16 > n32;
+  const int k = static_cast<int>(n_tokens);
+  const bool six_rows = k > 1 || 4 * n_in > kWholeRowActBytes;
   int r = 0;
-  if (4 * n_in > kWholeRowActBytes) {
-    for (; r + kLongRowTile <= n_rows; r += kLongRowTile) {
-      tile<L, kLongRowTile, 1, 16, false>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail,
-                                          true, acc + 16 * r, 0);
-    }
+  for (; six_rows && r + kLongRowTile <= n_rows; r += kLongRowTile) {
+    w6[k - 1](row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride,
+              0);
   }
   for (; r < n_rows; r++) {
-    tile<L, 1, 1, 16, false>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true,
-                             acc + 16 * r, 0);
+    w1[k - 1](row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride,
+              0);
   }
   for (r = 0; r < n_rows; r++) {
     const uint8_t* row = row0 + r * row_bytes;
-    float tail = 0.0f;
-    for (int64_t j = n16; j < n_in; j++)
-      tail = __builtin_fmaf(L::scalar(row, j), x[(j >> 5) * xs + (j & 31)], tail);
-    out[r] = hsum(_mm512_load_ps(acc + 16 * r)) + tail;
+    for (int t = 0; t < k; t++) {
+      float tail = 0.0f;
+      for (int64_t j = n16; j < n_in; j++)
+        tail = __builtin_fmaf(L::scalar(row, j), x[(j >> 5) * xs + 32 * t + (j & 31)], tail);
+      out[t * n_out + r] = hsum(_mm512_load_ps(acc + r * kStride + 16 * t)) + tail;
+    }
   }
 }
 
@@ -594,13 +616,15 @@ SPECLAB_AVX512 void rows_whole_single(float* out, const uint8_t* row0, size_t ro
 // Measured on the Zen 5 machine, [8192, 3072] BF16, 2 threads, interleaved, two rounds: k = 32
 // at 341-355 GFLOP/s with passes of 8, 374-388 with passes of 12 (18 or 24 tokens per pass of
 // groups of 6: no better, 357-376 and 327-376); Q8_0 and Q4_1 unchanged within 3%.
-// kWholeRows: one token as rows_whole_single.
+// kWholeRows: one token, and up to kWholeRowTokens of the float formats, as rows_whole.
 template <class L, Streaming kOneToken = Streaming::kSegments>
 SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                 int n_rows, const float* x, int64_t xs, int64_t n_in,
                                 int64_t n_tokens) {
-  if (kOneToken == Streaming::kWholeRows && n_tokens == 1) {
-    rows_whole_single<L>(out, row0, row_bytes, n_rows, x, xs, n_in);
+  const bool whole = kOneToken == Streaming::kWholeRows &&
+                     (n_tokens == 1 || (kWholeRowsForFewTokens<L> && n_tokens <= kWholeRowTokens));
+  if (whole) {
+    rows_whole<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else if (n_tokens <= kMaxTokens) {
     rows_passes<L, kMaxTokens, 4>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else {
@@ -724,7 +748,7 @@ struct PackBf16 {
 constexpr int kBf16LongRowTileTokens = 4;
 
 // vdpbf16ps over a work item. With Streaming::kWholeRows, calls of up to 6 tokens read each
-// row whole, no software prefetch (as rows_whole_single: on Zen 4 a thread's weights are then
+// row whole, no software prefetch (as rows_whole: on Zen 4 a thread's weights are then
 // one sequential stream): one row at a time while the row's BF16 activations for all the
 // tokens take at most kWholeRowActBytes (they stay in L1; one token over rows of more than
 // 4096 columns: kLongRowTile rows at a time); else tiles of kLongRowTile rows (up to
