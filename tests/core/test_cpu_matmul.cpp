@@ -353,8 +353,9 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
 // A one-token product (a decode or draft step) gives the same bits whichever way the avx512
 // path streams the rows (MatmulStreaming: 4-row tiles over prefetched segments, or each row
 // whole), on 1 and 2 threads, for every fused dtype; and is held to the reference. So do calls
-// of 2 to 5 tokens (a verification of a few drafts), which the int8 path (avx512vnni) also reads
-// whole while a row's records for all the tokens fit in 16 KB (up to 4 tokens: with 1056 columns
+// of 2 to 5 tokens (a verification of a few drafts), which the avx512 path also reads whole for
+// F32, F16 and BF16 weights (up to 4 tokens, 6 rows at a time) and the int8 path (avx512vnni)
+// while a row's records for all the tokens fit in 16 KB (up to 4 tokens: with 1056 columns
 // every int8 dtype does, with 2304 Q4_K does; with 4352 Q6_K up to 3, with 4128 Q8_0 only one).
 // The other paths ignore the setting. 33 rows: two full work items of 12 and one of 9 (a 6-row
 // tile of long rows and 3 rows alone); columns as above (a scalar tail, a half step at the end
