@@ -746,20 +746,24 @@ struct PackBf16 {
 // Tokens a 6-row tile takes over whole rows in rows_bf16dot: 6 x 4 accumulators, 6 weight
 // vectors and an activation vector fill 31 of the 32 registers.
 constexpr int kBf16LongRowTileTokens = 4;
+// Activation bytes up to which rows_bf16dot reads whole rows one at a time.
+constexpr int64_t kBf16OneRowActBytes = 8 << 10;
 
 // vdpbf16ps over a work item. With Streaming::kWholeRows, calls of up to 6 tokens read each
 // row whole, no software prefetch (as rows_whole: on Zen 4 a thread's weights are then
 // one sequential stream): one row at a time while the row's BF16 activations for all the
-// tokens take at most kWholeRowActBytes (they stay in L1; one token over rows of more than
-// 4096 columns: kLongRowTile rows at a time); else tiles of kLongRowTile rows (up to
-// kBf16LongRowTileTokens tokens) or 4 rows (5 or 6), so that each activation vector, then read
-// from L2, serves several rows. Otherwise column segments as rows_passes: for each segment,
-// every 4-row tile with every token of a pass (up to 12 tokens as groups of about equal size,
-// at most 6: 24 accumulators, each loaded weight vector feeds 6 products), the weights of the
-// next segment prefetched; the segment's activations for the pass (at most 12 x 2 x 512
-// bytes) stay in L1. Measured on the Zen 4 guest, [8192, 3072] BF16, 2 threads, against the
-// previous kernel (4-row tiles over whole rows for up to 6 tokens, 3-row tiles over whole rows
-// in passes of 8 for more): docs/cpu-kernels.md "The vdpbf16ps kernel".
+// tokens take at most kBf16OneRowActBytes (one token over up to 4096 columns, two over up to
+// 2048), else tiles of kLongRowTile rows (up to kBf16LongRowTileTokens tokens) or 4 rows (5 or
+// 6), so that each activation vector serves several rows. The limit was 16 KB until
+// 2026-11-29: 6-row tiles were faster on the Zen 4 guest for 12 and 16 KB (3B k = 2 162-211 ms
+// against 197-227, 1B k = 4 81-92 against 100-112), not for 8 KB (1B k = 2 61-94 against
+// 58-79).
+// Otherwise column segments as rows_passes: for each segment, every 4-row tile with every token of a pass (up
+// to 12 tokens as groups of about equal size, at most 6: 24 accumulators, each loaded weight vector
+// feeds 6 products), the weights of the next segment prefetched; the segment's activations for the
+// pass (at most 12 x 2 x 512 bytes) stay in L1. Measured on the Zen 4 guest, [8192, 3072] BF16, 2
+// threads, against the previous kernel (4-row tiles over whole rows for up to 6 tokens, 3-row tiles
+// over whole rows in passes of 8 for more): docs/cpu-kernels.md "The vdpbf16ps kernel".
 
 SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
                                      size_t row_bytes, int n_rows, const uint16_t* xb, int64_t xs,
@@ -779,9 +783,10 @@ SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* r
     static constexpr auto w1 =
         bf16dot_tiles<1, kWholeStride, false>(std::make_index_sequence<kGroup>());
     const int k = static_cast<int>(n_tokens);
-    const bool act_in_l1 = 2 * k * n_in <= kWholeRowActBytes;
-    const int tile_rows = act_in_l1 ? (k == 1 && 4 * n_in > kWholeRowActBytes ? kLongRowTile : 1)
-                                    : (k <= kBf16LongRowTileTokens ? kLongRowTile : 4);
+    // One row at a time while the activations of all the tokens take at most
+    // kBf16OneRowActBytes; else 6 rows (up to 4 tokens) or 4 rows (5 or 6 tokens).
+    const bool one_row = 2 * k * n_in <= kBf16OneRowActBytes;
+    const int tile_rows = one_row ? 1 : (k <= kBf16LongRowTileTokens ? kLongRowTile : 4);
     int r = 0;
     for (; tile_rows > 1 && r + tile_rows <= n_rows; r += tile_rows) {
       // (6-row tiles only for k <= kBf16LongRowTileTokens: tile_rows above)
