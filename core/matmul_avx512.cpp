@@ -502,6 +502,25 @@ inline void for_each_segment_tile(int64_t n32, int64_t seg, size_t row_bytes, in
   }
 }
 
+// The outputs of k tokens once their accumulators are parked (row r, token t at acc + r *
+// kStride + 16 * t): the fixed tree of each accumulator plus the row's scalar tail (the columns
+// past the last 16-column slice, in order), so that every streaming gives the same bits.
+template <class L>
+SPECLAB_AVX512 inline void finish_outputs(float* out, int64_t n_out, const uint8_t* row0,
+                                          size_t row_bytes, int n_rows, const float* x, int64_t xs,
+                                          int64_t n_in, int k, const float* acc, int64_t stride) {
+  const int64_t n16 = n_in / 16 * 16;
+  for (int r = 0; r < n_rows; r++) {
+    const uint8_t* row = row0 + r * row_bytes;
+    for (int t = 0; t < k; t++) {
+      float tail = 0.0f;
+      for (int64_t j = n16; j < n_in; j++)
+        tail = __builtin_fmaf(L::scalar(row, j), x[(j >> 5) * xs + 32 * t + (j & 31)], tail);
+      out[t * n_out + r] = hsum(_mm512_load_ps(acc + r * stride + 16 * t)) + tail;
+    }
+  }
+}
+
 // Register tiles of 4 rows x up to 4 tokens (16 accumulators, a step's weights for both
 // halves in registers); rows left over (n_rows % 4) one at a time. 5 to 8 tokens run as two
 // groups, [0, 4) and [4, k), over each segment while its weights are in L1: measured on the
@@ -531,15 +550,8 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
           fn(row0 + r * row_bytes, row_bytes, xt + 32 * g0, xs, s0, s1, last && half_tail, s0 == 0,
              acc + r * kStride + 16 * g0, pf);
         });
-    for (int r = 0; r < n_rows; r++) {
-      const uint8_t* row = row0 + r * row_bytes;
-      for (int t = 0; t < k; t++) {
-        float tail = 0.0f;
-        for (int64_t j = n16; j < n_in; j++)
-          tail = __builtin_fmaf(L::scalar(row, j), xt[(j >> 5) * xs + 32 * t + (j & 31)], tail);
-        out[(t0 + t) * n_out + r] = hsum(_mm512_load_ps(acc + r * kStride + 16 * t)) + tail;
-      }
-    }
+    finish_outputs<L>(out + t0 * n_out, n_out, row0, row_bytes, n_rows, xt, xs, n_in, k, acc,
+                      kStride);
   }
 }
 
@@ -599,15 +611,7 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
     w1[k - 1](row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride,
               0);
   }
-  for (r = 0; r < n_rows; r++) {
-    const uint8_t* row = row0 + r * row_bytes;
-    for (int t = 0; t < k; t++) {
-      float tail = 0.0f;
-      for (int64_t j = n16; j < n_in; j++)
-        tail = __builtin_fmaf(L::scalar(row, j), x[(j >> 5) * xs + 32 * t + (j & 31)], tail);
-      out[t * n_out + r] = hsum(_mm512_load_ps(acc + r * kStride + 16 * t)) + tail;
-    }
-  }
+  finish_outputs<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, k, acc, kStride);
 }
 
 // Up to kMaxTokens tokens: passes of 8 as two groups of 4 x 4 tiles (above). More tokens (a
@@ -758,12 +762,13 @@ constexpr int64_t kBf16OneRowActBytes = 8 << 10;
 // 2026-11-29: 6-row tiles were faster on the Zen 4 guest for 12 and 16 KB (3B k = 2 162-211 ms
 // against 197-227, 1B k = 4 81-92 against 100-112), not for 8 KB (1B k = 2 61-94 against
 // 58-79).
-// Otherwise column segments as rows_passes: for each segment, every 4-row tile with every token of a pass (up
-// to 12 tokens as groups of about equal size, at most 6: 24 accumulators, each loaded weight vector
-// feeds 6 products), the weights of the next segment prefetched; the segment's activations for the
-// pass (at most 12 x 2 x 512 bytes) stay in L1. Measured on the Zen 4 guest, [8192, 3072] BF16, 2
-// threads, against the previous kernel (4-row tiles over whole rows for up to 6 tokens, 3-row tiles
-// over whole rows in passes of 8 for more): docs/cpu-kernels.md "The vdpbf16ps kernel".
+// Otherwise column segments as rows_passes: for each segment, every 4-row tile with every token of
+// a pass (up to 12 tokens as groups of about equal size, at most 6: 24 accumulators, each loaded
+// weight vector feeds 6 products), the weights of the next segment prefetched; the segment's
+// activations for the pass (at most 12 x 2 x 512 bytes) stay in L1. Measured on the Zen 4 guest,
+// [8192, 3072] BF16, 2 threads, against the previous kernel (4-row tiles over whole rows for up to
+// 6 tokens, 3-row tiles over whole rows in passes of 8 for more): docs/cpu-kernels.md "The
+// vdpbf16ps kernel".
 
 SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
                                      size_t row_bytes, int n_rows, const uint16_t* xb, int64_t xs,
