@@ -61,7 +61,7 @@ struct Kernels {
   // matmul_avx2::kRowBlock rows straight from the stored rows (core/matmul_avx2.h).
   decltype(&matmul_avx2::rows) rows;
   // Dequantizes in registers (no FP32 row copy); null: `rows` or `block`.
-  matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming);
+  matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming, SegmentPrefetch);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
   bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights: integer dots, int8 activations
   MatmulIsa id;
@@ -195,17 +195,50 @@ MatmulStreaming streaming_for(DType dtype, bool int8 = false) {
   return s != MatmulStreaming::kDefault ? s : default_streaming(dtype, int8);
 }
 
+// Where the avx512 kernels' column segments prefetch the next segment's weights
+// (core/segment_prefetch.h): into L2 only on AMD family 19h (Zen 4), where that was measured to
+// be faster whenever a call does several products per weight and no slower otherwise
+// (docs/cpu-kernels.md "Software prefetch into L1 or L2"); into L1 on every other CPU (the Intel
+// Xeon and Zen 5 were tuned with it; not measured with L2).
+SegmentPrefetch default_prefetch() {
+  static const bool l2_cpu = cpu_is_amd_family_19h();
+  return l2_cpu ? SegmentPrefetch::kToL2 : SegmentPrefetch::kToL1;
+}
+
+// SPECLAB_MATMUL_PREFETCH=l1|l2 sets it for a whole run (as matmul_force_prefetch does for
+// tests); unset or anything else: the default.
+MatmulPrefetch env_prefetch() {
+  const char* env = std::getenv("SPECLAB_MATMUL_PREFETCH");
+  if (env == nullptr) return MatmulPrefetch::kDefault;
+  if (std::strcmp(env, "l1") == 0) return MatmulPrefetch::kToL1;
+  if (std::strcmp(env, "l2") == 0) return MatmulPrefetch::kToL2;
+  return MatmulPrefetch::kDefault;
+}
+
+MatmulPrefetch g_prefetch = MatmulPrefetch::kDefault;  // set by matmul_force_prefetch
+
+SegmentPrefetch segment_prefetch() {
+  static const MatmulPrefetch from_env = env_prefetch();
+  const MatmulPrefetch p = g_prefetch != MatmulPrefetch::kDefault ? g_prefetch : from_env;
+  if (p == MatmulPrefetch::kToL1) return SegmentPrefetch::kToL1;
+  if (p == MatmulPrefetch::kToL2) return SegmentPrefetch::kToL2;
+  return default_prefetch();
+}
+
 // The int8-activation kernel for weights of dtype (matmul_vnni).
 matmul_vnni::RowsFn int8_kernel(DType dtype) {
-  return matmul_vnni::rows_fn(dtype, streaming_for(dtype, true) == MatmulStreaming::kWholeRows);
+  return matmul_vnni::rows_fn(dtype, streaming_for(dtype, true) == MatmulStreaming::kWholeRows,
+                              segment_prefetch());
 }
 
 // The fused kernel for w on path k (null: the path does not fuse this dtype).
 matmul_avx512::RowsFn fused_kernel(const Kernels& k, DType dtype) {
   if (k.fused == nullptr) return nullptr;
-  return k.fused(dtype, streaming_for(dtype) == MatmulStreaming::kWholeRows
-                            ? matmul_avx512::Streaming::kWholeRows
-                            : matmul_avx512::Streaming::kSegments);
+  return k.fused(dtype,
+                 streaming_for(dtype) == MatmulStreaming::kWholeRows
+                     ? matmul_avx512::Streaming::kWholeRows
+                     : matmul_avx512::Streaming::kSegments,
+                 segment_prefetch());
 }
 
 // How the vdpbf16ps kernel (avx512bf16 on BF16 weights) streams a one-token product: as the
@@ -345,6 +378,13 @@ void matmul_force_generic(bool force) {
 
 void matmul_force_streaming(MatmulStreaming streaming) { g_streaming = streaming; }
 
+void matmul_force_prefetch(MatmulPrefetch prefetch) { g_prefetch = prefetch; }
+
+const char* matmul_segment_prefetch() {
+  if (kernels().fused == nullptr) return "n/a";
+  return segment_prefetch() == SegmentPrefetch::kToL2 ? "L2" : "L1";
+}
+
 const char* matmul_one_token_streaming(DType dtype) {
   const bool int8 = matmul_quantizes_activations(dtype);
   if (kernels().fused == nullptr) return "n/a";
@@ -453,7 +493,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
             matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp_t + offset, xs, n_in,
-                                        n_chunk, bf16_streaming);
+                                        n_chunk, bf16_streaming, segment_prefetch());
           } else {
             fused(o, n_out, row0, row_bytes, n_rows, xfp_t + offset, xs, n_in, n_chunk);
           }
@@ -582,7 +622,8 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
       if (bf16_dot) {
         matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
-                                    n_tokens * 32, n_in, n_tokens, bf16_streaming);
+                                    n_tokens * 32, n_in, n_tokens, bf16_streaming,
+                                    segment_prefetch());
       } else {
         fused(out + r0, n_out, row0, row_bytes, n_rows, f32.data(), n_tokens * 32, n_in, n_tokens);
       }

@@ -122,6 +122,18 @@ void matmul_force_streaming(MatmulStreaming streaming);
 // The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
 // "segments", or "n/a" (the generic and avx2 paths).
 const char* matmul_one_token_streaming(DType dtype);
+// Where the avx512 paths' column segments prefetch the weights of the next segment in software
+// (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's
+// miss buffers to the tile's own loads). No output changes a bit with it. Default (kDefault):
+// kToL2 on AMD family 19h (Zen 4), where calls of several products per weight ran 10-28% faster
+// with it, kToL1 on every other CPU. SPECLAB_MATMUL_PREFETCH=l1|l2 in the environment sets it
+// for a whole run.
+enum class MatmulPrefetch { kDefault, kToL1, kToL2 };
+// For tests and comparisons: force one target (kDefault: back to the environment's or the
+// default). Not thread-safe, like matmul_force_isa.
+void matmul_force_prefetch(MatmulPrefetch prefetch);
+// The target on the path in use: "L1", "L2", or "n/a" (the generic and avx2 paths).
+const char* matmul_segment_prefetch();
 // For comparisons against FP32-activation references (other backends, golden logits): the best
 // path the CPU supports that keeps FP32 activations (avx512 rather than avx512vnni); false:
 // back to the default. Not thread-safe, like matmul_force_isa.

@@ -33,7 +33,10 @@
 // steps) prefetches the weights its row needs one segment later (in the last segment: the next
 // work item's first one), a whole pass over the item's segment ahead of use. The hardware
 // prefetchers alone kept too few lines in flight: one core streamed BF16 weights at 20 GB/s at k =
-// 1 without it, 28 GB/s with it.
+// 1 without it, 28 GB/s with it. Into L1 (prefetcht0) by default, into L2 only (prefetcht1) on
+// Zen 4, where the L1 target made a call of several products per weight as slow as its reads
+// plus its arithmetic (core/segment_prefetch.h). The target is a template parameter of each
+// kernel, chosen per call by rows_fn / rows_bf16dot.
 //
 // BF16 weights with avx512_bf16 (the opt-in "avx512bf16" isa): the activations are rounded
 // to BF16 once per call and multiplied with vdpbf16ps, 32 products per instruction and no
@@ -59,6 +62,7 @@
 #include <utility>
 
 #include "core/kquant_avx512.h"
+#include "core/segment_prefetch.h"
 
 namespace speclab {
 namespace matmul_avx512 {
@@ -393,9 +397,10 @@ SPECLAB_AVX512 __attribute__((always_inline)) inline void park_tile(const __m512
 
 // One register tile, R rows x T tokens, over the 32-column steps [i0, i1) of one segment,
 // plus the 16-column slice at i1 when half_tail (float rows with n_in % 32 >= 16, last
-// segment). first: start from zero, else from acc. pf: prefetch distance in bytes (kPrefetch:
-// none is issued without it). acc: row r token t at acc + r * kStride + 16 * t.
-template <class L, int R, int T, int64_t kStride, bool kPrefetch = true>
+// segment). first: start from zero, else from acc. pf: prefetch distance in bytes; kPrefetch:
+// into L1, into L2 or none (core/segment_prefetch.h). acc: row r token t at acc + r * kStride + 16
+// * t.
+template <class L, int R, int T, int64_t kStride, TilePrefetch kPrefetch>
 SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, int64_t xs,
                          int64_t i0, int64_t i1, bool half_tail, bool first, float* acc,
                          int64_t pf) {
@@ -406,10 +411,9 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
   for (int64_t iu = i0; iu < i1; iu += 32 * L::kUnitSteps) {
     typename L::Unit u[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      if constexpr (kPrefetch) {
+      if constexpr (kPrefetch != TilePrefetch::kNone) {
         SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
-          _mm_prefetch(reinterpret_cast<const char*>(row[r] + L::offset(iu) + pf + 64 * l),
-                       _MM_HINT_T0);
+          prefetch_line<kPrefetch>(row[r] + L::offset(iu) + pf + 64 * l);
         }
       }
       u[r] = L::unit(row[r], iu);
@@ -445,7 +449,7 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
 using TileFn = void (*)(const uint8_t*, size_t, const float*, int64_t, int64_t, int64_t, bool, bool,
                         float*, int64_t);
 // [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T), accumulators kStride apart.
-template <class L, int R, int64_t kStride, bool kPrefetch = true, size_t... T>
+template <class L, int R, int64_t kStride, TilePrefetch kPrefetch, size_t... T>
 constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
   return {tile<L, R, static_cast<int>(T) + 1, kStride, kPrefetch>...};
 }
@@ -529,13 +533,15 @@ SPECLAB_AVX512 inline void finish_outputs(float* out, int64_t n_out, const uint8
 // BF16 matrix per call on one core: 4.3 ms (3 x 8), 4.5 (2 x 8), 2.6 ms (4 x 4 twice) against
 // 1.8 ms for k = 1. More tokens: passes of kPass tokens, each over the whole work item, in
 // groups of kGroup (rows_avx512 picks them).
-template <class L, int kPass, int kGroup>
+template <class L, int kPass, int kGroup, SegmentPrefetch kTo>
 SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                 int n_rows, const float* x, int64_t xs, int64_t n_in,
                                 int64_t n_tokens) {
   static constexpr int64_t kStride = kPass * 16;
-  static constexpr auto k4 = tiles<L, 4, kStride>(std::make_index_sequence<kGroup>());
-  static constexpr auto k1 = tiles<L, 1, kStride>(std::make_index_sequence<kGroup>());
+  static constexpr auto k4 =
+      tiles<L, 4, kStride, tile_prefetch(kTo)>(std::make_index_sequence<kGroup>());
+  static constexpr auto k1 =
+      tiles<L, 1, kStride, tile_prefetch(kTo)>(std::make_index_sequence<kGroup>());
   alignas(64) float acc[kRowBlock * kStride];
   const int64_t n32 = n_in / 32 * 32, n16 = n_in / 16 * 16;
   const bool half_tail = n16 > n32;
@@ -593,10 +599,10 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
                                int n_rows, const float* x, int64_t xs, int64_t n_in,
                                int64_t n_tokens) {
   static constexpr int64_t kStride = 16 * kWholeRowTokens;
-  static constexpr auto w6 =
-      tiles<L, kLongRowTile, kStride, false>(std::make_index_sequence<kWholeRowTokens>());
+  static constexpr auto w6 = tiles<L, kLongRowTile, kStride, TilePrefetch::kNone>(
+      std::make_index_sequence<kWholeRowTokens>());
   static constexpr auto w1 =
-      tiles<L, 1, kStride, false>(std::make_index_sequence<kWholeRowTokens>());
+      tiles<L, 1, kStride, TilePrefetch::kNone>(std::make_index_sequence<kWholeRowTokens>());
   alignas(64) float acc[kRowBlock * kStride];
   const int64_t n32 = n_in / 32 * 32, n16 = n_in / 16 * 16;
   const bool half_tail = n16 > n32;
@@ -621,7 +627,7 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
 // at 341-355 GFLOP/s with passes of 8, 374-388 with passes of 12 (18 or 24 tokens per pass of
 // groups of 6: no better, 357-376 and 327-376); Q8_0 and Q4_1 unchanged within 3%.
 // kWholeRows: one token, and up to kWholeRowTokens of the float formats, as rows_whole.
-template <class L, Streaming kOneToken = Streaming::kSegments>
+template <class L, Streaming kOneToken, SegmentPrefetch kTo>
 SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                 int n_rows, const float* x, int64_t xs, int64_t n_in,
                                 int64_t n_tokens) {
@@ -630,10 +636,10 @@ SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, 
   if (whole) {
     rows_whole<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else if (n_tokens <= kMaxTokens) {
-    rows_passes<L, kMaxTokens, 4>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
+    rows_passes<L, kMaxTokens, 4, kTo>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else {
-    rows_passes<L, kManyPass, kManyGroup>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in,
-                                          n_tokens);
+    rows_passes<L, kManyPass, kManyGroup, kTo>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in,
+                                               n_tokens);
   }
 }
 
@@ -646,8 +652,8 @@ SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, 
 // the partial step at i1 (the last n_tail columns: weights masked to zero, activations
 // zero-padded by pack_bf16). xb: packed as pack_bf16 (step s of token t at xb + s * xs + 32 t).
 // first: start from zero, else from acc (row r, token t at acc + r * kStride + 16 * t).
-// pf: software prefetch distance in bytes (none without kPrefetch).
-template <int R, int T, int64_t kStride, bool kPrefetch>
+// pf: software prefetch distance in bytes; kPrefetch: into L1, into L2 or none.
+template <int R, int T, int64_t kStride, TilePrefetch kPrefetch>
 SPECLAB_AVX512BF16 void tile_bf16dot(const uint8_t* row0, size_t row_bytes, const uint16_t* xb,
                                      int64_t xs, int64_t i0, int64_t i1, int64_t n_tail, bool first,
                                      float* acc, int64_t pf) {
@@ -658,8 +664,7 @@ SPECLAB_AVX512BF16 void tile_bf16dot(const uint8_t* row0, size_t row_bytes, cons
   for (int64_t i = i0; i < i1; i += 32) {
     __m512bh w[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      if constexpr (kPrefetch)
-        _mm_prefetch(reinterpret_cast<const char*>(row[r] + 2 * i + pf), _MM_HINT_T0);
+      prefetch_line<kPrefetch>(row[r] + 2 * i + pf);
       w[r] = (__m512bh)_mm512_loadu_si512(row[r] + 2 * i);
     }
     const uint16_t* xi = xb + (i >> 5) * xs;
@@ -687,7 +692,7 @@ using Bf16TileFn = void (*)(const uint8_t*, size_t, const uint16_t*, int64_t, in
                             int64_t, bool, float*, int64_t);
 // [T - 1]: the tile of R rows x T tokens, T = 1..sizeof...(T), accumulators kStride apart,
 // with software prefetch (segments) or without (whole rows).
-template <int R, int64_t kStride, bool kPrefetch, size_t... T>
+template <int R, int64_t kStride, TilePrefetch kPrefetch, size_t... T>
 constexpr std::array<Bf16TileFn, sizeof...(T)> bf16dot_tiles(std::index_sequence<T...>) {
   return {tile_bf16dot<R, static_cast<int>(T) + 1, kStride, kPrefetch>...};
 }
@@ -772,21 +777,28 @@ constexpr int64_t kBf16OneRowActBytes = 8 << 10;
 
 SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0,
                                      size_t row_bytes, int n_rows, const uint16_t* xb, int64_t xs,
-                                     int64_t n_in, int64_t n_tokens, Streaming one_token) {
+                                     int64_t n_in, int64_t n_tokens, Streaming one_token,
+                                     SegmentPrefetch prefetch) {
   constexpr int kPass = 12, kGroup = 6;
   constexpr int64_t kStride = kPass * 16;
-  static constexpr auto k4 = bf16dot_tiles<4, kStride, true>(std::make_index_sequence<kGroup>());
-  static constexpr auto k1 = bf16dot_tiles<1, kStride, true>(std::make_index_sequence<kGroup>());
+  // Segment tiles [prefetch into L1, into L2].
+  static constexpr std::array<std::array<Bf16TileFn, kGroup>, 2> k4 = {
+      bf16dot_tiles<4, kStride, TilePrefetch::kToL1>(std::make_index_sequence<kGroup>()),
+      bf16dot_tiles<4, kStride, TilePrefetch::kToL2>(std::make_index_sequence<kGroup>())};
+  static constexpr std::array<std::array<Bf16TileFn, kGroup>, 2> k1 = {
+      bf16dot_tiles<1, kStride, TilePrefetch::kToL1>(std::make_index_sequence<kGroup>()),
+      bf16dot_tiles<1, kStride, TilePrefetch::kToL2>(std::make_index_sequence<kGroup>())};
+  const int to_l2 = prefetch == SegmentPrefetch::kToL2 ? 1 : 0;
   alignas(64) float acc[kRowBlock * kStride];
   const int64_t n32 = n_in / 32 * 32, n_tail = n_in - n32;
   if (one_token == Streaming::kWholeRows && n_tokens <= kGroup) {
     constexpr int64_t kWholeStride = 16 * kGroup;
-    static constexpr auto w6 = bf16dot_tiles<kLongRowTile, kWholeStride, false>(
+    static constexpr auto w6 = bf16dot_tiles<kLongRowTile, kWholeStride, TilePrefetch::kNone>(
         std::make_index_sequence<kBf16LongRowTileTokens>());
     static constexpr auto w4 =
-        bf16dot_tiles<4, kWholeStride, false>(std::make_index_sequence<kGroup>());
+        bf16dot_tiles<4, kWholeStride, TilePrefetch::kNone>(std::make_index_sequence<kGroup>());
     static constexpr auto w1 =
-        bf16dot_tiles<1, kWholeStride, false>(std::make_index_sequence<kGroup>());
+        bf16dot_tiles<1, kWholeStride, TilePrefetch::kNone>(std::make_index_sequence<kGroup>());
     const int k = static_cast<int>(n_tokens);
     // One row at a time while the activations of all the tokens take at most
     // kBf16OneRowActBytes; else 6 rows (up to 4 tokens) or 4 rows (5 or 6 tokens).
@@ -819,7 +831,7 @@ SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* r
     for_each_segment_tile(
         n32, seg, row_bytes, n_rows, k, group, [](int64_t i) { return 2 * i; },
         [&](int rows, int r, int g0, int gk, int64_t s0, int64_t s1, bool last, int64_t pf) {
-          const Bf16TileFn fn = rows == 4 ? k4[gk - 1] : k1[gk - 1];
+          const Bf16TileFn fn = rows == 4 ? k4[to_l2][gk - 1] : k1[to_l2][gk - 1];
           fn(row0 + r * row_bytes, row_bytes, xt + 32 * g0, xs, s0, s1, last ? n_tail : 0, s0 == 0,
              acc + r * kStride + 16 * g0, pf);
         });
@@ -850,32 +862,36 @@ SPECLAB_AVX512BF16 void pack_bf16(uint16_t* dst, const float* x, int64_t n_token
   pack_steps(dst, x, n_tokens, n_in, chunk, s0, s1, PackBf16{});
 }
 
-template <Streaming kOneToken>
-RowsFn rows_fn_streaming(DType dtype) {
+template <Streaming kOneToken, SegmentPrefetch kTo>
+RowsFn rows_fn_for(DType dtype) {
   switch (dtype) {
     case DType::F32:
-      return rows_avx512<LoadF32, kOneToken>;
+      return rows_avx512<LoadF32, kOneToken, kTo>;
     case DType::F16:
-      return rows_avx512<LoadF16, kOneToken>;
+      return rows_avx512<LoadF16, kOneToken, kTo>;
     case DType::BF16:
-      return rows_avx512<LoadBF16, kOneToken>;
+      return rows_avx512<LoadBF16, kOneToken, kTo>;
     case DType::Q8_0:
-      return rows_avx512<LoadQ8_0, kOneToken>;
+      return rows_avx512<LoadQ8_0, kOneToken, kTo>;
     case DType::Q4_0:
-      return rows_avx512<LoadQ4<false>, kOneToken>;
+      return rows_avx512<LoadQ4<false>, kOneToken, kTo>;
     case DType::Q4_1:
-      return rows_avx512<LoadQ4<true>, kOneToken>;
+      return rows_avx512<LoadQ4<true>, kOneToken, kTo>;
     case DType::Q4_K:
-      return rows_avx512<LoadQ4_K, kOneToken>;
+      return rows_avx512<LoadQ4_K, kOneToken, kTo>;
     case DType::Q6_K:
-      return rows_avx512<LoadQ6_K, kOneToken>;
+      return rows_avx512<LoadQ6_K, kOneToken, kTo>;
   }
   return nullptr;
 }
 
-RowsFn rows_fn(DType dtype, Streaming one_token) {
-  return one_token == Streaming::kWholeRows ? rows_fn_streaming<Streaming::kWholeRows>(dtype)
-                                            : rows_fn_streaming<Streaming::kSegments>(dtype);
+RowsFn rows_fn(DType dtype, Streaming one_token, SegmentPrefetch prefetch) {
+  constexpr Streaming kWhole = Streaming::kWholeRows, kSegments = Streaming::kSegments;
+  constexpr SegmentPrefetch kL1 = SegmentPrefetch::kToL1, kL2 = SegmentPrefetch::kToL2;
+  if (one_token == kWhole) {
+    return prefetch == kL2 ? rows_fn_for<kWhole, kL2>(dtype) : rows_fn_for<kWhole, kL1>(dtype);
+  }
+  return prefetch == kL2 ? rows_fn_for<kSegments, kL2>(dtype) : rows_fn_for<kSegments, kL1>(dtype);
 }
 
 }  // namespace matmul_avx512

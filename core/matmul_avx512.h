@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/segment_prefetch.h"
 
 namespace speclab {
 namespace matmul_avx512 {
@@ -24,15 +25,16 @@ using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t r
 // or six at a time when long; with F32, F16 and BF16 weights also calls of 2 to 4 tokens, six
 // rows at a time: rows_whole). Every output has the same bits either way.
 enum class Streaming { kSegments, kWholeRows };
-// The kernel for weights of `dtype` (FP32 activations).
-RowsFn rows_fn(DType dtype, Streaming one_token);
+// The kernel for weights of `dtype` (FP32 activations); prefetch: where the column segments'
+// software prefetch puts the next segment's weights (core/segment_prefetch.h; no bit changes).
+RowsFn rows_fn(DType dtype, Streaming one_token, SegmentPrefetch prefetch);
 
 // BF16 weights dotted with vdpbf16ps against BF16-rounded activations packed by pack_bf16
-// (the opt-in avx512bf16 path). Same arguments as RowsFn; one_token: how a call of one token
-// reads the rows (as for rows_fn; every output has the same bits either way).
+// (the opt-in avx512bf16 path). Same arguments as RowsFn; one_token, prefetch: as for rows_fn
+// (every output has the same bits either way).
 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
                   const uint16_t* xb, int64_t xs, int64_t n_in, int64_t n_tokens,
-                  Streaming one_token);
+                  Streaming one_token, SegmentPrefetch prefetch);
 
 // The order of a full step's 32 values in the packed activations, as the kernel of a weight
 // dtype reads them: kNatural (column 32s + i at i), or kEvenOdd (the even columns 32s + 2j at

@@ -51,6 +51,7 @@
 #include <utility>
 
 #include "core/kquant_avx512.h"
+#include "core/segment_prefetch.h"
 
 namespace speclab {
 namespace matmul_vnni {
@@ -336,9 +337,9 @@ constexpr int kAccStride = kMaxTokens * 16;
 // A register tile of R rows x T tokens over the records [s0, s1) of one column segment (64-value
 // steps, or k-quant super-blocks), plus the lone last block of a row with an odd block count (at
 // step s1) when lone. first: start from zero, else from acc; the accumulators are parked in acc
-// afterwards (exactly: a store and a reload change no bit). pf: prefetch distance in bytes
-// (kPrefetch: none is issued without it).
-template <class L, int R, int T, bool kPrefetch = true>
+// afterwards (exactly: a store and a reload change no bit). pf: prefetch distance in bytes;
+// kPrefetch: into L1, into L2 or none (core/segment_prefetch.h).
+template <class L, int R, int T, TilePrefetch kPrefetch>
 SPECLAB_VNNI void tile(const uint8_t* row0, size_t row_bytes, const uint8_t* xq, int64_t xs,
                        int64_t s0, int64_t s1, bool lone, bool first, float* acc, int64_t pf) {
   __m512 a[R][T];
@@ -354,10 +355,9 @@ SPECLAB_VNNI void tile(const uint8_t* row0, size_t row_bytes, const uint8_t* xq,
     const uint8_t* p[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       p[r] = row0 + r * row_bytes + s * L::kUnitBytes;
-      if constexpr (kPrefetch) {
-        SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
-          _mm_prefetch(reinterpret_cast<const char*>(p[r] + pf + 64 * l), _MM_HINT_T0);
-        }
+      if constexpr (kPrefetch != TilePrefetch::kNone) {
+        SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++)
+            prefetch_line<kPrefetch>(p[r] + pf + 64 * l);
       }
     }
     if constexpr (L::kSuperBlocks) {
@@ -385,7 +385,7 @@ SPECLAB_VNNI void tile(const uint8_t* row0, size_t row_bytes, const uint8_t* xq,
 
 using TileFn = void (*)(const uint8_t*, size_t, const uint8_t*, int64_t, int64_t, int64_t, bool,
                         bool, float*, int64_t);
-template <class L, int R, bool kPrefetch = true, size_t... T>
+template <class L, int R, TilePrefetch kPrefetch, size_t... T>
 constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
   return {tile<L, R, static_cast<int>(T) + 1, kPrefetch>...};
 }
@@ -412,7 +412,8 @@ template <class L>
 SPECLAB_VNNI void rows_whole(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                              int n_rows, const uint8_t* xq, int64_t xs, int64_t n_records,
                              bool lone, int n_tokens) {
-  static constexpr auto kw = tiles<L, 1, false>(std::make_index_sequence<kWholeRowTokens>());
+  static constexpr auto kw =
+      tiles<L, 1, TilePrefetch::kNone>(std::make_index_sequence<kWholeRowTokens>());
   alignas(64) float acc[kMaxRows * kAccStride];
   for (int r = 0; r < n_rows; r++) {
     kw[n_tokens - 1](row0 + r * row_bytes, row_bytes, xq, xs, 0, n_records, lone, true,
@@ -429,7 +430,9 @@ SPECLAB_VNNI void rows_whole(float* out, int64_t n_out, const uint8_t* row0, siz
 // activations of one segment for up to 8 tokens (128 or 192 bytes per 64 values and token, 320
 // per 256 for k-quants) stay within kSegActBytes of L1, a row's weights of a segment within
 // kSegRowBytes, and the segments of a row are of about equal length; every step prefetches its
-// row's weights one segment ahead (from the last segment: the next work item's first).
+// row's weights one segment ahead (from the last segment: the next work item's first), into L1
+// or, on Zen 4, into L2 (core/segment_prefetch.h: there [8192, 3072] Q8_0 at 4 tokens took
+// 1.25-1.30 ms with the L1 target, 1.06 with L2; Q4_1 at 2 tokens 0.90 and 0.77-0.78).
 constexpr int64_t kSegActBytes = 16 << 10;
 constexpr int64_t kSegRowBytes = 1024;
 
@@ -444,12 +447,13 @@ int64_t segment_steps(int64_t k, int64_t record_bytes, size_t bytes_per_step, in
 // A work item (n_rows <= kMaxRows): per pass of up to 8 tokens, segment by segment, every row
 // tile (L::kTileRows rows, then single rows) with token groups [0, 4) and [4, k) while the
 // segment's weights are in L1; then the fixed horizontal sums.
-template <class L, bool kWholeRows = false>
+template <class L, bool kWholeRows, SegmentPrefetch kTo>
 SPECLAB_VNNI void rows_vnni(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                             int n_rows, const uint8_t* xq, int64_t xs, int64_t n_in,
                             int64_t n_tokens) {
-  static constexpr auto kr = tiles<L, L::kTileRows>(std::make_index_sequence<4>());
-  static constexpr auto k1 = tiles<L, 1>(std::make_index_sequence<4>());
+  static constexpr auto kr =
+      tiles<L, L::kTileRows, tile_prefetch(kTo)>(std::make_index_sequence<4>());
+  static constexpr auto k1 = tiles<L, 1, tile_prefetch(kTo)>(std::make_index_sequence<4>());
   alignas(64) float acc[kMaxRows * kAccStride];
   // Records: 64-value steps (the last one possibly a lone block) or k-quant super-blocks.
   const int64_t n_blocks = n_in / kQuantBlock;
@@ -610,26 +614,28 @@ SPECLAB_VNNI void pack(uint8_t* dst, const float* x, int64_t n_tokens, int64_t n
 }
 
 // kWholeRows: one token, and calls of a few whose records fit, as rows_whole.
-template <bool kWholeRows>
+template <bool kWholeRows, SegmentPrefetch kTo>
 RowsFn rows_for(DType dtype) {
   switch (dtype) {
     case DType::Q8_0:
-      return rows_vnni<LoadQ8_0, kWholeRows>;
+      return rows_vnni<LoadQ8_0, kWholeRows, kTo>;
     case DType::Q4_0:
-      return rows_vnni<LoadQ4<false>, kWholeRows>;
+      return rows_vnni<LoadQ4<false>, kWholeRows, kTo>;
     case DType::Q4_1:
-      return rows_vnni<LoadQ4<true>, kWholeRows>;
+      return rows_vnni<LoadQ4<true>, kWholeRows, kTo>;
     case DType::Q4_K:
-      return rows_vnni<LoadQ4_K, kWholeRows>;
+      return rows_vnni<LoadQ4_K, kWholeRows, kTo>;
     case DType::Q6_K:
-      return rows_vnni<LoadQ6_K, kWholeRows>;
+      return rows_vnni<LoadQ6_K, kWholeRows, kTo>;
     default:
       return nullptr;
   }
 }
 
-RowsFn rows_fn(DType dtype, bool whole_rows) {
-  return whole_rows ? rows_for<true>(dtype) : rows_for<false>(dtype);
+RowsFn rows_fn(DType dtype, bool whole_rows, SegmentPrefetch prefetch) {
+  constexpr SegmentPrefetch kL1 = SegmentPrefetch::kToL1, kL2 = SegmentPrefetch::kToL2;
+  if (whole_rows) return prefetch == kL2 ? rows_for<true, kL2>(dtype) : rows_for<true, kL1>(dtype);
+  return prefetch == kL2 ? rows_for<false, kL2>(dtype) : rows_for<false, kL1>(dtype);
 }
 
 }  // namespace matmul_vnni

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/segment_prefetch.h"
 
 namespace speclab {
 namespace matmul_vnni {
@@ -69,8 +70,9 @@ using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t r
 // The kernel for weights of `dtype` (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K); null for any other dtype.
 // whole_rows: a call of one token reads each row whole, without software prefetch, instead of in
 // prefetched column segments, and so does a call of up to 4 tokens whose records for one row take
-// at most 16 KB (the same bits either way).
-RowsFn rows_fn(DType dtype, bool whole_rows);
+// at most 16 KB (the same bits either way). prefetch: where the column segments' software
+// prefetch puts the next segment's weights (core/segment_prefetch.h; no bit changes).
+RowsFn rows_fn(DType dtype, bool whole_rows, SegmentPrefetch prefetch);
 
 }  // namespace matmul_vnni
 }  // namespace speclab

@@ -205,6 +205,10 @@ int main(int argc, char** argv) {
                  speclab::matmul_one_token_streaming(d);
   }
   benchmark::AddCustomContext("matmul_one_token_streaming", streaming);
+  // Where column segments prefetch the next segment's weights (core/cpu_matmul.h, MatmulPrefetch).
+  std::fprintf(stderr, "segments prefetch the next segment's weights into: %s\n",
+               speclab::matmul_segment_prefetch());
+  benchmark::AddCustomContext("matmul_segment_prefetch", speclab::matmul_segment_prefetch());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -53,6 +53,9 @@ def main(path):
     out.append(f"matmul path: {run['context'].get('matmul_isa', '?')}")
     if "matmul_one_token_streaming" in ctx:
         out.append(f"one-token products read rows as: {ctx['matmul_one_token_streaming']}")
+    if "matmul_segment_prefetch" in ctx:
+        out.append("column segments prefetch the next segment's weights into: "
+                   f"{ctx['matmul_segment_prefetch']}")
     out.append("")
     out.append("| decode (k = 1) | weights MB | ms/token | tokens/s | GB/s | % of bandwidth "
                "| % of a paired read |")

@@ -403,6 +403,56 @@ TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream)
   }
 }
 
+// Products over prefetched column segments give the same bits whether the software prefetch
+// puts the next segment's weights into L1 or into L2 only (MatmulPrefetch), on 1 and 2 threads,
+// for every fused dtype and token counts that take every segment kernel: 1 (forced to
+// segments), 2 to 8 (passes of 8: 4 x 4 tiles in two groups), 9 and 17 (passes of 12 in groups
+// of 6); and are held to the reference. The avx512bf16 and avx512vnni paths have their own
+// segment kernels (vdpbf16ps, the int8 dot products), covered by the same calls; the generic
+// and avx2 paths ignore the setting ("n/a").
+TEST_P(CpuMatmulPaths, SegmentProductsHaveTheSameBitsWhereverThePrefetchPutsTheWeights) {
+  const MatrixCase cases[] = {{DType::BF16, 1051}, {DType::BF16, 3072}, {DType::F32, 1031},
+                              {DType::F16, 1056},  {DType::Q8_0, 1056}, {DType::Q4_0, 1056},
+                              {DType::Q4_1, 1056}, {DType::Q4_K, 2304}, {DType::Q6_K, 2304}};
+  const int64_t n_out = 33;
+  const int64_t token_counts[] = {1, 2, 3, 5, 8, 9, 17};
+  matmul_force_streaming(MatmulStreaming::kSegments);
+  for (const MatrixCase& c : cases) {
+    OwnedWeights w = random_weights(c.dtype, n_out, c.n_in, 95);
+    const std::vector<float> x = random_activations(17 * c.n_in, 96);
+    for (int64_t n : token_counts) {
+      const std::string what = std::string(dtype_name(c.dtype)) +
+                               " n_in=" + std::to_string(c.n_in) + " n_tokens=" + std::to_string(n);
+      for (int threads : {1, 2}) {
+        threads_set(threads);
+        std::vector<float> to_l1(n * n_out, NAN), to_l2(n * n_out, NAN);
+        matmul_force_prefetch(MatmulPrefetch::kToL1);
+        matmul_weights(to_l1.data(), x.data(), w.view, n);
+        const std::string l1_name = matmul_segment_prefetch();
+        matmul_force_prefetch(MatmulPrefetch::kToL2);
+        matmul_weights(to_l2.data(), x.data(), w.view, n);
+        const std::string l2_name = matmul_segment_prefetch();
+        matmul_force_prefetch(MatmulPrefetch::kDefault);
+        if (l1_name != "n/a") {
+          EXPECT_EQ(l1_name, "L1") << what;
+          EXPECT_EQ(l2_name, "L2") << what;
+        }
+        for (int64_t i = 0; i < n * n_out; i++) {
+          EXPECT_EQ(std::memcmp(&to_l1[i], &to_l2[i], sizeof(float)), 0)
+              << what << " threads=" << threads << " token " << i / n_out << " row " << i % n_out
+              << ": " << to_l1[i] << " into L1, " << to_l2[i] << " into L2";
+        }
+        std::vector<float> ref(n * n_out);
+        reference_as_path(ref.data(), std::vector<float>(x.begin(), x.begin() + n * c.n_in), w.view,
+                          n);
+        expect_close(to_l2, ref, what + " into L2");
+      }
+    }
+  }
+  matmul_force_streaming(MatmulStreaming::kDefault);
+  threads_set(0);
+}
+
 // The step team's work items (matmul_items, any split of the items among threads, activations
 // packed once per kind and reused across matrices) give matmul_weights' bits for 1..16 tokens.
 TEST_P(CpuMatmulPaths, WorkItemsGiveMatmulWeightsBits) {
