@@ -575,49 +575,36 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
 // at 2048 and 3072 columns and 25-27 at 8192, where 4, 8 and 12 rows at a time read 38-48 (and
 // 29-43 at 3072); software prefetch at any distance and any hint was slower. Q4_0 / Q4_1,
 // whose dequantization costs more per byte, were 10% slower this way.
-// Calls of 2 to kWholeRowTokens tokens (a verification of a few drafts) of the float formats
-// (kWholeRowsForFewTokens: F32, F16, BF16, whose weight vector is one load and at most one
-// instruction) read rows whole too, kLongRowTile rows at a time: each activation vector of
-// the k tokens (8-48 KB per row on the Llama shapes, read from L1 or L2) serves 6 rows. One
-// row at a time reread the activations per row (1B k = 4: 147-170 ms against 99-114 in
-// segments), 4 rows at a time was level with segments; Q8_0 (a scale per block and row: 6
-// rows do not fit the registers) was 10-20% slower than segments. The measurements:
+// Calls of 2 to 4 tokens (a verification of a few drafts) of F32, F16 and BF16 weights read
+// rows whole too, 6 at a time, while the segments prefetched into L1 (faster then: 3B T(4)
+// 204-222 ms against 241-290); since the segments prefetch into L2 on Zen 4, they verify 2 and
+// 4 tokens faster than whole rows (3B T(2) 221-226 ms against 237-293, 1B 68-89 against
+// 86-114), so more than one token always takes segments. The measurements:
 // docs/cpu-kernels.md "How a one-token product streams the rows".
 constexpr int64_t kWholeRowActBytes = 16 << 10;
 constexpr int kLongRowTile = 6;
-constexpr int kWholeRowTokens = 4;
 static_assert(kRowBlock % kLongRowTile == 0);
 
-template <class L>
-constexpr bool kWholeRowsForFewTokens =
-    std::is_same_v<L, LoadF32> || std::is_same_v<L, LoadF16> || std::is_same_v<L, LoadBF16>;
-
-// n_tokens <= kWholeRowTokens tokens, rows whole (above); x packed as for rows_passes (step s
-// of token t at x + s * xs + 32 * t). acc: row r, token t at acc + r * kStride + 16 * t.
+// One token, rows whole (above); x packed as for rows_passes (step s at x + s * xs).
 template <class L>
 SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
-                               int n_rows, const float* x, int64_t xs, int64_t n_in,
-                               int64_t n_tokens) {
-  static constexpr int64_t kStride = 16 * kWholeRowTokens;
-  static constexpr auto w6 = tiles<L, kLongRowTile, kStride, TilePrefetch::kNone>(
-      std::make_index_sequence<kWholeRowTokens>());
-  static constexpr auto w1 =
-      tiles<L, 1, kStride, TilePrefetch::kNone>(std::make_index_sequence<kWholeRowTokens>());
-  alignas(64) float acc[kRowBlock * kStride];
+                               int n_rows, const float* x, int64_t xs, int64_t n_in) {
+  static constexpr int64_t kStride = 16;  // acc: row r at acc + r * kStride
   const int64_t n32 = n_in / 32 * 32, n16 = n_in / 16 * 16;
   const bool half_tail = n16 > n32;
-  const int k = static_cast<int>(n_tokens);
-  const bool six_rows = k > 1 || 4 * n_in > kWholeRowActBytes;
+  alignas(64) float acc[kRowBlock * kStride];
   int r = 0;
-  for (; six_rows && r + kLongRowTile <= n_rows; r += kLongRowTile) {
-    w6[k - 1](row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride,
-              0);
+  if (4 * n_in > kWholeRowActBytes) {
+    for (; r + kLongRowTile <= n_rows; r += kLongRowTile) {
+      tile<L, kLongRowTile, 1, kStride, TilePrefetch::kNone>(
+          row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride, 0);
+    }
   }
   for (; r < n_rows; r++) {
-    w1[k - 1](row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride,
-              0);
+    tile<L, 1, 1, kStride, TilePrefetch::kNone>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32,
+                                                half_tail, true, acc + r * kStride, 0);
   }
-  finish_outputs<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, k, acc, kStride);
+  finish_outputs<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, 1, acc, kStride);
 }
 
 // Up to kMaxTokens tokens: passes of 8 as two groups of 4 x 4 tiles (above). More tokens (a
@@ -626,15 +613,13 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
 // Measured on the Zen 5 machine, [8192, 3072] BF16, 2 threads, interleaved, two rounds: k = 32
 // at 341-355 GFLOP/s with passes of 8, 374-388 with passes of 12 (18 or 24 tokens per pass of
 // groups of 6: no better, 357-376 and 327-376); Q8_0 and Q4_1 unchanged within 3%.
-// kWholeRows: one token, and up to kWholeRowTokens of the float formats, as rows_whole.
+// kWholeRows: one token as rows_whole.
 template <class L, Streaming kOneToken, SegmentPrefetch kTo>
 SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                 int n_rows, const float* x, int64_t xs, int64_t n_in,
                                 int64_t n_tokens) {
-  const bool whole = kOneToken == Streaming::kWholeRows &&
-                     (n_tokens == 1 || (kWholeRowsForFewTokens<L> && n_tokens <= kWholeRowTokens));
-  if (whole) {
-    rows_whole<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
+  if (kOneToken == Streaming::kWholeRows && n_tokens == 1) {
+    rows_whole<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in);
   } else if (n_tokens <= kMaxTokens) {
     rows_passes<L, kMaxTokens, 4, kTo>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else {

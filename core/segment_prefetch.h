@@ -3,11 +3,11 @@
 // A tile over column segments (core/matmul_avx512.cpp, core/matmul_vnni.cpp) prefetches the
 // weights its rows need one segment later. prefetcht0 brings each line into L1 (and L2);
 // prefetcht1 into L2 only, where the core's demand loads pick it up a segment later. On the Zen 4
-// guest the L1 target was the slower one once a call does several products per weight (5 to 8
-// tokens, the int8 path at 2 to 4): a prefetch into L1 holds one of the L1's few miss buffers
-// until its line arrives, so the prefetches and the loads of the tile's own data queue behind
-// each other, and the call took the time of its reads plus its arithmetic instead of the larger
-// of the two ([8192, 3072] BF16 at 8 tokens: 2.34-2.38 ms against 2.03-2.14 into L2;
+// guest the L1 target was the slower one once a call does several products per weight (2 to 8
+// tokens, and the 4-bit formats' one-token products): a prefetch into L1 holds one of the L1's few
+// miss buffers until its line arrives, so the prefetches and the loads of the tile's own data queue
+// behind each other, and the call took the time of its reads plus its arithmetic instead of the
+// larger of the two ([8192, 3072] BF16 at 8 tokens: 2.34-2.38 ms against 2.03-2.14 into L2;
 // docs/cpu-kernels.md "Software prefetch into L1 or L2"). No output changes a bit with the target.
 #pragma once
 

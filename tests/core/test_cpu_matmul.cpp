@@ -353,10 +353,10 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
 // A one-token product (a decode or draft step) gives the same bits whichever way the avx512
 // path streams the rows (MatmulStreaming: 4-row tiles over prefetched segments, or each row
 // whole), on 1 and 2 threads, for every fused dtype; and is held to the reference. So do calls
-// of 2 to 5 tokens (a verification of a few drafts), which the avx512 path also reads whole for
-// F32, F16 and BF16 weights (up to 4 tokens, 6 rows at a time) and the int8 path (avx512vnni)
-// while a row's records for all the tokens fit in 16 KB (up to 4 tokens: with 1056 columns
-// every int8 dtype does, with 2304 Q4_K does; with 4352 Q6_K up to 3, with 4128 Q8_0 only one).
+// of 2 to 5 tokens (a verification of a few drafts), which the avx512bf16 path reads whole (up
+// to 6 tokens) and the int8 path (avx512vnni) while a row's records for all the tokens fit in
+// 16 KB (up to 4 tokens: with 1056 columns every int8 dtype does, with 2304 Q4_K does; with
+// 4352 Q6_K up to 3, with 4128 Q8_0 only one); on the avx512 path they take segments either way.
 // The other paths ignore the setting. 33 rows: two full work items of 12 and one of 9 (a 6-row
 // tile of long rows and 3 rows alone); columns as above (a scalar tail, a half step at the end
 // of even/odd BF16 rows at 1051, whole k-quant super-blocks) and rows long enough (more than
