@@ -398,8 +398,8 @@ SPECLAB_AVX512 __attribute__((always_inline)) inline void park_tile(const __m512
 // One register tile, R rows x T tokens, over the 32-column steps [i0, i1) of one segment,
 // plus the 16-column slice at i1 when half_tail (float rows with n_in % 32 >= 16, last
 // segment). first: start from zero, else from acc. pf: prefetch distance in bytes; kPrefetch:
-// into L1, into L2 or none (core/segment_prefetch.h). acc: row r token t at acc + r * kStride + 16
-// * t.
+// into L1, into L2 or none (core/segment_prefetch.h).
+// acc: row r token t at acc + r * kStride + 16 * t.
 template <class L, int R, int T, int64_t kStride, TilePrefetch kPrefetch>
 SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, int64_t xs,
                          int64_t i0, int64_t i1, bool half_tail, bool first, float* acc,
