@@ -177,14 +177,21 @@ MatmulStreaming default_streaming(DType dtype, bool int8) {
                                             : MatmulStreaming::kSegments;
 }
 
+// A per-run setting named in the environment variable `var`: `a` for the name `name_a`, `b` for
+// `name_b`; unset or anything else: Setting::kDefault.
+template <class Setting>
+Setting env_setting(const char* var, const char* name_a, Setting a, const char* name_b, Setting b) {
+  const char* env = std::getenv(var);
+  if (env != nullptr && std::strcmp(env, name_a) == 0) return a;
+  if (env != nullptr && std::strcmp(env, name_b) == 0) return b;
+  return Setting::kDefault;
+}
+
 // SPECLAB_MATMUL_STREAM=rows|segments sets the streaming of one-token products for a whole run
 // (as matmul_force_streaming does for tests); unset or anything else: the default per dtype.
 MatmulStreaming env_streaming() {
-  const char* env = std::getenv("SPECLAB_MATMUL_STREAM");
-  if (env == nullptr) return MatmulStreaming::kDefault;
-  if (std::strcmp(env, "rows") == 0) return MatmulStreaming::kWholeRows;
-  if (std::strcmp(env, "segments") == 0) return MatmulStreaming::kSegments;
-  return MatmulStreaming::kDefault;
+  return env_setting("SPECLAB_MATMUL_STREAM", "rows", MatmulStreaming::kWholeRows, "segments",
+                     MatmulStreaming::kSegments);
 }
 
 MatmulStreaming g_streaming = MatmulStreaming::kDefault;  // set by matmul_force_streaming
@@ -208,11 +215,8 @@ SegmentPrefetch default_prefetch() {
 // SPECLAB_MATMUL_PREFETCH=l1|l2 sets it for a whole run (as matmul_force_prefetch does for
 // tests); unset or anything else: the default.
 MatmulPrefetch env_prefetch() {
-  const char* env = std::getenv("SPECLAB_MATMUL_PREFETCH");
-  if (env == nullptr) return MatmulPrefetch::kDefault;
-  if (std::strcmp(env, "l1") == 0) return MatmulPrefetch::kToL1;
-  if (std::strcmp(env, "l2") == 0) return MatmulPrefetch::kToL2;
-  return MatmulPrefetch::kDefault;
+  return env_setting("SPECLAB_MATMUL_PREFETCH", "l1", MatmulPrefetch::kToL1, "l2",
+                     MatmulPrefetch::kToL2);
 }
 
 MatmulPrefetch g_prefetch = MatmulPrefetch::kDefault;  // set by matmul_force_prefetch
@@ -434,6 +438,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     // (<= 16 tokens) is one chunk and reads each weight once. The chunking changes no sum.
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
     const matmul_avx512::Streaming bf16_streaming = bf16dot_streaming();
+    const SegmentPrefetch bf16_prefetch = segment_prefetch();
     const matmul_avx512::StepOrder order = matmul_avx512::step_order(w.dtype);
     const int64_t chunk = token_chunk(n_in);
     const int64_t n_steps = (n_in + 31) / 32;
@@ -493,7 +498,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
             matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp_t + offset, xs, n_in,
-                                        n_chunk, bf16_streaming, segment_prefetch());
+                                        n_chunk, bf16_streaming, bf16_prefetch);
           } else {
             fused(o, n_out, row0, row_bytes, n_rows, xfp_t + offset, xs, n_in, n_chunk);
           }
@@ -600,6 +605,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
   if (fused != nullptr) {
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
     const matmul_avx512::Streaming bf16_streaming = bf16dot_streaming();
+    const SegmentPrefetch bf16_prefetch = segment_prefetch();
     const int64_t n_steps = (n_in + 31) / 32;
     const size_t packed = static_cast<size_t>(chunk * n_steps * 32);
     if (bf16_dot && !a.packed_[MatmulActivations::kBf16]) {
@@ -622,8 +628,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
       if (bf16_dot) {
         matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
-                                    n_tokens * 32, n_in, n_tokens, bf16_streaming,
-                                    segment_prefetch());
+                                    n_tokens * 32, n_in, n_tokens, bf16_streaming, bf16_prefetch);
       } else {
         fused(out + r0, n_out, row0, row_bytes, n_rows, f32.data(), n_tokens * 32, n_in, n_tokens);
       }

@@ -411,10 +411,8 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
   for (int64_t iu = i0; iu < i1; iu += 32 * L::kUnitSteps) {
     typename L::Unit u[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
-      if constexpr (kPrefetch != TilePrefetch::kNone) {
-        SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
-          prefetch_line<kPrefetch>(row[r] + L::offset(iu) + pf + 64 * l);
-        }
+      SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
+        prefetch_line<kPrefetch>(row[r] + L::offset(iu) + pf + 64 * l);  // (kNone: nothing)
       }
       u[r] = L::unit(row[r], iu);
     }

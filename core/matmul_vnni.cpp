@@ -355,9 +355,8 @@ SPECLAB_VNNI void tile(const uint8_t* row0, size_t row_bytes, const uint8_t* xq,
     const uint8_t* p[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
       p[r] = row0 + r * row_bytes + s * L::kUnitBytes;
-      if constexpr (kPrefetch != TilePrefetch::kNone) {
-        SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++)
-            prefetch_line<kPrefetch>(p[r] + pf + 64 * l);
+      SPECLAB_UNROLL for (int l = 0; l < L::kLines; l++) {
+        prefetch_line<kPrefetch>(p[r] + pf + 64 * l);  // (kNone: nothing)
       }
     }
     if constexpr (L::kSuperBlocks) {
