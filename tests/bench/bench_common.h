@@ -39,6 +39,14 @@ double bench_weight_bytes(const LlamaModel& m);
 // 2-10% more time than the decode on a Zen 4 guest): the fastest plain read of the decode's very
 // bytes, from the same pages, at the same moment. Returns the seconds it took.
 double bench_read_weights_seconds(const LlamaModel& m);
+// The same read of any tensors, in turn, in one parallel region.
+double bench_read_tensors_seconds(const std::vector<const TensorView*>& tensors);
+// The read rate from which a paired read counts as the run's fast memory state: 0.85 of the rate
+// that a tenth of the run's paired reads reached (their 90th percentile, so that one stray fast
+// read does not define the state). On the Zen 4 guest, whose reads flip between 23-36 and 40-58
+// GB/s, that separates the two states whenever a tenth of the reads found the fast one; on a
+// steady machine nearly every read qualifies. rates: each paired read's bytes/s (not empty).
+double bench_fast_state_threshold(std::vector<double> rates);
 // Multiply-add FLOPs of the weight matrices for one token: 2 * weight parameters.
 double bench_weight_flops_per_token(const LlamaModel& m);
 

@@ -3,8 +3,9 @@
 //                              bytes/s, bw_frac = weight bytes/s over the measured read
 //                              bandwidth (the napkin limit: tokens/s <= bandwidth / bytes).
 //   BM_DecodeByMemoryState/<model>  BM_Decode's paired reads over 60 tokens, split by the
-//                              memory state each token's read found (the run's fastest or
-//                              not): read_frac_fast, read_frac_rest, fast_read_GBps.
+//                              memory state each token's read found (the run's fast state,
+//                              bench_fast_state_threshold, or not): read_frac_fast,
+//                              read_frac_rest, fast_read_GBps.
 //   BM_Verify/<model>/<k>      k tokens per call (verifying k - 1 drafts plus one), all k rows
 //                              of logits; counter T_k/T_1 against 1-token calls interleaved
 //                              with them.
@@ -89,17 +90,11 @@ void BM_Decode(benchmark::State& state, const std::string& spec) {
   state.SetLabel(matmul_isa());
 }
 
-// A token's paired read counts as the run's fastest memory state when it ran at least this
-// share of the fastest paired read's rate. On the Zen 4 guest the two states' reads were
-// 23-36 and 40-58 GB/s, so 0.85 of the fastest separates them; on a steady machine almost
-// every token qualifies and the split changes nothing.
-constexpr double kFastStateShare = 0.85;
-
 // The decode's fraction of a paired read within each memory state: on a machine whose memory
 // flips between a slow and a fast state (the Zen 4 guest, docs/findings.md), read_frac over
 // all tokens averages a decode that keeps up with the slow state and one that may not keep up
 // with the fast one. Every token is paired with its read as in BM_Decode; the tokens whose
-// read ran at >= kFastStateShare of the run's fastest are the fast state, the rest the others.
+// read ran at >= bench_fast_state_threshold are the fast state, the rest the others.
 void BM_DecodeByMemoryState(benchmark::State& state, const std::string& spec) {
   threads_set(2);
   const LlamaModel& model = bench_model(spec);
@@ -110,15 +105,15 @@ void BM_DecodeByMemoryState(benchmark::State& state, const std::string& spec) {
   std::vector<DecodeAndRead> tokens;
   for (auto _ : state) tokens.push_back(decode_one_and_read(state, runner, model, &token));
   const double bytes = bench_weight_bytes(model);
-  double fastest = 0.0, slowest = 0.0;
-  for (const DecodeAndRead& t : tokens) {
-    fastest = std::max(fastest, bytes / t.read);
-    slowest = slowest == 0.0 ? bytes / t.read : std::min(slowest, bytes / t.read);
-  }
+  std::vector<double> rates;
+  for (const DecodeAndRead& t : tokens) rates.push_back(bytes / t.read);
+  const double threshold = bench_fast_state_threshold(rates);
+  const double fastest = *std::max_element(rates.begin(), rates.end());
+  const double slowest = *std::min_element(rates.begin(), rates.end());
   double fast_decode = 0.0, fast_read = 0.0, rest_decode = 0.0, rest_read = 0.0;
   std::vector<double> fast_rates;
   for (const DecodeAndRead& t : tokens) {
-    if (bytes / t.read >= kFastStateShare * fastest) {
+    if (bytes / t.read >= threshold) {
       fast_decode += t.decode;
       fast_read += t.read;
       fast_rates.push_back(bytes / t.read);

@@ -124,10 +124,10 @@ double bench_weight_bytes(const LlamaModel& m) {
   return bytes;
 }
 
-double bench_read_weights_seconds(const LlamaModel& m) {
+double bench_read_tensors_seconds(const std::vector<const TensorView*>& tensors) {
   const ReadProbe probe = bench_read_probes().best.probe;
   std::vector<ReadRange> ranges;
-  for (const TensorView* w : weight_matrices(m)) {
+  for (const TensorView* w : tensors) {
     const uintptr_t begin = reinterpret_cast<uintptr_t>(w->data);
     const uintptr_t aligned = (begin + 63) / 64 * 64;
     const uintptr_t end = begin + static_cast<uintptr_t>(w->nbytes);
@@ -141,6 +141,15 @@ double bench_read_weights_seconds(const LlamaModel& m) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   benchmark::DoNotOptimize(sink);
   return seconds;
+}
+
+double bench_fast_state_threshold(std::vector<double> rates) {
+  std::sort(rates.begin(), rates.end());
+  return 0.85 * rates[rates.size() * 9 / 10];
+}
+
+double bench_read_weights_seconds(const LlamaModel& m) {
+  return bench_read_tensors_seconds(weight_matrices(m));
 }
 
 double bench_weight_flops_per_token(const LlamaModel& m) {

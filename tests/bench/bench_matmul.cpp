@@ -8,6 +8,9 @@
 //   BM_MatmulDown/<dtype>/<k>  the same on [3072, 8192] matrices (the 3B MLP's down
 //                          projection: rows of 8192 columns, whose FP32 activations, 32 KB,
 //                          fill a 32 KB L1 by themselves)
+//   BM_OneTokenByRowLength  one-token BF16 products of 2048, 3072, 4096 and 8192-column rows,
+//                          each pass paired with a read of the same bytes and split by the
+//                          memory state that read found (see the function)
 //   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
 //                          (robust to other jobs on a shared machine): GB/s of weights one core
 //                          streams, against BM_ReadOneCore (a plain AVX-512 read of
@@ -26,7 +29,11 @@
 #pragma GCC diagnostic pop
 #endif
 
+#include <algorithm>
+#include <chrono>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/cpu_matmul.h"
@@ -111,6 +118,98 @@ BENCHMARK(BM_MatmulDown)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime()
     ->MinTime(0.3);
+
+// One-token BF16 products by row length, each pass over a set of matrices paired with a plain
+// read of the same bytes (bench_read_tensors_seconds), the row lengths in turn within every
+// iteration so that a machine whose memory speed flips meets all of them alike. A pass counts as
+// the run's fast memory state when its read ran at >= bench_fast_state_threshold of the run's
+// reads (as BM_DecodeByMemoryState). Why: on the Zen 4 guest the 3B decode (3072-column rows) kept
+// up with its paired read less well than the 1B's (2048), and the row length is the difference: a
+// one-token product reads its row's FP32 activations (4 bytes a column: 8, 12, 16 KB) from L1
+// beside the streaming weights, while the BF16 weights are 2 bytes a column.
+// Counters per row length C: frac_fast_C, frac_rest_C (reads over products, summed; 0 when no
+// pass was in that state), gbps_fast_C (the products' rate in the fast state), n_fast_C.
+constexpr int64_t kRowLengths[] = {2048, 3072, 4096, 8192};
+constexpr int64_t kRowLengthMatrixBytes = 48 << 20;  // each matrix; 12 per set (576 MB)
+constexpr int kRowLengthSetMatrices = 12;
+
+void BM_OneTokenByRowLength(benchmark::State& state) {
+  threads_set(2);
+  constexpr int kShapes = static_cast<int>(std::size(kRowLengths));
+  std::vector<std::vector<std::unique_ptr<LlamaModel>>> sets(kShapes);
+  std::vector<std::vector<const TensorView*>> tensors(kShapes);
+  for (int s = 0; s < kShapes; s++) {
+    const int64_t cols = kRowLengths[s];
+    LlamaConfig config;  // the synthetic generator, for embedding-sized matrices only
+    config.vocab_size = kRowLengthMatrixBytes / dtype_row_bytes(DType::BF16, cols);
+    config.dim = cols;
+    config.n_layers = 0;
+    config.tie_embeddings = true;
+    config.max_seq_len = 1;
+    config.n_heads = config.n_kv_heads = 1;
+    config.head_dim = 2;
+    for (int i = 0; i < kRowLengthSetMatrices; i++) {
+      sets[s].push_back(llama_make_random(config, DType::BF16, 300 + 20 * s + i));
+      tensors[s].push_back(&sets[s].back()->weights.tok_embeddings);
+    }
+  }
+  std::vector<float> x(kRowLengths[kShapes - 1]), out(kRowLengthMatrixBytes / 2 / kRowLengths[0]);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  struct Pass {
+    int shape;
+    double product, read;
+  };
+  std::vector<Pass> passes;
+  int64_t iteration = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < kShapes; j++) {
+      const int s = static_cast<int>((j + iteration) % kShapes);
+      const auto a = std::chrono::steady_clock::now();
+      for (const TensorView* w : tensors[s]) matmul_weights(out.data(), x.data(), *w, 1);
+      benchmark::DoNotOptimize(out.data());
+      const double product =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+      passes.push_back({s, product, bench_read_tensors_seconds(tensors[s])});
+    }
+    iteration++;
+  }
+  double set_bytes[kShapes], fastest = 0.0;
+  for (int s = 0; s < kShapes; s++) {
+    set_bytes[s] = 0.0;
+    for (const TensorView* w : tensors[s]) set_bytes[s] += static_cast<double>(w->nbytes);
+  }
+  std::vector<double> rates;
+  for (const Pass& p : passes) {
+    rates.push_back(set_bytes[p.shape] / p.read);
+    fastest = std::max(fastest, rates.back());
+  }
+  const double threshold = bench_fast_state_threshold(rates);
+  for (int s = 0; s < kShapes; s++) {
+    double fast_product = 0.0, fast_read = 0.0, rest_product = 0.0, rest_read = 0.0;
+    int n_fast = 0;
+    for (const Pass& p : passes) {
+      if (p.shape != s) continue;
+      if (set_bytes[s] / p.read >= threshold) {
+        fast_product += p.product;
+        fast_read += p.read;
+        n_fast++;
+      } else {
+        rest_product += p.product;
+        rest_read += p.read;
+      }
+    }
+    const std::string c = std::to_string(kRowLengths[s]);
+    state.counters["frac_fast_" + c] = fast_product > 0 ? fast_read / fast_product : 0.0;
+    state.counters["frac_rest_" + c] = rest_product > 0 ? rest_read / rest_product : 0.0;
+    state.counters["gbps_fast_" + c] =
+        fast_product > 0 ? set_bytes[s] * n_fast / fast_product / 1e9 : 0.0;
+    state.counters["n_fast_" + c] = n_fast;
+  }
+  state.counters["fastest_read_GBps"] = fastest / 1e9;
+  state.counters["fast_state_from_GBps"] = threshold / 1e9;
+  state.SetLabel(matmul_isa());
+}
+BENCHMARK(BM_OneTokenByRowLength)->Iterations(60)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // One token through each matrix shape of the Llama-3.2-1B forward (q/o [2048, 2048], k/v [512,
 // 2048], gate/up [8192, 2048], down [2048, 8192], head [128256, 2048]): short rows and small

@@ -87,6 +87,23 @@ def main(path):
                        f"{paired_note(b['read_frac_fast'], False)} | {rest} | "
                        f"{b['read_rate_spread']:.2f} |")
         out.append("")
+    by_length = [b for (family, model, arg), b in rows.items() if family == "BM_OneTokenByRowLength"]
+    if by_length:
+        b = by_length[0]
+        lengths = sorted(int(k[len("frac_fast_"):]) for k in b if k.startswith("frac_fast_"))
+        out.append(f"| one-token BF16 products by row length (fast state: reads from "
+                   f"{b.get('fast_state_from_GBps', 0):.1f} GB/s, fastest "
+                   f"{b['fastest_read_GBps']:.1f}) | "
+                   + " | ".join(f"{c} columns" for c in lengths) + " |")
+        out.append("| --- |" + " ---: |" * len(lengths))
+        for state, key in (("% of a paired read: fast state", "frac_fast_"),
+                           ("% of a paired read: other passes", "frac_rest_")):
+            cells = [f"{100 * b[key + str(c)]:.0f}%" if b[key + str(c)] > 0 else "-"
+                     for c in lengths]
+            out.append(f"| {state} | " + " | ".join(cells) + " |")
+        out.append("| fast-state passes | " +
+                   " | ".join(f"{b['n_fast_' + str(c)]:.0f}" for c in lengths) + " |")
+        out.append("")
     verify, ratio, batched = {}, {}, {}
     for (family, model, arg), b in rows.items():
         if family == "BM_BatchedForward32":
@@ -232,11 +249,11 @@ def targets_table(decode, verify, ratio, bw, batched=None, states=None):
                          paired_note(paired, cached),
                          need <= paired <= 1 and not cached))
         if model in states and not cached:
-            # The fastest memory state the run saw: on a flipping machine the paired read over
+            # The fast memory state the run saw: on a flipping machine the paired read over
             # all tokens averages it with the slow state, where keeping up is easier.
             b = states[model]
             frac = b["read_frac_fast"]
-            rows.append((f"{model} decode in the run's fastest memory state, % of a paired read",
+            rows.append((f"{model} decode in the run's fast memory state, % of a paired read",
                          f">= {need:.0%}",
                          f"{paired_note(frac, False)} ({b['fast_tokens']:.0f} of "
                          f"{b['tokens']:.0f} tokens, reads {b['fast_read_GBps']:.1f} GB/s)",
