@@ -43,6 +43,12 @@ std::vector<int32_t> prompt_tokens(int64_t n, int64_t vocab) {
   return p;
 }
 
+// The kPrompt-token prompt through a fresh runner: the cache the timed tokens attend to.
+void fill_prompt(LlamaRunner& runner) {
+  const std::vector<int32_t> prompt = prompt_tokens(kPrompt, runner.vocab());
+  runner.forward(prompt.data(), kPrompt, true);
+}
+
 // One decoded token and the plain read of the same weights right after it, in seconds.
 struct DecodeAndRead {
   double decode = 0.0;
@@ -73,8 +79,7 @@ void BM_Decode(benchmark::State& state, const std::string& spec) {
   threads_set(2);
   const LlamaModel& model = bench_model(spec);
   LlamaRunner runner(model, kContext);
-  const std::vector<int32_t> prompt = prompt_tokens(kPrompt, runner.vocab());
-  runner.forward(prompt.data(), kPrompt, true);
+  fill_prompt(runner);
   int32_t token = 1;
   // read_frac = the paired reads' time over the decodes', summed over the iterations.
   double t_decode = 0.0, t_read = 0.0;
@@ -99,8 +104,7 @@ void BM_DecodeByMemoryState(benchmark::State& state, const std::string& spec) {
   threads_set(2);
   const LlamaModel& model = bench_model(spec);
   LlamaRunner runner(model, kContext);
-  const std::vector<int32_t> prompt = prompt_tokens(kPrompt, runner.vocab());
-  runner.forward(prompt.data(), kPrompt, true);
+  fill_prompt(runner);
   int32_t token = 1;
   std::vector<DecodeAndRead> tokens;
   for (auto _ : state) tokens.push_back(decode_one_and_read(state, runner, model, &token));

@@ -46,6 +46,20 @@ namespace {
 
 constexpr int64_t kRows = 8192, kCols = 3072;
 
+// A model of one [rows, cols] matrix (its tied embedding, no layers): the synthetic generator
+// used for benchmark matrices only.
+LlamaConfig matrix_only_config(int64_t rows, int64_t cols) {
+  LlamaConfig config;
+  config.vocab_size = rows;
+  config.dim = cols;
+  config.n_layers = 0;
+  config.tie_embeddings = true;
+  config.max_seq_len = 1;
+  config.n_heads = config.n_kv_heads = 1;
+  config.head_dim = 2;
+  return config;
+}
+
 // Enough [rows, cols] matrices of `dtype` to exceed every cache level several times
 // (bench_stream_bytes). One set at a time: the previous one is freed first.
 const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype, int64_t rows = kRows,
@@ -60,14 +74,7 @@ const std::vector<std::unique_ptr<LlamaModel>>& matrices(DType dtype, int64_t ro
   current_rows = rows;
   current_cols = cols;
   if (set.empty()) {
-    LlamaConfig config;  // the synthetic generator, for embedding-sized matrices only
-    config.vocab_size = rows;
-    config.dim = cols;
-    config.n_layers = 0;
-    config.tie_embeddings = true;
-    config.max_seq_len = 1;
-    config.n_heads = config.n_kv_heads = 1;
-    config.head_dim = 2;
+    const LlamaConfig config = matrix_only_config(rows, cols);
     const double bytes = static_cast<double>(dtype_row_bytes(dtype, cols)) * rows;
     const double want = static_cast<double>(bench_stream_bytes());
     const int n = std::max(2, static_cast<int>((want + bytes - 1) / bytes));
@@ -140,14 +147,8 @@ void BM_OneTokenByRowLength(benchmark::State& state) {
   std::vector<std::vector<const TensorView*>> tensors(kShapes);
   for (int s = 0; s < kShapes; s++) {
     const int64_t cols = kRowLengths[s];
-    LlamaConfig config;  // the synthetic generator, for embedding-sized matrices only
-    config.vocab_size = kRowLengthMatrixBytes / dtype_row_bytes(DType::BF16, cols);
-    config.dim = cols;
-    config.n_layers = 0;
-    config.tie_embeddings = true;
-    config.max_seq_len = 1;
-    config.n_heads = config.n_kv_heads = 1;
-    config.head_dim = 2;
+    const LlamaConfig config =
+        matrix_only_config(kRowLengthMatrixBytes / dtype_row_bytes(DType::BF16, cols), cols);
     for (int i = 0; i < kRowLengthSetMatrices; i++) {
       sets[s].push_back(llama_make_random(config, DType::BF16, 300 + 20 * s + i));
       tensors[s].push_back(&sets[s].back()->weights.tok_embeddings);
