@@ -566,24 +566,30 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
 // for the quantized formats) at a time, so that each activation slice, then read from L2, serves
 // several rows; shorter rows go one at a time. Each output is the same chain of FMAs as in a tile
 // of rows_passes (one accumulator over the row's slices in order, the same tree, the same scalar
-// tail), so its bits do not depend on the streaming. Measured on a Zen 4 guest (AMD EPYC, family
-// 19h), docs/cpu-kernels.md: one core, a 540 MB set of [8192, 3072] BF16 matrices, 19-23 GB/s this
-// way against 11-14 with 4-row tiles over prefetched segments; in a throwaway loop on two threads,
-// one row at a time read 31-55 GB/s at 2048 and 3072 columns and 25-27 at 8192, where 4, 8 and 12
-// rows at a time read 38-48 (and 29-43 at 3072); software prefetch at any distance and any hint was
-// slower. Q4_0 / Q4_1, whose dequantization costs more per byte, were 10% slower this way. Calls of
-// 2 to 4 tokens (a verification of a few drafts) of F32, F16 and BF16 weights read rows whole too,
-// 6 at a time, while the segments prefetched into L1 (faster then: 3B T(4) 204-222 ms against
-// 241-290); since the segments prefetch into L2 on Zen 4, they verify 2 and 4 tokens faster than
-// whole rows (3B T(2) 221-226 ms against 237-293, 1B 68-89 against 86-114), so more than one token
-// always takes segments. The measurements: docs/cpu-kernels.md "How a one-token product streams the
-// rows". Long rows take the whole work item in one tile (12 rows, 12 accumulators: each activation
-// slice read from L2 once for 12 rows, not twice for 6), measured on the Zen 4 guest with
-// BM_OneTokenByRowLength (BF16, 8192 columns, 2026-11-29, eight runs with 6- and 12-row tiles in
-// turn inside each): in the fast memory state 83-84% of a paired read against 75-79%, in the slow
-// one level (91-94% against 87-94%). The float formats only (a quantized block's scale per row
-// would not leave registers for 12 rows); a partial item's long rows, and the quantized
-// formats', go kLongRowTile at a time.
+// tail), so its bits do not depend on the streaming.
+//
+// Measured on a Zen 4 guest (AMD EPYC, family 19h), docs/cpu-kernels.md: one core, a 540 MB set of
+// [8192, 3072] BF16 matrices, 19-23 GB/s this way against 11-14 with 4-row tiles over prefetched
+// segments; in a throwaway loop on two threads, one row at a time read 31-55 GB/s at 2048 and 3072
+// columns and 25-27 at 8192, where 4, 8 and 12 rows at a time read 38-48 (and 29-43 at 3072);
+// software prefetch at any distance and any hint was slower. Q4_0 / Q4_1, whose dequantization
+// costs more per byte, were 10% slower this way.
+//
+// Calls of 2 to 4 tokens (a verification of a few drafts) of F32, F16 and BF16 weights read rows
+// whole too, 6 at a time, while the segments prefetched into L1 (faster then: 3B T(4) 204-222 ms
+// against 241-290); since the segments prefetch into L2 on Zen 4, they verify 2 and 4 tokens faster
+// than whole rows (3B T(2) 221-226 ms against 237-293, 1B 68-89 against 86-114), so more than one
+// token always takes segments. The measurements: docs/cpu-kernels.md "How a one-token product
+// streams the rows".
+//
+// Long rows of the float formats take the whole work item in one tile (12 rows, 12 accumulators:
+// each activation slice read from L2 once for 12 rows, not twice for 6). Measured on the Zen 4
+// guest with BM_OneTokenByRowLength (BF16, 8192 columns, 2026-11-29, eight runs with 6- and 12-row
+// tiles in turn inside each): in the three runs that met the fast memory state, 83, 84 and 83% of a
+// paired read there against 78, 79 and 75%, and 93-94% against 87-93% in their slow passes; level
+// in the five runs that met only the slow state (84-94% against 84-92%). Not the quantized formats
+// (a block's scale per row would not leave registers for 12 rows); they, and a partial item's long
+// rows, go kLongRowTile at a time.
 constexpr int64_t kWholeRowActBytes = 16 << 10;
 constexpr int kLongRowTile = 6;
 static_assert(kRowBlock % kLongRowTile == 0);
