@@ -286,12 +286,12 @@ void BM_CostRatio(benchmark::State& state, const std::string& draft_spec,
   draft_model.reset();
 }
 
-// Registration order = run order; bench_model keeps one model at a time, so each model's
-// benchmarks are grouped.
 // Tokens of BM_DecodeByMemoryState: enough that each state of a flipping machine gets some
 // (on the Zen 4 guest about a third of the tokens read in the fast state).
 constexpr int kMemoryStateTokens = 60;
 
+// Registration order = run order; bench_model keeps one model at a time, so each model's
+// benchmarks are grouped.
 // by_memory_state: also BM_DecodeByMemoryState (the BF16 Llama shapes and users' GGUF files,
 // the shapes whose read-limit targets it checks).
 void register_model(const char* tag, const std::string& spec, bool verify, bool prefill,
