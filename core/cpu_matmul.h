@@ -109,8 +109,9 @@ bool matmul_quantizes_activations(DType dtype);
 //               segment prefetched in software
 //   kWholeRows  each row from its first column to its last, no software prefetch (one
 //               sequential stream per row for the hardware prefetcher); FP32 activations: one
-//               row at a time, rows whose activations exceed 16 KB six at a time; int8
-//               activations (avx512vnni): one row at a time (docs/cpu-kernels.md)
+//               row at a time, rows whose activations exceed 16 KB a 12-row item at a time (6 for
+//               the quantized formats); int8 activations (avx512vnni): one row at a time
+//               (docs/cpu-kernels.md)
 // No output changes a bit with it. Default (kDefault) on AMD family 19h (Zen 4), where it
 // streams faster: kWholeRows for F32, F16, BF16 and Q8_0 weights with FP32 activations and for
 // every dtype with int8 ones; kSegments otherwise and on every other CPU.

@@ -22,9 +22,9 @@ using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t r
 // How a call of one token (decoding, drafting) reads a work item's rows: kSegments as every
 // call of more tokens (4-row register tiles, column segment by segment, the next segment
 // prefetched in software), or kWholeRows (rows read whole, no software prefetch: one at a time,
-// or six at a time when long: rows_whole; the vdpbf16ps and int8 kernels also read a few
-// tokens' rows whole, rows_bf16dot and core/matmul_vnni.h). Every output has the same bits
-// either way.
+// or a whole 12-row item at a time when long (6 rows for the quantized formats): rows_whole; the
+// vdpbf16ps and int8 kernels also read a few tokens' rows whole, rows_bf16dot and
+// core/matmul_vnni.h). Every output has the same bits either way.
 enum class Streaming { kSegments, kWholeRows };
 // The kernel for weights of `dtype` (FP32 activations); prefetch: where the column segments'
 // software prefetch puts the next segment's weights (core/segment_prefetch.h; no bit changes).

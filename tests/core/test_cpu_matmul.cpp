@@ -358,9 +358,10 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
 // 16 KB (up to 4 tokens: with 1056 columns every int8 dtype does, with 2304 Q4_K does; with
 // 4352 Q6_K up to 3, with 4128 Q8_0 only one); on the avx512 path they take segments either way.
 // The other paths ignore the setting. 33 rows: two full work items of 12 and one of 9 (a 6-row
-// tile of long rows and 3 rows alone); columns as above (a scalar tail, a half step at the end
-// of even/odd BF16 rows at 1051, whole k-quant super-blocks) and rows long enough (more than
-// 4096 columns) to be read 6 at a time: 4115 = 128 steps, a half step and 3 columns.
+// tile of long rows and 3 rows alone, where the full items of long F32, F16 and BF16 rows take
+// one 12-row tile); columns as above (a scalar tail, a half step at the end of even/odd BF16
+// rows at 1051, whole k-quant super-blocks) and rows long enough (more than
+// 4096 columns) to be read several rows at a time: 4115 = 128 steps, a half step and 3 columns.
 TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream) {
   const MatrixCase cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1051},
                               {DType::BF16, 4115}, {DType::F32, 1031},  {DType::F32, 4115},
