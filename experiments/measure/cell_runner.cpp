@@ -415,6 +415,8 @@ ResultRow cell_run(RunContext& ctx, const Cell& cell, PreparedDrafter& prepared)
     if (speedup > 0) {
       row.prediction_error = prediction->prediction.speedup / speedup - 1;
       if (prediction->thm38_speedup > 0) row.thm38_error = prediction->thm38_speedup / speedup - 1;
+      if (std::isfinite(prediction->mean_costs_speedup))
+        row.prediction_error_mean_costs = prediction->mean_costs_speedup / speedup - 1;
     }
   }
 

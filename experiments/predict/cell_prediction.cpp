@@ -168,6 +168,7 @@ void CellPrediction::put_into(ResultRow* row) const {
     r.predicted_speedup_cost_lo = cost_range.lo;
     r.predicted_speedup_cost_hi = cost_range.hi;
   }
+  if (std::isfinite(mean_costs_speedup)) r.predicted_speedup_mean_costs = mean_costs_speedup;
   if (acceptance_stride != 1) r.acceptance_profile_stride = acceptance_stride;
   r.alpha_profile = acceptance.alpha_beta;
   r.alpha_profile_ci_lo = alpha_ci.lo;
@@ -600,6 +601,7 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
     out.interval = predict_chain_interval(prof.cost, tree, s, config_.measure.bootstrap_resamples,
                                           config_.measure.confidence, s.seed);
     out.cost_range = predict_cost_range(prof.cost, prof.cost_spread, tree, s);
+    out.mean_costs_speedup = predict_speedup_at_mean_costs(prof.cost, prof.cost_spread, tree, s);
   } else {
     // Where the decoder verifies this cell's rounds: on the target's device when the profile
     // timed that round and the decoder's rule allows it; one request at a time (the batched
@@ -614,8 +616,11 @@ CellPrediction CellPredictor::predict(const Cell& cell, Drafter* drafter) {
                 : cell.gamma_policy == "fixed" ? "chain"
                                                : "policy-walk";
     out.prediction = predict_chain(prof.cost, acceptance, s);
-    if (cell.concurrency <= 1)
+    if (cell.concurrency <= 1) {
       out.cost_range = predict_cost_range(prof.cost, prof.cost_spread, acceptance, s);
+      out.mean_costs_speedup =
+          predict_speedup_at_mean_costs(prof.cost, prof.cost_spread, acceptance, s);
+    }
     // A configured acceptance has no sampling error to state.
     if (!synthetic)
       out.interval =

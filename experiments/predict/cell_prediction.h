@@ -53,6 +53,9 @@ struct CellPrediction {
   // predict_cost_range: the speedup at the ends of the cost profile's own timing spread (NaN:
   // no spread recorded, or a batched cell).
   SpeedupRange cost_range;
+  // predict_speedup_at_mean_costs: the same prediction with every timed figure at the mean of
+  // its repetitions (a diagnostic; NaN: no means recorded, or a batched cell).
+  double mean_costs_speedup = NAN;
   int acceptance_stride = 1;  // of the profile the prediction came from
   double c = 0;               // the paper's c from the cost profile
   // The rounds were priced as verified on the target's device (the profile timed that round:

@@ -88,6 +88,10 @@ void timing_spread_add(TimingSpread* out, std::vector<double> v) {
   std::sort(v.begin(), v.end());
   out->min.push_back(v.front());
   out->max.push_back(v.back());
+  double sum = 0;
+  for (double x : v) sum += x;
+  // Clamped into [min, max]: a rounding of the sum must not put the mean outside them.
+  out->mean.push_back(std::clamp(sum / static_cast<double>(v.size()), v.front(), v.back()));
   out->median.push_back(timing_median(std::move(v)));
 }
 

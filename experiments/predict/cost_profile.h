@@ -73,13 +73,16 @@ struct CostProfileRequest {
                                  // with any, draft_behind_s up to the deepest + 1 behind
 };
 
-// One timed figure's spread over the repetitions, entry by entry: min <= median <= max. The
-// figure the predictor uses is the median; the min and max show how far the repetitions
-// strayed from it.
+// One timed figure's spread over the repetitions, entry by entry: min <= median <= max and
+// min <= mean <= max. The figure the predictor uses is the median; the min and max show how far
+// the repetitions strayed from it; the mean is what a loop running for as long pays on average
+// on a machine whose speed comes and goes (the mean-cost prediction, cost_range.h). mean is
+// empty in files written before it was kept.
 struct TimingSpread {
   std::vector<double> min, median, max;  // [n] seconds
+  std::vector<double> mean;              // [n] seconds, or empty
 };
-// Appends the min, median (the mean of the middle two for an even count) and max of the
+// Appends the min, median (the mean of the middle two for an even count), mean and max of the
 // repetitions v (not empty) as one more entry of `out`.
 void timing_spread_add(TimingSpread* out, std::vector<double> v);
 // The fastest of repeated timings (0 for none).

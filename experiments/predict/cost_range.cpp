@@ -4,10 +4,10 @@
 
 namespace speclab {
 
-bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread& spread,
-                                bool fastest, CostProfile* out) {
-  const auto end = [fastest](const TimingSpread& s) -> const std::vector<double>& {
-    return fastest ? s.min : s.max;
+bool cost_profile_at_spread(const CostProfile& cost, const CostProfileSpread& spread,
+                            SpreadPoint point, CostProfile* out) {
+  const auto end = [point](const TimingSpread& s) -> const std::vector<double>& {
+    return point == SpreadPoint::kFastest ? s.min : point == SpreadPoint::kMean ? s.mean : s.max;
   };
   const auto covers = [&](const TimingSpread& s, const std::vector<double>& v) {
     return end(s).size() == v.size();
@@ -38,12 +38,20 @@ bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread
 SpeedupRange predict_cost_range(const CostProfile& cost, const CostProfileSpread& spread,
                                 const AcceptanceProfile& acceptance, const ChainSetting& setting) {
   CostProfile fast, slow;
-  if (!cost_profile_at_spread_end(cost, spread, /*fastest=*/true, &fast) ||
-      !cost_profile_at_spread_end(cost, spread, /*fastest=*/false, &slow))
+  if (!cost_profile_at_spread(cost, spread, SpreadPoint::kFastest, &fast) ||
+      !cost_profile_at_spread(cost, spread, SpreadPoint::kSlowest, &slow))
     return {};
   const Prediction f = predict_chain(fast, acceptance, setting);
   const Prediction s = predict_chain(slow, acceptance, setting);
   return {f.base_s_per_token / s.spec_s_per_token, s.base_s_per_token / f.spec_s_per_token};
+}
+
+double predict_speedup_at_mean_costs(const CostProfile& cost, const CostProfileSpread& spread,
+                                     const AcceptanceProfile& acceptance,
+                                     const ChainSetting& setting) {
+  CostProfile mean;
+  if (!cost_profile_at_spread(cost, spread, SpreadPoint::kMean, &mean)) return NAN;
+  return predict_chain(mean, acceptance, setting).speedup;
 }
 
 }  // namespace speclab

@@ -17,17 +17,31 @@ struct SpeedupRange {
   double lo = NAN, hi = NAN;
 };
 
-// The cost profile with every figure the spread covers at one end of its repetitions: the
-// fastest (`fastest`) or the slowest. T(k), the plain step, host(k), the draft rounds (and the
-// draft step, round(1)) and the tree draftings; catch-up and prefill, differences of two
-// timings, stay at their medians. False when the spread does not cover the profile (no spread
-// recorded, or lists of other lengths: an older file); `out` is then untouched.
-bool cost_profile_at_spread_end(const CostProfile& cost, const CostProfileSpread& spread,
-                                bool fastest, CostProfile* out);
+// A point of every timed figure's spread: its fastest repetition, the mean of its
+// repetitions, or its slowest.
+enum class SpreadPoint { kFastest, kMean, kSlowest };
+
+// The cost profile with every figure the spread covers at one point of its repetitions. T(k),
+// the plain step, host(k), the draft rounds (and the draft step, round(1)) and the tree
+// draftings; catch-up and prefill, differences of two timings, stay at their medians. False
+// when the spread does not cover the profile (no spread recorded, lists of other lengths, or no
+// means: an older file); `out` is then untouched.
+bool cost_profile_at_spread(const CostProfile& cost, const CostProfileSpread& spread,
+                            SpreadPoint point, CostProfile* out);
 
 // lo: the plain loop at its fastest over the speculative loop at its slowest (predict_chain on
 // the two ends); hi: the reverse. {NaN, NaN} when the spread does not cover the profile.
 SpeedupRange predict_cost_range(const CostProfile& cost, const CostProfileSpread& spread,
                                 const AcceptanceProfile& acceptance, const ChainSetting& setting);
+
+// The prediction with every timed figure at the mean of its repetitions instead of the median
+// (NaN when the spread has no means). A diagnostic beside the prediction, not a second one: on
+// a machine whose memory bandwidth flips between states within seconds, each figure's median
+// lands in whichever state most of its own repetitions met, so T(1) and T(k) may come from
+// different states, while the means weigh every figure by the same mixture, as the loops that
+// run for minutes pay it (docs/prediction.md, "Median or mean costs").
+double predict_speedup_at_mean_costs(const CostProfile& cost, const CostProfileSpread& spread,
+                                     const AcceptanceProfile& acceptance,
+                                     const ChainSetting& setting);
 
 }  // namespace speclab

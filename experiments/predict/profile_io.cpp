@@ -156,11 +156,14 @@ std::string text(const nlohmann::json& j, const char* key, const std::string& wh
 }
 
 nlohmann::json timing_spread_to_json(const TimingSpread& s) {
-  return {{"min", s.min}, {"median", s.median}, {"max", s.max}};
+  nlohmann::json j = {{"min", s.min}, {"median", s.median}, {"max", s.max}};
+  if (!s.mean.empty()) j["mean"] = s.mean;
+  return j;
 }
 
-// spread.<key>: {"min": [n], "median": [n], "max": [n]}, finite seconds >= 0 and
-// min <= median <= max entry by entry.
+// spread.<key>: {"min": [n], "median": [n], "max": [n]} and, in files written since it was
+// kept, "mean": [n]; finite seconds >= 0, min <= median <= max and min <= mean <= max entry by
+// entry.
 TimingSpread timing_spread_from_json(const nlohmann::json& spread, const char* key, size_t n,
                                      const std::string& where) {
   const std::string at = where + ": spread." + key;
@@ -179,6 +182,15 @@ TimingSpread timing_spread_from_json(const nlohmann::json& spread, const char* k
                             s.median[i] <= s.max[i],
                         at, "[", i, "]: expected finite seconds 0 <= min <= median <= max, got ",
                         s.min[i], ", ", s.median[i], ", ", s.max[i]);
+  if (j.contains("mean")) {
+    s.mean = number_list(j, "mean", at);
+    SPECLAB_INPUT_CHECK(s.mean.size() == n, at, ": expected ", n, " entries in mean, got ",
+                        s.mean.size());
+    for (size_t i = 0; i < n; i++)
+      SPECLAB_INPUT_CHECK(s.min[i] <= s.mean[i] && s.mean[i] <= s.max[i], at, ".mean[", i,
+                          "]: expected min <= mean <= max, got ", s.min[i], ", ", s.mean[i], ", ",
+                          s.max[i]);
+  }
   return s;
 }
 

@@ -279,6 +279,10 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "slowest of the cost profile's repetitions (a range, not a confidence interval: what the "     \
     "profile's own timing spread allows; one-request cells, absent without a recorded spread)")    \
   X(prediction, double, predicted_speedup_cost_hi, "x", "the reverse: its high end")               \
+  X(prediction, double, predicted_speedup_mean_costs, "x",                                         \
+    "predicted_speedup with every timed figure of the cost profile at the mean of its "           \
+    "repetitions instead of the median (one request at a time); a diagnostic, not "   \
+    "a prediction of its own")                                                                     \
   X(prediction, int64_t, acceptance_profile_stride, "",                                            \
     "measure.acceptance_stride of the acceptance profile (absent: 1, every position)")             \
   X(prediction, double, predicted_drafted_per_round, "tokens", "predicted drafted per round")      \
@@ -335,6 +339,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "(cost_profile_verify_device_s), not as T(k) + the host's standardize and verify")             \
   X(prediction, double, prediction_error, "", "predicted_speedup / speedup - 1")                   \
   X(prediction, double, thm38_error, "", "thm38_speedup / speedup - 1")                            \
+  X(prediction, double, prediction_error_mean_costs, "",                                           \
+    "predicted_speedup_mean_costs / speedup - 1")                                                  \
   X(prediction, double, predicted_throughput_speedup, "x",                                         \
     "concurrency > 1: throughput_speedup predicted by replaying the closed loop from the batched " \
     "cost profile (predicted_speedup is then the per-request one)")                                \

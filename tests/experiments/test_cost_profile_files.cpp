@@ -80,13 +80,20 @@ std::vector<double> expect_ordered_spread(const nlohmann::json& spread, const st
   const auto mn = spread[key]["min"].get<std::vector<double>>();
   const auto med = spread[key]["median"].get<std::vector<double>>();
   const auto mx = spread[key]["max"].get<std::vector<double>>();
+  EXPECT_TRUE(spread[key].contains("mean"));
+  const auto mean = spread[key].value("mean", std::vector<double>{});
   EXPECT_EQ(mn.size(), n);
   EXPECT_EQ(med.size(), n);
   EXPECT_EQ(mx.size(), n);
+  EXPECT_EQ(mean.size(), n);
   for (size_t i = 0; i < n && i < mn.size() && i < med.size() && i < mx.size(); i++) {
     EXPECT_GE(mn[i], 0.0) << i;
     EXPECT_LE(mn[i], med[i]) << i;
     EXPECT_LE(med[i], mx[i]) << i;
+    if (i < mean.size()) {
+      EXPECT_LE(mn[i], mean[i]) << i;
+      EXPECT_LE(mean[i], mx[i]) << i;
+    }
   }
   return med;
 }
@@ -121,6 +128,16 @@ TEST(CostProfileFile, MeasuredProfileKeepsItsSpreadAndWhereItWasTakenAndReusedRo
   EXPECT_EQ(expect_ordered_spread(s, "baseline_step_s", 1),
             std::vector<double>{p["baseline_step_s"].get<double>()});
   EXPECT_EQ(rows[0]["cost_profile_baseline_step_s"], p["baseline_step_s"]);
+  // The mean-cost diagnostic: every figure between its fastest and slowest repetition, so the
+  // speedup between the cost range's ends; its error against the measured speedup beside it.
+  for (const auto& row : rows) {
+    ASSERT_TRUE(row.contains("predicted_speedup_mean_costs")) << row.dump();
+    const double m = row["predicted_speedup_mean_costs"].get<double>();
+    EXPECT_GE(m, row["predicted_speedup_cost_lo"].get<double>());
+    EXPECT_LE(m, row["predicted_speedup_cost_hi"].get<double>());
+    EXPECT_NEAR(row["prediction_error_mean_costs"].get<double>(),
+                m / row["speedup"].get<double>() - 1, 1e-9);
+  }
   // The medians are not all the minima: the spread is measured, not copied.
   EXPECT_NE(s["target_s"]["median"], s["target_s"]["min"]);
 
@@ -223,13 +240,15 @@ TEST(CostProfileFile, SpreadAndCircumstancesSurviveTheFile) {
   r.cost.host_round_s = {0.0001, 0.0002};
   r.cost.baseline_step_s = 0.0095;
   r.spread.reps = 3;
-  r.spread.baseline_step_s = {{0.009}, {0.0095}, {0.012}};
-  r.spread.target_s = {{0.010, 0.012}, {0.011, 0.013}, {0.020, 0.013}};
-  r.spread.draft_round_s = {{0.0, 0.001}, {0.0, 0.0015}, {0.0, 0.002}};
-  r.spread.host_round_s = {{0.0001, 0.0002}, {0.0001, 0.0002}, {0.0003, 0.0002}};
-  r.spread.draft_one_behind_s = {{0.001}, {0.002}, {0.003}};
-  r.spread.draft_two_behind_s = {{0.0012}, {0.0013}, {0.0014}};
-  r.spread.draft_first_call_s = {{0.004}, {0.005}, {0.006}};
+  // {min, median, max, mean}; the first call's spread without a mean, as files written before
+  // the means were kept.
+  r.spread.baseline_step_s = {{0.009}, {0.0095}, {0.012}, {0.0101}};
+  r.spread.target_s = {{0.010, 0.012}, {0.011, 0.013}, {0.020, 0.013}, {0.0135, 0.0127}};
+  r.spread.draft_round_s = {{0.0, 0.001}, {0.0, 0.0015}, {0.0, 0.002}, {0.0, 0.0016}};
+  r.spread.host_round_s = {{0.0001, 0.0002}, {0.0001, 0.0002}, {0.0003, 0.0002}, {0.00015, 0.0002}};
+  r.spread.draft_one_behind_s = {{0.001}, {0.002}, {0.003}, {0.002}};
+  r.spread.draft_two_behind_s = {{0.0012}, {0.0013}, {0.0014}, {0.0013}};
+  r.spread.draft_first_call_s = {{0.004}, {0.005}, {0.006}, {}};
   r.taken.utc = "2026-01-02T03:04:05Z";
   r.taken.load_before = 0.5;
   r.taken.load_after = 1.25;
@@ -250,6 +269,9 @@ TEST(CostProfileFile, SpreadAndCircumstancesSurviveTheFile) {
   EXPECT_EQ(b.spread.draft_round_s.max, r.spread.draft_round_s.max);
   EXPECT_EQ(b.spread.host_round_s.min, r.spread.host_round_s.min);
   EXPECT_EQ(b.spread.draft_first_call_s.median, r.spread.draft_first_call_s.median);
+  EXPECT_EQ(b.spread.target_s.mean, r.spread.target_s.mean);
+  EXPECT_EQ(b.spread.baseline_step_s.mean, r.spread.baseline_step_s.mean);
+  EXPECT_TRUE(b.spread.draft_first_call_s.mean.empty());
   EXPECT_EQ(b.cost.baseline_step_s, 0.0095);
   EXPECT_EQ(b.spread.baseline_step_s.max, r.spread.baseline_step_s.max);
   EXPECT_EQ(b.taken.utc, r.taken.utc);
@@ -280,6 +302,12 @@ TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
       {R"("spread":{"reps":3,"target_s":{"min":[0.01,0.02],"median":["x",0.02],)"
        R"("max":[0.03,0.02]}})",
        "f.json: spread.target_s: median[0]: expected a number"},
+      {R"("spread":{"reps":3,"target_s":{"min":[0.01,0.02],"median":[0.01,0.02],)"
+       R"("max":[0.03,0.02],"mean":[0.02]}})",
+       "f.json: spread.target_s: expected 2 entries in mean, got 1"},
+      {R"("spread":{"reps":3,"target_s":{"min":[0.01,0.02],"median":[0.01,0.02],)"
+       R"("max":[0.03,0.02],"mean":[0.02,0.025]}})",
+       "f.json: spread.target_s.mean[1]: expected min <= mean <= max, got 0.02, 0.025, 0.02"},
       {R"("baseline_step_s":"fast")", "f.json: baseline_step_s: expected a number"},
       {R"("baseline_step_s":-0.5)", "f.json: baseline_step_s: expected finite seconds >= 0"},
       {R"("spread":{"reps":3,"target_s":{"min":[1,2],"median":[1,2],"max":[1,2]},)"
@@ -334,6 +362,7 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   plain["median"][0] = p["baseline_step_s"];
   plain["max"][0] = plain["max"][0].get<double>() / 3;
   plain["min"][0] = p["baseline_step_s"].get<double>() / 2;
+  plain["mean"][0] = p["baseline_step_s"];
   std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
 
   const CliResult resumed = resume_last_cell(cfg, out);
@@ -502,7 +531,7 @@ TEST(CostProfileFile, ARunChecksItsProfileBeforeEachCellAndRetakesOneThatNoLonge
   const std::string cost_file = out + "/profiles/cost-" + g + ".json";
   nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
   p["baseline_step_s"] = p["baseline_step_s"].get<double>() * 100;
-  for (const char* end : {"min", "median", "max"})
+  for (const char* end : {"min", "median", "max", "mean"})
     p["spread"]["baseline_step_s"][end][0] =
         p["spread"]["baseline_step_s"][end][0].get<double>() * 100;
   // (its other figures as they were: a profile that mixes two speeds)

@@ -89,5 +89,66 @@ TEST(CostRange, NoRangeWithoutASpreadThatCoversTheProfile) {
       predict_cost_range(with_tree, spread_of(c, 0.9, 1.1, 0.9, 1.1), acc, gamma4()).lo));
 }
 
+TEST(CostRange, ASpreadKeepsTheMeanOfItsRepetitions) {
+  TimingSpread s;
+  timing_spread_add(&s, {0.006, 0.001, 0.002});
+  timing_spread_add(&s, {0.004});
+  EXPECT_EQ(s.min, (std::vector<double>{0.001, 0.004}));
+  EXPECT_EQ(s.median, (std::vector<double>{0.002, 0.004}));
+  EXPECT_EQ(s.max, (std::vector<double>{0.006, 0.004}));
+  ASSERT_EQ(s.mean.size(), 2u);
+  EXPECT_NEAR(s.mean[0], 0.003, 1e-15);
+  EXPECT_EQ(s.mean[1], 0.004);
+}
+
+// A machine whose speed flips between repetitions: the plain step met the fast state in 3 of
+// its 5 repetitions, every other figure in 2 of 5 (slow = 1.5x). The medians take the plain
+// step fast and the speculative side slow; the means weigh both by their own mixture (1.2x and
+// 1.3x), and the mean-cost prediction is predict_chain on exactly those means.
+TEST(CostRange, MeanCostsPriceEveryFigureAtTheMeanOfItsRepetitions) {
+  const CostProfile c = chain_profile();
+  const AcceptanceProfile acc = acceptance_profile_configured({0.8}, 4, 3, 48);
+  const std::vector<double> plain_states = {1, 1, 1, 1.5, 1.5},
+                            other_states = {1, 1, 1.5, 1.5, 1.5};
+  const auto spread_at = [](const std::vector<double>& fast, const std::vector<double>& states) {
+    TimingSpread s;
+    for (double x : fast) {
+      std::vector<double> reps;
+      for (double f : states) reps.push_back(x * f);
+      timing_spread_add(&s, reps);
+    }
+    return s;
+  };
+  CostProfileSpread spread;
+  spread.reps = 5;
+  spread.target_s = spread_at(c.target_s, other_states);
+  spread.host_round_s = spread_at(c.host_round_s, other_states);
+  spread.draft_round_s = spread_at(c.draft_round_s, other_states);
+  spread.baseline_step_s = spread_at({c.baseline_step_s}, plain_states);
+  CostProfile at_means = c;
+  at_means.baseline_step_s *= 1.2;
+  for (auto* list : {&at_means.target_s, &at_means.host_round_s, &at_means.draft_round_s})
+    for (double& x : *list) x *= 1.3;
+  at_means.draft_step_s = at_means.draft_round_s[1];
+  const double want = predict_chain(at_means, acc, gamma4()).speedup;
+  const double got = predict_speedup_at_mean_costs(c, spread, acc, gamma4());
+  EXPECT_NEAR(got, want, 1e-12 * want);
+  // The medians' prediction (the plain step fast, every other figure slow) is well below it.
+  CostProfile at_medians = c;
+  for (auto* list : {&at_medians.target_s, &at_medians.host_round_s, &at_medians.draft_round_s})
+    for (double& x : *list) x *= 1.5;
+  at_medians.draft_step_s = at_medians.draft_round_s[1];
+  EXPECT_LT(predict_chain(at_medians, acc, gamma4()).speedup, 0.9 * got);
+}
+
+TEST(CostRange, NoMeanCostPredictionWithoutMeans) {
+  const CostProfile c = chain_profile();
+  const AcceptanceProfile acc = acceptance_profile_configured({0.8}, 4, 3, 48);
+  // An older file's spread: min, median and max, no means.
+  EXPECT_TRUE(std::isnan(
+      predict_speedup_at_mean_costs(c, spread_of(c, 0.9, 1.1, 0.9, 1.1), acc, gamma4())));
+  EXPECT_TRUE(std::isnan(predict_speedup_at_mean_costs(c, CostProfileSpread{}, acc, gamma4())));
+}
+
 }  // namespace
 }  // namespace speclab

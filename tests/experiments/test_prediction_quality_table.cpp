@@ -151,6 +151,30 @@ TEST(PredictionQualityTable, PutsTheProfileBesideTheoremThreeEightExAnteAndAtThe
   EXPECT_EQ(t->rows[1][7], "3 of 3");
 }
 
+// The mean-cost diagnostic gets its own row, between the two, over the cells that carry it.
+TEST(PredictionQualityTable, PutsTheMeanCostPredictionBesideTheoremThreeEight) {
+  std::vector<nlohmann::json> cells = {
+      cell("a", 1.0, true, 0.02, 0.10),   // Thm off 10%
+      cell("b", 1.0, true, -0.06, 0.04),  // Thm off 4%
+      cell("c", 1.0, true, 0.01, 0.02)};  // no mean-cost figure: an older row
+  cells[0]["prediction_error_mean_costs"] = -0.03;
+  cells[1]["prediction_error_mean_costs"] = 0.05;
+  const std::vector<Table> ts = tables_of(cells);
+  const Table* t = nullptr;
+  for (const auto& x : ts)
+    if (x.name == "prediction_vs_theorem") t = &x;
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->rows.size(), 2u);
+  EXPECT_EQ(t->rows[0][0], "ex ante");
+  EXPECT_EQ(t->rows[1][0], "ex ante, mean costs");
+  EXPECT_EQ(t->rows[1][1], "2");
+  EXPECT_NEAR(std::stod(t->rows[1][2]), 0.04, 1e-9);  // median of 0.03, 0.05
+  EXPECT_NEAR(std::stod(t->rows[1][3]), 0.05, 1e-9);
+  EXPECT_NEAR(std::stod(t->rows[1][4]), 0.07, 1e-9);  // Theorem 3.8 over the same two cells
+  EXPECT_EQ(t->rows[1][6], "2");
+  EXPECT_EQ(t->rows[1][7], "1 of 2");  // a: 3% < 10%; b: 5% > 4%
+}
+
 // For reading, an |error| or a half-width is a size: "6.0%", not "+6.0%" (a signed error
 // elsewhere in the tables keeps its sign).
 TEST(PredictionQualityTable, SizesAreWrittenWithoutASign) {
