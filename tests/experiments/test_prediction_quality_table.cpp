@@ -28,11 +28,13 @@ nlohmann::json cell(const std::string& id, double temperature, bool synthetic, d
   return r;
 }
 
-const Table* quality(const std::vector<Table>& ts) {
+const Table* table_named(const std::vector<Table>& ts, const std::string& name) {
   for (const auto& t : ts)
-    if (t.name == "prediction_quality") return &t;
+    if (t.name == name) return &t;
   return nullptr;
 }
+
+const Table* quality(const std::vector<Table>& ts) { return table_named(ts, "prediction_quality"); }
 
 std::vector<Table> tables_of(const std::vector<nlohmann::json>& cells) {
   std::vector<ResultRow> rows;
@@ -122,9 +124,7 @@ TEST(PredictionQualityTable, PutsTheProfileBesideTheoremThreeEightExAnteAndAtThe
   batched["concurrency"] = 4;
   cells.push_back(batched);
   const std::vector<Table> ts = tables_of(cells);
-  const Table* t = nullptr;
-  for (const auto& x : ts)
-    if (x.name == "prediction_vs_theorem") t = &x;
+  const Table* t = table_named(ts, "prediction_vs_theorem");
   ASSERT_NE(t, nullptr);
   ASSERT_EQ(t->rows.size(), 2u);
   const std::vector<std::string> want_headers = {"figure",
@@ -160,9 +160,7 @@ TEST(PredictionQualityTable, PutsTheMeanCostPredictionBesideTheoremThreeEight) {
   cells[0]["prediction_error_mean_costs"] = -0.03;
   cells[1]["prediction_error_mean_costs"] = 0.05;
   const std::vector<Table> ts = tables_of(cells);
-  const Table* t = nullptr;
-  for (const auto& x : ts)
-    if (x.name == "prediction_vs_theorem") t = &x;
+  const Table* t = table_named(ts, "prediction_vs_theorem");
   ASSERT_NE(t, nullptr);
   ASSERT_EQ(t->rows.size(), 2u);
   EXPECT_EQ(t->rows[0][0], "ex ante");
