@@ -1,9 +1,11 @@
-// The speedup a prediction would give at the ends of its cost profile's own timing spread:
-// every figure the profile timed taken at the fastest, or the slowest, of its repetitions
-// (CostProfileSpread keeps min / median / max). Not a confidence interval: the range the
-// profile's repetitions allow when the plain side and the speculative side err in opposite
-// directions, beside the acceptance side's interval (predict_chain_interval). A measured
-// speedup outside it cannot be put down to the timing noise the profile itself saw.
+// The speedup a prediction would give at other points of its cost profile's own timing spread
+// (CostProfileSpread keeps min / median / mean / max of every figure over its repetitions):
+// - at its ends, every figure taken at the fastest, or the slowest, of its repetitions. Not a
+//   confidence interval: the range the profile's repetitions allow when the plain side and the
+//   speculative side err in opposite directions, beside the acceptance side's interval
+//   (predict_chain_interval). A measured speedup outside it cannot be put down to the timing
+//   noise the profile itself saw;
+// - at its means (below).
 #pragma once
 
 #include <cmath>
