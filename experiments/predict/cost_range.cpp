@@ -6,17 +6,17 @@ namespace speclab {
 
 bool cost_profile_at_spread(const CostProfile& cost, const CostProfileSpread& spread,
                             SpreadPoint point, CostProfile* out) {
-  const auto end = [point](const TimingSpread& s) -> const std::vector<double>& {
+  const auto at = [point](const TimingSpread& s) -> const std::vector<double>& {
     return point == SpreadPoint::kFastest ? s.min : point == SpreadPoint::kMean ? s.mean : s.max;
   };
   const auto covers = [&](const TimingSpread& s, const std::vector<double>& v) {
-    return end(s).size() == v.size();
+    return at(s).size() == v.size();
   };
   if (spread.reps <= 0 || !covers(spread.target_s, cost.target_s) ||
       !covers(spread.host_round_s, cost.host_round_s) ||
       !covers(spread.draft_round_s, cost.draft_round_s) || cost.draft_round_s.size() < 2 ||
       !covers(spread.verify_device_s, cost.verify_device_s) ||
-      end(spread.baseline_step_s).size() != 1 ||
+      at(spread.baseline_step_s).size() != 1 ||
       spread.draft_tree_s.size() != cost.draft_tree_s.size())
     return false;
   for (const auto& [shape, v] : cost.draft_tree_s) {
@@ -24,13 +24,13 @@ bool cost_profile_at_spread(const CostProfile& cost, const CostProfileSpread& sp
     if (it == spread.draft_tree_s.end() || !covers(it->second, v)) return false;
   }
   CostProfile c = cost;
-  c.target_s = end(spread.target_s);
-  c.host_round_s = end(spread.host_round_s);
-  c.verify_device_s = end(spread.verify_device_s);
-  c.draft_round_s = end(spread.draft_round_s);
+  c.target_s = at(spread.target_s);
+  c.host_round_s = at(spread.host_round_s);
+  c.verify_device_s = at(spread.verify_device_s);
+  c.draft_round_s = at(spread.draft_round_s);
   c.draft_step_s = c.draft_round_s[1];
-  c.baseline_step_s = end(spread.baseline_step_s)[0];
-  for (auto& [shape, v] : c.draft_tree_s) v = end(spread.draft_tree_s.at(shape));
+  c.baseline_step_s = at(spread.baseline_step_s)[0];
+  for (auto& [shape, v] : c.draft_tree_s) v = at(spread.draft_tree_s.at(shape));
   *out = std::move(c);
   return true;
 }

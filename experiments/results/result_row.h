@@ -227,8 +227,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "cost side of prediction_error without acceptance luck; a diagnostic, not a prediction")       \
   X(parts, double, thm38_error_at_run_rounds, "",                                                  \
     "Theorem 3.8's cost model at this run's own rounds: tau / (gamma c_profile + 1) / speedup - "  \
-    "1, the run's tokens per round in place of the law's expectation; beside "                    \
-    "profile_error_at_run_rounds, the two cost models compared without acceptance luck; a "       \
+    "1, the run's tokens per round in place of the law's expectation; beside "                     \
+    "profile_error_at_run_rounds, the two cost models compared without acceptance luck; a "        \
     "diagnostic, not a prediction")                                                                \
   X(speedup, double, speedup, "x", "(baseline s/token) / (speculative s/token)")                   \
   X(speedup, double, speedup_ci_lo, "x", "percentile-bootstrap interval over prompts, low end")    \
@@ -280,14 +280,14 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "profile's own timing spread allows; one-request cells, absent without a recorded spread)")    \
   X(prediction, double, predicted_speedup_cost_hi, "x", "the reverse: its high end")               \
   X(prediction, double, predicted_speedup_mean_costs, "x",                                         \
-    "predicted_speedup with every timed figure of the cost profile at the mean of its "           \
-    "repetitions instead of the median (one request at a time); a diagnostic, not "   \
+    "predicted_speedup with every timed figure of the cost profile at the mean of its "            \
+    "repetitions instead of the median (one request at a time); a diagnostic, not "                \
     "a prediction of its own")                                                                     \
   X(prediction, int64_t, acceptance_profile_stride, "",                                            \
     "measure.acceptance_stride of the acceptance profile (absent: 1, every position)")             \
   X(prediction, double, predicted_drafted_per_round, "tokens", "predicted drafted per round")      \
   X(prediction, double, predicted_tree_nodes_per_round, "",                                        \
-    "tree cells: predicted drafted nodes per round (sampled levels count their expected "         \
+    "tree cells: predicted drafted nodes per round (sampled levels count their expected "          \
     "distinct draws; beside mean_tree_nodes_per_round)")                                           \
   X(prediction, double, predicted_spec_s_per_token, "s", "predicted speculative s/token")          \
   X(prediction, double, predicted_baseline_s_per_token, "s", "predicted baseline s/token")         \
@@ -333,7 +333,7 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
     "profile: the host's cost of a round of k")                                                    \
   X(prediction, std::vector<double>, cost_profile_verify_device_s, "s",                            \
     "profile: one verification of k tokens on the target's device (forward, standardize and "      \
-    "verify there, the record back); absent when the target verifies on the host")                \
+    "verify there, the record back); absent when the target verifies on the host")                 \
   X(prediction, bool, predicted_verify_on_device, "",                                              \
     "the prediction priced each round's verification as the device round the profile timed "       \
     "(cost_profile_verify_device_s), not as T(k) + the host's standardize and verify")             \
