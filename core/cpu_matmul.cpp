@@ -7,7 +7,9 @@
 #include <cstring>
 #include <vector>
 
+#include "core/amx_tiles.h"
 #include "core/error.h"
+#include "core/matmul_amx.h"
 #include "core/matmul_avx2.h"
 #include "core/matmul_avx512.h"
 #include "core/matmul_int8.h"
@@ -64,6 +66,7 @@ struct Kernels {
   matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming, SegmentPrefetch);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
   bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights: integer dots, int8 activations
+  bool amx;       // BF16 weights of whole 32-column steps on AMX tiles (matmul_amx::fits)
   MatmulIsa id;
   const char* isa;
 };
@@ -72,20 +75,43 @@ constexpr int kRowBlock = 4;  // weight rows per work item of the generic path
 // Rows per work item of the fused (AVX-512) paths.
 constexpr int kFusedRowBlock = matmul_avx512::kRowBlock;
 
-const Kernels kGenericKernels{row_to_f32_generic,  block_generic, nullptr, nullptr, false, false,
-                              MatmulIsa::kGeneric, "generic"};
+const Kernels kGenericKernels{
+    row_to_f32_generic,  block_generic, nullptr, nullptr, false, false, false,
+    MatmulIsa::kGeneric, "generic"};
 const Kernels kAvx2Kernels{
-    matmul_avx2::row_to_f32, nullptr, matmul_avx2::rows, nullptr, false, false,
+    matmul_avx2::row_to_f32, nullptr, matmul_avx2::rows, nullptr, false, false, false,
     MatmulIsa::kAvx2,        "avx2"};
-const Kernels kAvx512Kernels{matmul_avx2::row_to_f32, nullptr, matmul_avx2::rows,
-                             matmul_avx512::rows_fn,  false,   false,
-                             MatmulIsa::kAvx512,      "avx512"};
-const Kernels kAvx512Bf16Kernels{matmul_avx2::row_to_f32, nullptr,     matmul_avx2::rows,
-                                 matmul_avx512::rows_fn,  true,        false,
-                                 MatmulIsa::kAvx512Bf16,  "avx512bf16"};
-const Kernels kAvx512VnniKernels{matmul_avx2::row_to_f32, nullptr,     matmul_avx2::rows,
-                                 matmul_avx512::rows_fn,  false,       true,
-                                 MatmulIsa::kAvx512Vnni,  "avx512vnni"};
+const Kernels kAvx512Kernels{matmul_avx2::row_to_f32,
+                             nullptr,
+                             matmul_avx2::rows,
+                             matmul_avx512::rows_fn,
+                             false,
+                             false,
+                             false,
+                             MatmulIsa::kAvx512,
+                             "avx512"};
+const Kernels kAvx512Bf16Kernels{matmul_avx2::row_to_f32,
+                                 nullptr,
+                                 matmul_avx2::rows,
+                                 matmul_avx512::rows_fn,
+                                 true,
+                                 false,
+                                 false,
+                                 MatmulIsa::kAvx512Bf16,
+                                 "avx512bf16"};
+const Kernels kAvx512VnniKernels{matmul_avx2::row_to_f32,
+                                 nullptr,
+                                 matmul_avx2::rows,
+                                 matmul_avx512::rows_fn,
+                                 false,
+                                 true,
+                                 false,
+                                 MatmulIsa::kAvx512Vnni,
+                                 "avx512vnni"};
+// As avx512bf16, with BF16 matrices of whole 32-column steps on AMX tiles (matmul_amx).
+const Kernels kAmxBf16Kernels{
+    matmul_avx2::row_to_f32, nullptr,  matmul_avx2::rows, matmul_avx512::rows_fn, true, false, true,
+    MatmulIsa::kAmxBf16,     "amxbf16"};
 
 // F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports does not know
 // "f16c" (a compile error with CXX=clang++, as in the fuzz and sanitizer builds).
@@ -113,6 +139,8 @@ bool cpu_has(MatmulIsa isa) {
       return avx512 && __builtin_cpu_supports("avx512bf16");
     case MatmulIsa::kAvx512Vnni:
       return avx512 && __builtin_cpu_supports("avx512vnni");
+    case MatmulIsa::kAmxBf16:
+      return avx512 && __builtin_cpu_supports("avx512bf16") && amx_bf16_available();
   }
   return false;
 }
@@ -129,18 +157,21 @@ const Kernels& kernels_for(MatmulIsa isa) {
       return kAvx512Bf16Kernels;
     case MatmulIsa::kAvx512Vnni:
       return kAvx512VnniKernels;
+    case MatmulIsa::kAmxBf16:
+      return kAmxBf16Kernels;
     case MatmulIsa::kBest:
       break;
   }
-  // SPECLAB_MATMUL_ISA=generic|avx2|avx512|avx512bf16|avx512vnni picks a path for a whole run
-  // (as matmul_force_isa does for tests); unknown or unsupported: the default.
+  // SPECLAB_MATMUL_ISA=generic|avx2|avx512|avx512bf16|avx512vnni|amxbf16 picks a path for a whole
+  // run (as matmul_force_isa does for tests); unknown or unsupported: the default.
   if (const char* env = std::getenv("SPECLAB_MATMUL_ISA")) {
     for (const Kernels* k : {&kGenericKernels, &kAvx2Kernels, &kAvx512Kernels, &kAvx512Bf16Kernels,
-                             &kAvx512VnniKernels}) {
+                             &kAvx512VnniKernels, &kAmxBf16Kernels}) {
       if (std::strcmp(env, k->isa) == 0 && cpu_has(k->id)) return *k;
     }
   }
-  // avx512bf16 is not the default: BF16 activations move a BF16 model's logits by ~1e-2,
+  // avx512bf16 (and amxbf16, which rounds the activations the same way) is not the default:
+  // BF16 activations move a BF16 model's logits by ~1e-2,
   // beyond the golden tests' 1e-3 against transformers (FP32), and change greedy outputs.
   // Nor is avx512vnni: int8 activation blocks move SmolLM2-135M Q4_1's logits by up to 1.1
   // and its greedy continuation leaves transformers' at a step whose top-2 margin is 0.04
@@ -366,6 +397,57 @@ void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_
   }
 }
 
+// Whether w goes on the AMX tiles on path k (amxbf16, BF16 weights of whole 32-column steps).
+bool uses_amx(const Kernels& k, const TensorView& w) {
+  return k.amx && w.dtype == DType::BF16 && matmul_amx::fits(w.cols());
+}
+
+// The amxbf16 path for BF16 weights (uses_amx): activations rounded to BF16 and packed as tile
+// operands (matmul_amx::pack), then work items of matmul_amx::kRowBlock rows shared by the
+// threads as on the fused path, a chunk of tokens at a time.
+void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t n_tokens,
+                        bool parallel) {
+  const int64_t n_out = w.rows();
+  const int64_t n_in = w.cols();
+  const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  const int64_t chunk = token_chunk(n_in);
+  const int64_t n_steps = n_in / 32;
+  const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
+  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * 32);
+  thread_local CacheLineVector<uint16_t> xb;  // packed activations (per thread when private)
+  if (xb.size() < packed) xb.resize(packed);
+  uint16_t* shared = xb.data();
+  const int64_t n_blocks = (n_out + matmul_amx::kRowBlock - 1) / matmul_amx::kRowBlock;
+  // One chunk (decode, verification): every thread packs all of it (no barrier needed).
+  const bool private_pack = n_chunks == 1;
+#pragma omp parallel if (parallel)
+  {
+    uint16_t* xb_t = shared;
+    if (private_pack) {
+      if (xb.size() < packed) xb.resize(packed);
+      xb_t = xb.data();  // this thread's buffer (thread_local)
+      matmul_amx::pack(xb_t, x, n_tokens, n_in, chunk, 0, n_steps);
+    } else {
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < n_steps; s += 8) {
+        matmul_amx::pack(shared, x, n_tokens, n_in, chunk, s, std::min(n_steps, s + 8));
+      }  // (barrier: every thread reads all of it)
+    }
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+      const int64_t n_chunk = std::min(chunk, n_tokens - t0);
+      const uint16_t* xc = xb_t + t0 * n_steps * 32;
+#pragma omp for schedule(guided) nowait
+      for (int64_t b = 0; b < n_blocks; b++) {
+        const int64_t r0 = b * matmul_amx::kRowBlock;
+        const int n_rows = static_cast<int>(std::min<int64_t>(matmul_amx::kRowBlock, n_out - r0));
+        matmul_amx::rows(out + t0 * n_out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes,
+                         row_bytes, n_rows, xc, n_in, n_chunk);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 const char* matmul_isa() { return kernels().isa; }
@@ -392,6 +474,7 @@ const char* matmul_segment_prefetch() {
 const char* matmul_one_token_streaming(DType dtype) {
   const bool int8 = matmul_quantizes_activations(dtype);
   if (kernels().fused == nullptr) return "n/a";
+  if (kernels().amx && dtype == DType::BF16) return "AMX tiles";
   return streaming_for(dtype, int8) == MatmulStreaming::kWholeRows ? "whole rows" : "segments";
 }
 
@@ -429,6 +512,10 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   const bool parallel = n_out * n_in * n_tokens >= (int64_t{1} << 18);
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) {
     matmul_weights_int8(out, x, w, n_tokens, parallel);
+    return;
+  }
+  if (uses_amx(k, w)) {
+    matmul_weights_amx(out, x, w, n_tokens, parallel);
     return;
   }
   const matmul_avx512::RowsFn fused = fused_kernel(k, w.dtype);
@@ -557,6 +644,7 @@ void MatmulActivations::set(const float* x, int64_t n_tokens, int64_t n_in) {
 int64_t matmul_item_rows(const TensorView& w) {
   const Kernels& k = kernels();
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) return kFusedRowBlock;
+  if (uses_amx(k, w)) return matmul_amx::kRowBlock;
   if (fused_kernel(k, w.dtype) != nullptr) return kFusedRowBlock;
   return unfused_item_rows(k);
 }
@@ -598,6 +686,22 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
       rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows,
            xq.data(), n_tokens * bytes, n_in, n_tokens);
+    }
+    return;
+  }
+  if (uses_amx(k, w)) {
+    const int64_t n_steps = n_in / 32;
+    if (!a.packed_[MatmulActivations::kAmx]) {
+      const size_t packed = static_cast<size_t>(chunk * n_steps * 32);
+      if (a.amx_.size() < packed) a.amx_.resize(packed);
+      matmul_amx::pack(a.amx_.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps);
+      a.packed_[MatmulActivations::kAmx] = true;
+    }
+    for (int64_t b = i0; b < i1; b++) {
+      const int64_t r0 = b * matmul_amx::kRowBlock;
+      const int n_rows = static_cast<int>(std::min<int64_t>(matmul_amx::kRowBlock, n_out - r0));
+      matmul_amx::rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes,
+                       n_rows, a.amx_.data(), n_in, n_tokens);
     }
     return;
   }

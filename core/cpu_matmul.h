@@ -42,13 +42,14 @@ class MatmulActivations {
  private:
   friend void matmul_items(float*, MatmulActivations&, const TensorView&, int64_t, int64_t);
   static constexpr int kInt8Forms = 5;  // matmul_vnni::kRecordKinds
-  enum Kind { kF32, kF32EvenOdd, kBf16, kF32Segments, kInt8, kKinds = kInt8 + kInt8Forms };
+  enum Kind { kF32, kF32EvenOdd, kBf16, kAmx, kF32Segments, kInt8, kKinds = kInt8 + kInt8Forms };
   const float* x_ = nullptr;
   int64_t n_tokens_ = 0;
   int64_t n_in_ = 0;
   bool packed_[kKinds] = {};
   CacheLineVector<float> f32_[2];              // matmul_avx512::pack_f32 layout, by StepOrder
   CacheLineVector<uint16_t> bf16_;             // matmul_avx512::pack_bf16 layout
+  CacheLineVector<uint16_t> amx_;              // matmul_amx::pack layout
   CacheLineVector<uint8_t> int8_[kInt8Forms];  // matmul_vnni::pack layout, per record kind
   CacheLineVector<float> segments_;            // matmul_avx2::pack layout
   CacheLineVector<float> rows_;                // scratch of the avx2 and generic work items
@@ -86,10 +87,16 @@ void weights_row_to_f32(float* dst, const TensorView& w, int64_t r);
 //               core/matmul_vnni.cpp). The other dtypes as avx512. Opt-in (matmul_force_isa,
 //               SPECLAB_MATMUL_ISA=avx512vnni): int8 activations move real models' logits beyond
 //               the golden tests' 1e-3.
+//   amxbf16     as avx512bf16 (the activations rounded to BF16 the same way), and BF16
+//               matrices whose rows are whole 32-column steps multiplied on AMX tiles
+//               (tdpbf16ps: 16 rows x 16 tokens x 32 columns an instruction; core/matmul_amx.h):
+//               verifying tens of tokens costs about what decoding one does. Needs AMX-TILE,
+//               AMX-BF16 and Linux's grant of the tile state. Opt-in
+//               (SPECLAB_MATMUL_ISA=amxbf16), for the reason avx512bf16 is.
 // Default: the best of avx512, avx2, generic the CPU supports.
-enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vnni };
+enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vnni, kAmxBf16 };
 
-// The path in use: "generic", "avx2", "avx512", "avx512bf16" or "avx512vnni".
+// The path in use: "generic", "avx2", "avx512", "avx512bf16", "avx512vnni" or "amxbf16".
 const char* matmul_isa();
 // For tests and comparisons: force a path (kBest: back to the best one the CPU supports).
 // Returns false, changing nothing, if this CPU lacks the path's instructions. Not
@@ -98,7 +105,8 @@ bool matmul_force_isa(MatmulIsa isa);
 // matmul_force_isa(force ? kGeneric : kBest).
 void matmul_force_generic(bool force);
 // Whether matmul_weights on weights of `dtype` rounds the activations to BF16 on the path in
-// use (avx512bf16 and BF16 weights): tests compare against a reference fed the same rounding.
+// use (avx512bf16 or amxbf16, and BF16 weights): tests compare against a reference fed the same
+// rounding.
 bool matmul_rounds_activations_to_bf16(DType dtype);
 // Whether matmul_weights on weights of `dtype` quantizes the activations to int8 blocks on the
 // path in use (avx512vnni and Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K): such products equal
@@ -121,7 +129,9 @@ enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
 // environment's or the default). Not thread-safe, like matmul_force_isa.
 void matmul_force_streaming(MatmulStreaming streaming);
 // The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
-// "segments", or "n/a" (the generic and avx2 paths).
+// "segments", "AMX tiles" (BF16 on amxbf16: 64-row items, four 16-row tiles a step, the weights
+// prefetched into L2, core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps
+// streams as on avx512bf16), or "n/a" (the generic and avx2 paths).
 const char* matmul_one_token_streaming(DType dtype);
 // Where the avx512 paths' column segments prefetch the weights of the next segment in software
 // (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/amx_tiles.h"
+
 namespace speclab {
 namespace {
 
@@ -60,6 +62,28 @@ __attribute__((target("avx512f,avx512bf16"), noinline)) float bf16_dot_loop(int6
   float total = 0.0f;
   for (float v : lanes) total += v;
   return total;
+}
+
+// tdpbf16ps on tiles that never leave the registers: four 16 x 16 FP32 accumulators (C0-C3,
+// as the matmul kernel keeps in flight), one A and one B tile of 16 x 32 BF16 zeros.
+constexpr double kAmxFlopPerIteration = 4.0 * 16 * 16 * 32 * 2;
+__attribute__((noinline)) float amx_bf16_loop(int64_t iters, float seed) {
+  AmxTileConfig c;
+  for (int t : {0, 1, 2, 3, 4, 6}) {
+    c.rows[t] = 16;
+    c.colsb[t] = 64;
+  }
+  amx_configure(c);  // (zeroes every tile)
+  for (int64_t i = 0; i < iters; i++) {
+    SPECLAB_TILE_DP(0, 4, 6);
+    SPECLAB_TILE_DP(1, 4, 6);
+    SPECLAB_TILE_DP(2, 4, 6);
+    SPECLAB_TILE_DP(3, 4, 6);
+  }
+  alignas(64) float row[16][16];
+  SPECLAB_TILE_STORE(0, &row[0][0], 64);
+  amx_release();
+  return row[0][0] + seed;
 }
 
 double thread_cpu_seconds() {
@@ -121,6 +145,12 @@ double bf16_dot_peak_flops(int threads, double seconds) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16")) return 0.0;
   // 16 lanes, each 2 products and their 2 adds.
   return peak_of(bf16_dot_loop, 4.0 * 16 * kPeakChains, threads, seconds);
+}
+
+double amx_bf16_peak_flops(int threads, double seconds) {
+  threads = threads > 0 ? threads : omp_get_num_procs();
+  if (!amx_bf16_available()) return 0.0;
+  return peak_of(amx_bf16_loop, kAmxFlopPerIteration, threads, seconds);
 }
 
 }  // namespace speclab

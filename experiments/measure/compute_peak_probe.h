@@ -23,6 +23,11 @@ double fp32_fma_peak_flops(int threads, int lanes, double seconds = 0.2);
 // threads; 0 when the CPU has no AVX512-BF16.
 double bf16_dot_peak_flops(int threads, double seconds = 0.2);
 
+// FLOP/s of tdpbf16ps (AMX-BF16: 16 x 16 outputs x 32 products, 2 FLOP each) on `threads`
+// threads, four accumulator tiles in flight and no memory operand; 0 when the CPU lacks AMX or
+// Linux did not grant the tile state (core/amx_tiles.h).
+double amx_bf16_peak_flops(int threads, double seconds = 0.2);
+
 // The widest FP32 vector this CPU runs FMAs on: 16, 8, or 0 (no FMA).
 int fp32_fma_widest_lanes();
 

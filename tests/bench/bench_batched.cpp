@@ -13,7 +13,8 @@
 //        (2 * weight parameters * 32 / T32) and peak_GFLOPs, peak_frac beside peak_frac_limit
 //        (>= 70% of the FMA peak: where 32 rows stop being bound by the reads, the arithmetic is
 //        the limit). On the opt-in avx512bf16 path the peak is the BF16 dot product's
-//        (peak_is_bf16_dot = 1; the 70% aim is the default path's).
+//        (peak_is_bf16_dot = 1), on amxbf16 the AMX tiles' (tdpbf16ps, peak_is_amx = 1); the 70%
+//        aim is the default path's.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -73,11 +74,14 @@ double fma_peak_flops() {
   return fp32_fma_peak_flops(threads_get(), wide ? 16 : 8);
 }
 
-// The arithmetic peak the BF16 weights' products run against on the path in use: the BF16 dot
-// product's (vdpbf16ps, twice the FP32 FMA rate) where the path rounds the activations to BF16
-// (avx512bf16), else the FP32 FMA peak.
-bool bf16_dot_path() { return matmul_rounds_activations_to_bf16(DType::BF16); }
+// The arithmetic peak the BF16 weights' products run against on the path in use: the AMX
+// tiles' (tdpbf16ps) on amxbf16, the BF16 dot product's (vdpbf16ps, twice the FP32 FMA rate on
+// Zen 4, the same on Intel) where the path rounds the activations to BF16 (avx512bf16), else the
+// FP32 FMA peak.
+bool amx_path() { return std::strcmp(matmul_isa(), "amxbf16") == 0; }
+bool bf16_dot_path() { return !amx_path() && matmul_rounds_activations_to_bf16(DType::BF16); }
 double bf16_weights_peak_flops() {
+  if (amx_path()) return amx_bf16_peak_flops(threads_get());
   return bf16_dot_path() ? bf16_dot_peak_flops(threads_get()) : fma_peak_flops();
 }
 
@@ -124,6 +128,7 @@ void BM_BatchedForward32(benchmark::State& state, const std::string& spec) {
   state.counters["peak_frac"] = flops / peak;
   state.counters["peak_frac_limit"] = 0.7;  // >= 70% of the measured FP32 FMA peak
   state.counters["peak_is_bf16_dot"] = bf16_dot_path() ? 1.0 : 0.0;
+  state.counters["peak_is_amx"] = amx_path() ? 1.0 : 0.0;
   state.SetLabel(matmul_isa());
 }
 

@@ -204,6 +204,11 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("fp32_fma_peak_GFLOPs", std::to_string(fma / 1e9));
   benchmark::AddCustomContext("fp32_fma_peak_lanes", std::to_string(lanes));
   benchmark::AddCustomContext("bf16_dot_peak_GFLOPs", std::to_string(bf16 / 1e9));
+  const double amx = speclab::amx_bf16_peak_flops(2);
+  if (amx > 0) {
+    std::fprintf(stderr, "AMX BF16 peak (2 threads, tdpbf16ps): %.1f GFLOP/s\n", amx / 1e9);
+    benchmark::AddCustomContext("amx_bf16_peak_GFLOPs", std::to_string(amx / 1e9));
+  }
   benchmark::AddCustomContext("matmul_isa", speclab::matmul_isa());
   // How one-token products read each dtype's rows (core/cpu_matmul.h, MatmulStreaming).
   std::string streaming;

@@ -88,7 +88,8 @@ class CpuMatmulPaths : public ::testing::TestWithParam<MatmulIsa> {
 INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths,
                          ::testing::Values(MatmulIsa::kGeneric, MatmulIsa::kAvx2,
                                            MatmulIsa::kAvx512, MatmulIsa::kAvx512Bf16,
-                                           MatmulIsa::kAvx512Vnni, MatmulIsa::kBest),
+                                           MatmulIsa::kAvx512Vnni, MatmulIsa::kAmxBf16,
+                                           MatmulIsa::kBest),
                          [](const auto& info) {
                            switch (info.param) {
                              case MatmulIsa::kGeneric:
@@ -101,6 +102,8 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuMatmulPaths,
                                return "avx512bf16";
                              case MatmulIsa::kAvx512Vnni:
                                return "avx512vnni";
+                             case MatmulIsa::kAmxBf16:
+                               return "amxbf16";
                              default:
                                return "best";
                            }
@@ -305,12 +308,15 @@ TEST_P(CpuMatmulPaths, LongRowsInSegmentsAreBatchAndThreadInvariant) {
 // Each batch is also held to the reference within 1e-4 + 1e-4 * |ref| (FP32 vs double sums).
 TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
   // BF16 1051: full steps in even/odd order, then a half step and 11 columns in column order.
+  // BF16 1024 and 3072: whole 32-column steps, on AMX tiles on the amxbf16 path (chunks of 64
+  // and 21 tokens: one and two 16-token tiles a pass, several passes, several chunks).
   const MatrixCase cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1544},
-                              {DType::BF16, 1051}, {DType::F32, 1031},  {DType::F16, 1031},
-                              {DType::Q8_0, 1056}, {DType::Q4_0, 1056}, {DType::Q4_1, 1056},
-                              {DType::Q4_K, 768},  {DType::Q6_K, 768},  {DType::Q4_K, 2304},
-                              {DType::Q6_K, 2304}};
-  const int64_t n_out = 29;
+                              {DType::BF16, 1051}, {DType::BF16, 1024}, {DType::BF16, 3072},
+                              {DType::F32, 1031},  {DType::F16, 1031},  {DType::Q8_0, 1056},
+                              {DType::Q4_0, 1056}, {DType::Q4_1, 1056}, {DType::Q4_K, 768},
+                              {DType::Q6_K, 768},  {DType::Q4_K, 2304}, {DType::Q6_K, 2304}};
+  // 45 rows: AMX's 64-row item as two full 16-row blocks and one of 13 (every pass shape).
+  const int64_t n_out = 45;
   const int64_t token_counts[] = {2, 3, 5, 8, 9, 12, 13, 18, 21, 32, 64, 130};
   const int64_t max_tokens = 130;
   for (const MatrixCase& c : cases) {
@@ -385,7 +391,8 @@ TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream)
         matmul_weights(whole.data(), x.data(), w.view, n);
         const std::string whole_name = matmul_one_token_streaming(c.dtype);
         matmul_force_streaming(MatmulStreaming::kDefault);
-        if (segments_name != "n/a") {
+        // "AMX tiles": BF16 on amxbf16, which reads rows it cannot tile as avx512bf16 does.
+        if (segments_name != "n/a" && segments_name != "AMX tiles") {
           EXPECT_EQ(segments_name, "segments") << what;
           EXPECT_EQ(whole_name, "whole rows") << what;
         }
@@ -458,7 +465,8 @@ TEST_P(CpuMatmulPaths, SegmentProductsHaveTheSameBitsWhereverThePrefetchPutsTheW
 // packed once per kind and reused across matrices) give matmul_weights' bits for 1..16 tokens.
 TEST_P(CpuMatmulPaths, WorkItemsGiveMatmulWeightsBits) {
   const DType dtypes[] = {DType::BF16, DType::F32, DType::F16, DType::Q8_0, DType::Q4_1};
-  const int64_t n_out = 45, n_in = 1056;
+  // 141 rows: several items on every path (AMX's 64-row items too), the last one partial.
+  const int64_t n_out = 141, n_in = 1056;
   std::vector<OwnedWeights> ws;
   for (DType dtype : dtypes) ws.push_back(random_weights(dtype, n_out, n_in, 81));
   std::vector<float> x = random_activations(kMatmulItemsMaxTokens * n_in, 82);
@@ -495,6 +503,40 @@ TEST_P(CpuMatmulPaths, HandComputedF32) {
   std::vector<float> out(6);
   matmul_weights(out.data(), x.data(), w, 2);
   EXPECT_EQ(out, (std::vector<float>{3, 7, -0.5f, 0, 2, -2.5f}));
+}
+
+// The amxbf16 path puts BF16 matrices of whole 32-column steps on the AMX tiles, in an order of
+// its own (each output one FP32 sum over the steps: its bits differ from vdpbf16ps' 16 lanes
+// and their tree somewhere in a product this size), and multiplies the others exactly as
+// avx512bf16 does: the CpuMatmulPaths cases labelled amxbf16 run the tiles where the shape lets
+// them, not a fallback.
+TEST(CpuMatmulAmx, WholeStepBf16MatricesGoOnTheTilesTheRestAsAvx512Bf16) {
+  if (!matmul_force_isa(MatmulIsa::kAmxBf16)) {
+    GTEST_SKIP() << "this CPU lacks AMX-BF16, or Linux did not grant the tile state";
+  }
+  EXPECT_STREQ(matmul_isa(), "amxbf16");
+  EXPECT_STREQ(matmul_one_token_streaming(DType::BF16), "AMX tiles");
+  EXPECT_TRUE(matmul_rounds_activations_to_bf16(DType::BF16));
+  for (int64_t n_in : {1024, 1031}) {
+    OwnedWeights w = random_weights(DType::BF16, 70, n_in, 91);
+    for (int64_t n_tokens : {1, 16, 32}) {
+      std::vector<float> x = random_activations(n_tokens * n_in, 92);
+      std::vector<float> amx(n_tokens * 70), vdp(n_tokens * 70);
+      ASSERT_TRUE(matmul_force_isa(MatmulIsa::kAmxBf16));
+      matmul_weights(amx.data(), x.data(), w.view, n_tokens);
+      ASSERT_TRUE(matmul_force_isa(MatmulIsa::kAvx512Bf16));
+      matmul_weights(vdp.data(), x.data(), w.view, n_tokens);
+      int64_t differ = 0;
+      for (size_t i = 0; i < amx.size(); i++) differ += std::memcmp(&amx[i], &vdp[i], 4) != 0;
+      if (n_in % 32 == 0) {
+        EXPECT_GT(differ, 0) << "n_in " << n_in << " n_tokens " << n_tokens
+                             << ": the amxbf16 path gave vdpbf16ps' bits everywhere";
+      } else {
+        EXPECT_EQ(differ, 0) << "n_in " << n_in << " n_tokens " << n_tokens;
+      }
+    }
+  }
+  matmul_force_isa(MatmulIsa::kBest);
 }
 
 }  // namespace

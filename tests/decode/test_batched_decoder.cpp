@@ -82,6 +82,8 @@ std::string isa_label(MatmulIsa isa) {
       return "avx512bf16";
     case MatmulIsa::kAvx512Vnni:
       return "avx512vnni";
+    case MatmulIsa::kAmxBf16:
+      return "amxbf16";
     case MatmulIsa::kBest:
       return "best";
   }
@@ -284,7 +286,8 @@ TEST_P(BatchedDecoder, PlainLoopEqualsAutoregressive) {
 INSTANTIATE_TEST_SUITE_P(
     IsaDtype, BatchedDecoder,
     ::testing::Combine(::testing::Values(MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512,
-                                         MatmulIsa::kAvx512Bf16, MatmulIsa::kAvx512Vnni),
+                                         MatmulIsa::kAvx512Bf16, MatmulIsa::kAvx512Vnni,
+                                         MatmulIsa::kAmxBf16),
                        ::testing::Values(DType::F32, DType::BF16)),
     [](const ::testing::TestParamInfo<std::tuple<MatmulIsa, DType>>& info) {
       return isa_label(std::get<0>(info.param)) + "_" + dtype_name(std::get<1>(info.param));

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "core/amx_tiles.h"
 #include "core/large_buffer.h"
 #include "experiments/measure/compute_peak_probe.h"
 #include "experiments/measure/machine_info.h"
@@ -160,6 +161,15 @@ TEST(ComputePeakProbe, RatesArePlausibleInstructionRates) {
     EXPECT_LT(bf16 / 64.0, 4 * 6e9);
   } else {
     EXPECT_EQ(bf16, 0.0);
+  }
+  // tdpbf16ps: 16,384 FLOP an instruction; at most one a cycle at 6 GHz (one issues every 16
+  // cycles on Sapphire Rapids), at least one every 30 ns.
+  const double amx = amx_bf16_peak_flops(1, 0.02);
+  if (amx_bf16_available()) {
+    EXPECT_GT(amx / 16384.0, 3e7);
+    EXPECT_LT(amx / 16384.0, 6e9);
+  } else {
+    EXPECT_EQ(amx, 0.0);
   }
 }
 

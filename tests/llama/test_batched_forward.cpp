@@ -137,6 +137,8 @@ std::string isa_name(MatmulIsa isa) {
       return "avx512bf16";
     case MatmulIsa::kAvx512Vnni:
       return "avx512vnni";
+    case MatmulIsa::kAmxBf16:
+      return "amxbf16";
     case MatmulIsa::kBest:
       return "best";
   }
@@ -189,7 +191,8 @@ TEST_P(BatchedForward, DetectsPlantedRollbackOffByOne) {
 INSTANTIATE_TEST_SUITE_P(
     IsaDtype, BatchedForward,
     ::testing::Combine(::testing::Values(MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512,
-                                         MatmulIsa::kAvx512Bf16, MatmulIsa::kAvx512Vnni),
+                                         MatmulIsa::kAvx512Bf16, MatmulIsa::kAvx512Vnni,
+                                         MatmulIsa::kAmxBf16),
                        ::testing::Values(DType::F32, DType::BF16, DType::Q8_0),
                        ::testing::Values(1, 2)),
     [](const ::testing::TestParamInfo<std::tuple<MatmulIsa, DType, int>>& info) {

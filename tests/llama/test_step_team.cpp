@@ -108,6 +108,8 @@ const char* isa_name(MatmulIsa isa) {
       return "avx512bf16";
     case MatmulIsa::kAvx512Vnni:
       return "avx512vnni";
+    case MatmulIsa::kAmxBf16:
+      return "amxbf16";
     case MatmulIsa::kBest:
       break;
   }
@@ -140,7 +142,7 @@ TEST(StepTeam, SameLogitsAsPerCallKernelsOnOneAndTwoThreadsOnEveryPath) {
   const int checked = expect_team_matches_per_call(
       team_config(), {DType::Q4_1, DType::Q8_0, DType::BF16, DType::F32},
       {MatmulIsa::kGeneric, MatmulIsa::kAvx2, MatmulIsa::kAvx512, MatmulIsa::kAvx512Bf16,
-       MatmulIsa::kAvx512Vnni},
+       MatmulIsa::kAvx512Vnni, MatmulIsa::kAmxBf16},
       11);
   EXPECT_GE(checked, 4);  // at least the generic path for each dtype
 }
