@@ -53,37 +53,34 @@ void configure(int rows, int nb0, int nb1) {
   amx_configure(c);
 }
 
+// Accumulator c += A tile a times the B tile B (6 or 7) of the enclosing row_blocks.
+#define SPECLAB_TILE_DP_INTO_B(c, a) \
+  if constexpr (B == 6) {            \
+    SPECLAB_TILE_DP(c, a, 6);        \
+  } else {                           \
+    SPECLAB_TILE_DP(c, a, 7);        \
+  }
+
 // One step of NR row blocks (16 rows a block, rb bytes a row) against B tile B: block i into
 // accumulator i, its weights through A tiles 4 and 5 in turn.
 template <int NR, int B>
 inline void row_blocks(const uint8_t* a, int64_t rb) {
   SPECLAB_TILE_LOAD(4, a, rb);
-  if constexpr (B == 6)
-    SPECLAB_TILE_DP(0, 4, 6);
-  else
-    SPECLAB_TILE_DP(0, 4, 7);
+  SPECLAB_TILE_DP_INTO_B(0, 4)
   if constexpr (NR > 1) {
     SPECLAB_TILE_LOAD(5, a + 16 * rb, rb);
-    if constexpr (B == 6)
-      SPECLAB_TILE_DP(1, 5, 6);
-    else
-      SPECLAB_TILE_DP(1, 5, 7);
+    SPECLAB_TILE_DP_INTO_B(1, 5)
   }
   if constexpr (NR > 2) {
     SPECLAB_TILE_LOAD(4, a + 32 * rb, rb);
-    if constexpr (B == 6)
-      SPECLAB_TILE_DP(2, 4, 6);
-    else
-      SPECLAB_TILE_DP(2, 4, 7);
+    SPECLAB_TILE_DP_INTO_B(2, 4)
   }
   if constexpr (NR > 3) {
     SPECLAB_TILE_LOAD(5, a + 48 * rb, rb);
-    if constexpr (B == 6)
-      SPECLAB_TILE_DP(3, 5, 6);
-    else
-      SPECLAB_TILE_DP(3, 5, 7);
+    SPECLAB_TILE_DP_INTO_B(3, 5)
   }
 }
+#undef SPECLAB_TILE_DP_INTO_B
 
 // One pass over every step: accumulator q (= i + NR * j) of row block i and token block j.
 //   a0: the pass's first weight row; b0: the first token's pairs in the chunk's first step
@@ -188,21 +185,13 @@ void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int 
     float* o = out;
     const uint8_t* a = row0;
     if (nb1 == 0) {
-      switch (full) {
-        case 4:
-          run_pass<4, 1>(o, n_out, a, row_bytes, 16, b0, step_elems, b_stride, n_steps, t0, nb0, 0);
-          break;
-        case 3:
-          run_pass<3, 1>(o, n_out, a, row_bytes, 16, b0, step_elems, b_stride, n_steps, t0, nb0, 0);
-          break;
-        case 2:
-          run_pass<2, 1>(o, n_out, a, row_bytes, 16, b0, step_elems, b_stride, n_steps, t0, nb0, 0);
-          break;
-        case 1:
-          run_pass<1, 1>(o, n_out, a, row_bytes, 16, b0, step_elems, b_stride, n_steps, t0, nb0, 0);
-          break;
-        default:
-          break;
+      // One pass over the item's whole 16-row blocks: [k] takes k of them.
+      using WidePass = void (*)(float*, int64_t, const uint8_t*, size_t, int, const uint16_t*,
+                                int64_t, int64_t, int64_t, int64_t, int, int);
+      static constexpr WidePass kWide[5] = {nullptr, run_pass<1, 1>, run_pass<2, 1>, run_pass<3, 1>,
+                                            run_pass<4, 1>};
+      if (full > 0) {
+        kWide[full](o, n_out, a, row_bytes, 16, b0, step_elems, b_stride, n_steps, t0, nb0, 0);
       }
       if (rem > 0) {
         run_pass<1, 1>(o + 16 * full, n_out, a + full * rb16, row_bytes, rem, b0, step_elems,
