@@ -243,8 +243,11 @@ TEST(CellDeviceRound, ACellVerifiedOnTheDeviceIsPredictedFromTheDevicesRound) {
     // The run's verify seconds per round (the whole device round) against the profile's
     // device round, not its T(k): a 4 ms round is not 20% off a 4 ms figure. (A 0.3 ms host
     // verify of the synthetic cell may be, under another test's load: not checked there.)
+    // Only the verify part is the device's: the drafting part (a tiny draft on the host, well
+    // under a millisecond a round) may be flagged stale when another test loads the machine.
     if (!synthetic) {
-      EXPECT_FALSE(has(codes, "profile_stale")) << testing::PrintToString(codes);
+      for (const std::string& f : row.flags.value_or(std::vector<std::string>{}))
+        EXPECT_NE(f.rfind("profile_stale: verify", 0), 0u) << f;
     }
     if (synthetic) {
       // Synthetic acceptance decides on the host: no device round, priced as the host's.
