@@ -171,8 +171,8 @@ const Kernels& kernels_for(MatmulIsa isa) {
     }
   }
   // avx512bf16 (and amxbf16, which rounds the activations the same way) is not the default:
-  // BF16 activations move a BF16 model's logits by ~1e-2,
-  // beyond the golden tests' 1e-3 against transformers (FP32), and change greedy outputs.
+  // BF16 activations move a BF16 model's logits by ~1e-2, beyond the golden tests' 1e-3 against
+  // transformers (FP32), and change greedy outputs.
   // Nor is avx512vnni: int8 activation blocks move SmolLM2-135M Q4_1's logits by up to 1.1
   // and its greedy continuation leaves transformers' at a step whose top-2 margin is 0.04
   // (tests/llama/test_llama_golden.cpp): the default keeps FP32 activations, the reference's

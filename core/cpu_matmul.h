@@ -129,9 +129,9 @@ enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
 // environment's or the default). Not thread-safe, like matmul_force_isa.
 void matmul_force_streaming(MatmulStreaming streaming);
 // The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
-// "segments", "AMX tiles" (BF16 on amxbf16: 64-row items, four 16-row tiles a step, the weights
-// prefetched into L2, core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps
-// streams as on avx512bf16), or "n/a" (the generic and avx2 paths).
+// "segments", "AMX tiles" (BF16 on amxbf16: 64-row items, four 16-row tiles a step,
+// core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps streams as on
+// avx512bf16), or "n/a" (the generic and avx2 paths).
 const char* matmul_one_token_streaming(DType dtype);
 // Where the avx512 paths' column segments prefetch the weights of the next segment in software
 // (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's
