@@ -346,55 +346,76 @@ void row_block_product(const Kernels& k, float* out, const TensorView& w, int64_
   k.block(out + r0, n_out, rows, n_rows, x, n_in, n_tokens);
 }
 
+// The driver of the paths that pack the activations once per call (int8, amxbf16): the tokens
+// in chunks of `chunk` (prompts reread the weights once per chunk), packed as the path's kernel
+// reads them, then row blocks of `row_block` rows shared by the threads in a guided schedule,
+// a chunk at a time.
+//   packed layout: chunk c at c * chunk * n_steps * step_units elements of T (step_units: a
+//     token's elements in one step of the kernel's columns)
+//   pack(dst, s0, s1): writes steps [s0, s1) of every token into dst in that layout
+//   rows(o, r0, n_rows, xc, n_chunk): rows [r0, +n_rows) of the weights times the n_chunk tokens
+//     packed at xc, into o = out + t0 * n_out + r0 (t0 the chunk's first token)
+template <typename T, typename Pack, typename Rows>
+void packed_row_blocks(float* out, int64_t n_out, int64_t n_tokens, int64_t n_steps,
+                       int64_t step_units, int64_t chunk, int64_t row_block, bool parallel,
+                       const Pack& pack, const Rows& rows) {
+  const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
+  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * step_units);
+  thread_local CacheLineVector<T> buffer;  // packed activations (per thread when private)
+  if (buffer.size() < packed) buffer.resize(packed);
+  T* shared = buffer.data();
+  const int64_t n_blocks = (n_out + row_block - 1) / row_block;
+  // One chunk (decode, verification): every thread packs all of it (no barrier needed).
+  const bool private_pack = n_chunks == 1;
+#pragma omp parallel if (parallel)
+  {
+    T* mine = shared;
+    if (private_pack) {
+      if (buffer.size() < packed) buffer.resize(packed);
+      mine = buffer.data();  // this thread's buffer (thread_local)
+      pack(mine, int64_t{0}, n_steps);
+    } else {
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < n_steps; s += 8) {
+        pack(shared, s, std::min(n_steps, s + 8));
+      }  // (barrier: every thread reads all of it)
+    }
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+      const int64_t n_chunk = std::min(chunk, n_tokens - t0);
+      const T* xc = mine + t0 * n_steps * step_units;
+#pragma omp for schedule(guided) nowait
+      for (int64_t b = 0; b < n_blocks; b++) {
+        const int64_t r0 = b * row_block;
+        const int n_rows = static_cast<int>(std::min<int64_t>(row_block, n_out - r0));
+        rows(out + t0 * n_out + r0, r0, n_rows, xc, n_chunk);
+      }
+    }
+  }
+}
+
 // The avx512vnni path for Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights: activations quantized to int8
-// blocks and packed (matmul_vnni::pack), then row blocks shared by the threads as on the fused
-// path.
+// blocks and packed (matmul_vnni::pack), then row blocks of kFusedRowBlock rows.
 void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_t n_tokens,
                          bool parallel) {
   const int64_t n_out = w.rows();
   const int64_t n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  const matmul_vnni::RowsFn rows = int8_kernel(w.dtype);
-  // Chunks of tokens as on the fused path (prompts reread the weights once per chunk).
+  const matmul_vnni::RowsFn kernel = int8_kernel(w.dtype);
   const int64_t chunk = token_chunk(n_in);
   const int64_t values = matmul_vnni::record_values(w.dtype);
-  const int64_t bytes = matmul_vnni::record_bytes(w.dtype);
+  const int64_t bytes = matmul_vnni::record_bytes(w.dtype);  // a token's record in one step
   const int64_t n_steps = (n_in + values - 1) / values;
-  const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
-  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * bytes);
-  thread_local CacheLineVector<uint8_t> xq;  // packed activations (per thread when private)
-  if (xq.size() < packed) xq.resize(packed);
-  uint8_t* shared = xq.data();
-  const int64_t n_blocks = (n_out + kFusedRowBlock - 1) / kFusedRowBlock;
-  // One chunk (decode, verification): every thread packs all of it (no barrier needed).
-  const bool private_pack = n_chunks == 1;
-#pragma omp parallel if (parallel)
-  {
-    uint8_t* xq_t = shared;
-    if (private_pack) {
-      if (xq.size() < packed) xq.resize(packed);
-      xq_t = xq.data();  // this thread's buffer (thread_local)
-      matmul_vnni::pack(xq_t, x, n_tokens, n_in, chunk, 0, n_steps, w.dtype);
-    } else {
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < n_steps; s += 8) {
-        matmul_vnni::pack(shared, x, n_tokens, n_in, chunk, s, std::min(n_steps, s + 8), w.dtype);
-      }  // (barrier: every thread reads all of it)
-    }
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-      const int64_t n_chunk = std::min(chunk, n_tokens - t0);
-      const int64_t offset = t0 * n_steps * bytes;
-      const int64_t xs = n_chunk * bytes;
-#pragma omp for schedule(guided) nowait
-      for (int64_t b = 0; b < n_blocks; b++) {
-        const int64_t r0 = b * kFusedRowBlock;
-        const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
-        rows(out + t0 * n_out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes,
-             n_rows, xq_t + offset, xs, n_in, n_chunk);
-      }
-    }
-  }
+  const DType dtype = w.dtype;
+  packed_row_blocks<uint8_t>(
+      out, n_out, n_tokens, n_steps, bytes, chunk, kFusedRowBlock, parallel,
+      [&](uint8_t* dst, int64_t s0, int64_t s1) {
+        matmul_vnni::pack(dst, x, n_tokens, n_in, chunk, s0, s1, dtype);
+      },
+      [&](float* o, int64_t r0, int n_rows, const uint8_t* xc, int64_t n_chunk) {
+        kernel(o, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows, xc,
+               n_chunk * bytes, n_in, n_chunk);
+      });
 }
 
 // Whether w goes on the AMX tiles on path k (amxbf16, BF16 weights of whole 32-column steps).
@@ -403,8 +424,8 @@ bool uses_amx(const Kernels& k, const TensorView& w) {
 }
 
 // The amxbf16 path for BF16 weights (uses_amx): activations rounded to BF16 and packed as tile
-// operands (matmul_amx::pack), then work items of matmul_amx::kRowBlock rows shared by the
-// threads as on the fused path, a chunk of tokens at a time.
+// operands (matmul_amx::pack: 32 BF16 values of a token a step), then work items of
+// matmul_amx::kRowBlock rows.
 void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t n_tokens,
                         bool parallel) {
   const int64_t n_out = w.rows();
@@ -412,40 +433,15 @@ void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
   const int64_t chunk = token_chunk(n_in);
-  const int64_t n_steps = n_in / 32;
-  const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
-  const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * 32);
-  thread_local CacheLineVector<uint16_t> xb;  // packed activations (per thread when private)
-  if (xb.size() < packed) xb.resize(packed);
-  uint16_t* shared = xb.data();
-  const int64_t n_blocks = (n_out + matmul_amx::kRowBlock - 1) / matmul_amx::kRowBlock;
-  // One chunk (decode, verification): every thread packs all of it (no barrier needed).
-  const bool private_pack = n_chunks == 1;
-#pragma omp parallel if (parallel)
-  {
-    uint16_t* xb_t = shared;
-    if (private_pack) {
-      if (xb.size() < packed) xb.resize(packed);
-      xb_t = xb.data();  // this thread's buffer (thread_local)
-      matmul_amx::pack(xb_t, x, n_tokens, n_in, chunk, 0, n_steps);
-    } else {
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < n_steps; s += 8) {
-        matmul_amx::pack(shared, x, n_tokens, n_in, chunk, s, std::min(n_steps, s + 8));
-      }  // (barrier: every thread reads all of it)
-    }
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-      const int64_t n_chunk = std::min(chunk, n_tokens - t0);
-      const uint16_t* xc = xb_t + t0 * n_steps * 32;
-#pragma omp for schedule(guided) nowait
-      for (int64_t b = 0; b < n_blocks; b++) {
-        const int64_t r0 = b * matmul_amx::kRowBlock;
-        const int n_rows = static_cast<int>(std::min<int64_t>(matmul_amx::kRowBlock, n_out - r0));
-        matmul_amx::rows(out + t0 * n_out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes,
-                         row_bytes, n_rows, xc, n_in, n_chunk);
-      }
-    }
-  }
+  packed_row_blocks<uint16_t>(
+      out, n_out, n_tokens, n_in / 32, 32, chunk, matmul_amx::kRowBlock, parallel,
+      [&](uint16_t* dst, int64_t s0, int64_t s1) {
+        matmul_amx::pack(dst, x, n_tokens, n_in, chunk, s0, s1);
+      },
+      [&](float* o, int64_t r0, int n_rows, const uint16_t* xc, int64_t n_chunk) {
+        matmul_amx::rows(o, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows,
+                         xc, n_in, n_chunk);
+      });
 }
 
 }  // namespace
