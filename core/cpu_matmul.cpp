@@ -593,11 +593,12 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   const int64_t item_rows = unfused_item_rows(k);
   const int64_t n_blocks = (n_out + item_rows - 1) / item_rows;
   const size_t scratch_floats = unfused_scratch_floats(k, n_in);
-  // avx2 on more than 8 tokens: the activations packed segment by segment (matmul_avx2::pack). Up
-  // to one chunk of tokens (decode, verification, a batch of requests), every thread packs all of
-  // them into its own buffer (n_tokens * n_in floats, microseconds), so no thread waits for another
-  // before its first item; prompts: the threads share the packing, then wait for each other.
-  const bool segmented = k.rows != nullptr && matmul_avx2::packs_activations(n_tokens);
+  // avx2 on more than 8 tokens, or BF16 weights: the activations packed as matmul_avx2::rows
+  // reads them (matmul_avx2::pack). Up to one chunk of tokens (decode, verification, a batch of
+  // requests), every thread packs all of them into its own buffer (n_tokens * n_in floats,
+  // microseconds), so no thread waits for another before its first item; prompts: the threads
+  // share the packing, then wait for each other.
+  const bool segmented = k.rows != nullptr && matmul_avx2::packs_activations(n_tokens, w.dtype);
   const int64_t n_segments = matmul_avx2::n_segments(n_in);
   const size_t packed = segmented ? matmul_avx2::packed_floats(n_tokens, n_in) : 0;
   const bool private_pack = n_tokens <= matmul_avx2::kTokenChunk;
@@ -613,12 +614,12 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     const float* xk = x;  // the activations as the path reads them
     if (segmented && private_pack) {
       if (xp.size() < packed) xp.resize(packed);
-      matmul_avx2::pack(xp.data(), x, n_tokens, n_in, 0, n_segments);
+      matmul_avx2::pack(xp.data(), x, n_tokens, n_in, 0, n_segments, w.dtype);
       xk = xp.data();  // this thread's buffer (thread_local)
     } else if (segmented) {
 #pragma omp for schedule(static)
       for (int64_t s = 0; s < n_segments; s++)
-        matmul_avx2::pack(shared, x, n_tokens, n_in, s, s + 1);
+        matmul_avx2::pack(shared, x, n_tokens, n_in, s, s + 1, w.dtype);
       xk = shared;  // (the barrier above: every thread reads all of it)
     }
     // Guided, as on the fused path: a descheduled thread does not hold the call up; which
@@ -738,14 +739,20 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
   const size_t scratch_floats = unfused_scratch_floats(k, n_in);
   if (a.rows_.size() < scratch_floats) a.rows_.resize(scratch_floats);
   const float* xk = a.x_;
-  if (k.rows != nullptr && matmul_avx2::packs_activations(n_tokens)) {  // as matmul_weights
-    if (!a.packed_[MatmulActivations::kF32Segments]) {
+  // As matmul_weights.
+  if (k.rows != nullptr && matmul_avx2::packs_activations(n_tokens, w.dtype)) {
+    const bool even_odd = matmul_avx2::reads_even_odd(w.dtype);
+    const int kind =
+        even_odd ? MatmulActivations::kF32EvenOddRows : MatmulActivations::kF32Segments;
+    CacheLineVector<float>& packed_x = a.segments_[even_odd ? 1 : 0];
+    if (!a.packed_[kind]) {
       const size_t packed = matmul_avx2::packed_floats(n_tokens, n_in);
-      if (a.segments_.size() < packed) a.segments_.resize(packed);
-      matmul_avx2::pack(a.segments_.data(), a.x_, n_tokens, n_in, 0, matmul_avx2::n_segments(n_in));
-      a.packed_[MatmulActivations::kF32Segments] = true;
+      if (packed_x.size() < packed) packed_x.resize(packed);
+      matmul_avx2::pack(packed_x.data(), a.x_, n_tokens, n_in, 0, matmul_avx2::n_segments(n_in),
+                        w.dtype);
+      a.packed_[kind] = true;
     }
-    xk = a.segments_.data();
+    xk = packed_x.data();
   }
   for (int64_t b = i0; b < i1; b++) row_block_product(k, out, w, b, xk, n_tokens, a.rows_.data());
 }

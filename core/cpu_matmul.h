@@ -42,7 +42,16 @@ class MatmulActivations {
  private:
   friend void matmul_items(float*, MatmulActivations&, const TensorView&, int64_t, int64_t);
   static constexpr int kInt8Forms = 5;  // matmul_vnni::kRecordKinds
-  enum Kind { kF32, kF32EvenOdd, kBf16, kAmx, kF32Segments, kInt8, kKinds = kInt8 + kInt8Forms };
+  enum Kind {
+    kF32,
+    kF32EvenOdd,
+    kBf16,
+    kAmx,
+    kF32Segments,
+    kF32EvenOddRows,
+    kInt8,
+    kKinds = kInt8 + kInt8Forms
+  };
   const float* x_ = nullptr;
   int64_t n_tokens_ = 0;
   int64_t n_in_ = 0;
@@ -51,7 +60,7 @@ class MatmulActivations {
   CacheLineVector<uint16_t> bf16_;             // matmul_avx512::pack_bf16 layout
   CacheLineVector<uint16_t> amx_;              // matmul_amx::pack layout
   CacheLineVector<uint8_t> int8_[kInt8Forms];  // matmul_vnni::pack layout, per record kind
-  CacheLineVector<float> segments_;            // matmul_avx2::pack layout
+  CacheLineVector<float> segments_[2];  // matmul_avx2::pack layouts: segments, even/odd rows
   CacheLineVector<float> rows_;                // scratch of the avx2 and generic work items
 };
 

@@ -70,24 +70,49 @@ constexpr TileFn kTiles[kTileRows][kTileTokens] = {
     {tile<4, 1>, tile<4, 2>, tile<4, 3>},
 };
 
-// The tile above for BF16 weights read in place: each 8-column slice of a row is widened to
-// FP32 in registers (exact: a BF16 value is the high half of an FP32) right before its FMAs, so
-// a decode step reads every weight once from memory and never writes a converted copy. The R
-// rows are R streams read side by side, a line of each in turn. The FMAs are those of tile<R, T>
-// on the same FP32 values in the same order: the outputs are bit-identical to it.
-//   w: R pointers to BF16 rows from column 0; the rest as tile<R, T> with first = true.
+// The tile above for BF16 weights read in place, in 16-column steps of even and odd columns
+// (core/matmul_avx2.h): one 32-byte load of a row's 16 BF16 weights gives the FP32 weights of
+// the even columns by a shift (a BF16 value is the high half of an FP32: exact) and those of the
+// odd columns by a mask, where widening each 8-column slice would take a zero-extension and a
+// shift; the activations are packed in the same order (pack). So a decode step reads every
+// weight once from memory and never writes a converted copy, and the many-token tiles read the
+// rows from L1 as BF16 (half the bytes of a converted copy) at one integer operation per 8
+// weights. After the steps, one 8-column slice in column order when n_vec % 16 == 8.
+//   w: R pointers to BF16 rows from the segment's first column (a multiple of 16); x: the
+//   segment of token 0's activations in pack's order, token t at x + t * x_stride; n_steps: the
+//   columns in whole 16-column steps; half: one 8-column slice follows them; park, park_row,
+//   first: as tile<R, T>.
 template <int R, int T>
 SPECLAB_AVX2 void tile_bf16(const uint16_t* const* w, const float* x, int64_t x_stride,
-                            int64_t n_vec, float* park, int64_t park_row) {
+                            int64_t n_steps, bool half, float* park, int64_t park_row,
+                            bool first) {
   __m256 acc[R][T];
   for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; t++) {
+      acc[r][t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(park + r * park_row + t * 8);
+    }
   }
-  for (int64_t i = 0; i < n_vec; i += 8) {
+  const __m256 odd = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0xffff0000u)));
+  for (int64_t i = 0; i < n_steps; i += 16) {
     __m256 xv[T];
     for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + t * x_stride + i);
     for (int r = 0; r < R; r++) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r] + i));
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r] + i));
+      const __m256 wv = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+      for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+    for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + t * x_stride + i + 8);
+    for (int r = 0; r < R; r++) {
+      const __m256 raw = _mm256_loadu_ps(reinterpret_cast<const float*>(w[r] + i));
+      const __m256 wv = _mm256_and_ps(raw, odd);
+      for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (half) {
+    __m256 xv[T];
+    for (int t = 0; t < T; t++) xv[t] = _mm256_loadu_ps(x + t * x_stride + n_steps);
+    for (int r = 0; r < R; r++) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r] + n_steps));
       const __m256 wv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
       for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
     }
@@ -97,8 +122,8 @@ SPECLAB_AVX2 void tile_bf16(const uint16_t* const* w, const float* x, int64_t x_
   }
 }
 
-using TileBf16Fn = void (*)(const uint16_t* const*, const float*, int64_t, int64_t, float*,
-                            int64_t);
+using TileBf16Fn = void (*)(const uint16_t* const*, const float*, int64_t, int64_t, bool, float*,
+                            int64_t, bool);
 
 constexpr TileBf16Fn kTilesBf16[kTileRows][kTileTokens] = {
     {tile_bf16<1, 1>, tile_bf16<1, 2>, tile_bf16<1, 3>},
@@ -252,16 +277,49 @@ SPECLAB_AVX2 void row_to_f32(float* dst, DType dtype, const void* src, int64_t n
 
 int64_t n_segments(int64_t n_in) { return (n_in + kSegment - 1) / kSegment; }
 
+bool reads_even_odd(DType dtype) { return dtype == DType::BF16; }
+
+bool packs_activations(int64_t n_tokens, DType dtype) {
+  return n_tokens > kFewTokens || reads_even_odd(dtype);
+}
+
 size_t packed_floats(int64_t n_tokens, int64_t n_in) {
   return static_cast<size_t>(n_segments(n_in) * n_tokens * kSegment);
 }
 
+namespace {
+
+// Columns [c0, c0 + len) of one token's activations x into dst, in the order tile_bf16 reads
+// them when even_odd (c0 a multiple of 16): each whole 16-column step as its 8 even columns,
+// then its 8 odd ones; the columns after the last whole step of the row (n16) in column order.
+void copy_columns(float* dst, const float* x, int64_t c0, int64_t len, int64_t n16,
+                  bool even_odd) {
+  if (!even_odd) {
+    std::memcpy(dst, x + c0, len * sizeof(float));
+    return;
+  }
+  const int64_t steps = std::max<int64_t>(0, std::min(c0 + len, n16) - c0);
+  for (int64_t i = 0; i < steps; i += 16) {
+    for (int l = 0; l < 8; l++) {
+      dst[i + l] = x[c0 + i + 2 * l];
+      dst[i + 8 + l] = x[c0 + i + 2 * l + 1];
+    }
+  }
+  std::memcpy(dst + steps, x + c0 + steps, (len - steps) * sizeof(float));
+}
+
+}  // namespace
+
 void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_begin,
-          int64_t s_end) {
+          int64_t s_end, DType dtype) {
+  const bool even_odd = reads_even_odd(dtype);
+  const bool segment_layout = n_tokens > kFewTokens && !even_odd;
+  const int64_t n16 = n_in / 16 * 16;
   for (int64_t s = s_begin; s < s_end; s++) {
     const int64_t s0 = s * kSegment, len = std::min(kSegment, n_in - s0);
     for (int64_t t = 0; t < n_tokens; t++) {
-      std::memcpy(xp + (s * n_tokens + t) * kSegment, x + t * n_in + s0, len * sizeof(float));
+      float* dst = segment_layout ? xp + (s * n_tokens + t) * kSegment : xp + t * n_in + s0;
+      copy_columns(dst, x + t * n_in, s0, len, n16, even_odd);
     }
   }
 }
@@ -292,38 +350,60 @@ SPECLAB_AVX2 void finish(float* out, int64_t n_out, const float* const* w, int n
   }
 }
 
+// BF16 weights, any number of tokens up to kTokenChunk: 4 rows at a time read whole and in
+// place (tile_bf16) by each token tile in turn, the first reading them from memory, the others
+// from L1 or L2, as BF16, where a converted copy would be twice the bytes (4 rows x n_in FP32,
+// out of L1). Decoding and verification (up to kFewTokens tokens) leave the streaming to the
+// hardware prefetcher, which streams rows read front to back best; for more tokens the next 4
+// rows (of this item or, after its last, of the next item: n_next_rows) are prefetched into L2
+// a few lines per token tile, so the next first tile finds them there. x: [n_tokens, n_in] in
+// pack's even/odd order. The tail columns (n_in % 8) go through the FP32 finish from a converted
+// copy of just those columns.
+SPECLAB_AVX2 void rows_bf16(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
+                            int n_rows, int n_next_rows, const float* x, int64_t n_in,
+                            int64_t n_tokens, float* park, float* buf) {
+  const int64_t n_vec = n_in / 8 * 8;
+  const int64_t n16 = n_in / 16 * 16;
+  constexpr int64_t park_row = kTokenChunk * 8;
+  const int64_t n_calls = (n_tokens + kTileTokens - 1) / kTileTokens;  // token tiles per 4 rows
+  const float* tail[kTileRows];
+  const uint16_t* wb[kTileRows];
+  for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
+    const int nr = std::min(kTileRows, n_rows - j0);
+    for (int j = 0; j < nr; j++) {
+      wb[j] = reinterpret_cast<const uint16_t*>(row0 + (j0 + j) * row_bytes);
+      for (int64_t i = n_vec; i < n_in; i++) buf[j * 8 + (i - n_vec)] = bf16_to_f32(wb[j][i]);
+      tail[j] = buf + j * 8;
+    }
+    // The next 4 rows follow these in memory, within the item or in the next one.
+    const uint8_t* next = row0 + (j0 + nr) * row_bytes;
+    const int64_t next_rows = std::min(kTileRows, n_rows - j0 - nr + n_next_rows);
+    const int64_t n_lines =
+        n_tokens > kFewTokens ? (next_rows * static_cast<int64_t>(row_bytes) + 63) / 64 : 0;
+    const int64_t lines_per_call = (n_lines + n_calls - 1) / n_calls;
+    int64_t line = 0;
+    for (int64_t t = 0, nt = 0; t < n_tokens; t += nt) {
+      nt = token_tile(n_tokens - t);
+      for (int64_t i = 0; i < lines_per_call && line < n_lines; i++, line++) {
+        _mm_prefetch(reinterpret_cast<const char*>(next + 64 * line), _MM_HINT_T1);
+      }
+      kTilesBf16[nr - 1][static_cast<int>(nt) - 1](wb, x + t * n_in, n_in, n16, n_vec > n16,
+                                                   park + t * 8, park_row, /*first=*/true);
+    }
+    finish(out + j0, n_out, tail, nr, x + n_vec, n_in, n_tokens, park, park_row, n_vec, n_vec,
+           n_in);
+  }
+}
+
 // Up to kFewTokens tokens (decoding, verification): 4 rows at a time converted whole, then the
 // token tiles over them, reading the stored rows front to back (what the hardware prefetcher
 // streams best; measured faster than segments up to 8 tokens). x: [n_tokens, n_in] as given.
+// Not BF16 (rows_bf16).
 SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                   int n_rows, DType dtype, const float* x, int64_t n_in,
                                   int64_t n_tokens, float* park, float* buf) {
   const int64_t n_vec = n_in / 8 * 8;
   constexpr int64_t park_row = kTokenChunk * 8;
-  if (dtype == DType::BF16) {
-    // The rows are read in place (tile_bf16) by each token tile: the first reads them from
-    // memory, the others (up to 3 tiles for 8 tokens) from L2, as BF16, where a converted copy
-    // would be twice the bytes and out of L1 (4 rows x n_in FP32). The tail columns (n_in % 8)
-    // go through the FP32 finish from a converted copy of just those columns.
-    const float* tail[kTileRows];
-    const uint16_t* wb[kTileRows];
-    for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
-      const int nr = std::min(kTileRows, n_rows - j0);
-      for (int j = 0; j < nr; j++) {
-        wb[j] = reinterpret_cast<const uint16_t*>(row0 + (j0 + j) * row_bytes);
-        for (int64_t i = n_vec; i < n_in; i++) buf[j * 8 + (i - n_vec)] = bf16_to_f32(wb[j][i]);
-        tail[j] = buf + j * 8;
-      }
-      for (int64_t t = 0, nt = 0; t < n_tokens; t += nt) {
-        nt = token_tile(n_tokens - t);
-        kTilesBf16[nr - 1][static_cast<int>(nt) - 1](wb, x + t * n_in, n_in, n_vec, park + t * 8,
-                                                     park_row);
-      }
-      finish(out + j0, n_out, tail, nr, x + n_vec, n_in, n_tokens, park, park_row, n_vec, n_vec,
-             n_in);
-    }
-    return;
-  }
   const float* w[kTileRows];
   for (int j0 = 0; j0 < n_rows; j0 += kTileRows) {
     const int nr = std::min(kTileRows, n_rows - j0);
@@ -347,14 +427,13 @@ SPECLAB_AVX2 void rows_few_tokens(float* out, int64_t n_out, const uint8_t* row0
 
 }  // namespace
 
-bool packs_activations(int64_t n_tokens) { return n_tokens > kFewTokens; }
-
 size_t scratch_floats(int64_t n_in) {
   return kRowBlock * kTokenChunk * 8 +
          static_cast<size_t>(std::max<int64_t>(kRowBlock * kSegment, kTileRows * n_in));
 }
 
-// More tokens: per chunk of tokens, segments outer; in a segment, token tiles, then row tiles,
+// More tokens: BF16 rows whole, as for a few tokens (rows_bf16), a chunk of tokens at a time;
+// other dtypes per chunk of tokens, segments outer; in a segment, token tiles, then row tiles,
 // so a tile's activations (3 x 2 KB) are reread from L1 by the item's row tiles and the
 // converted rows (16 KB) by every token tile.
 SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
@@ -363,7 +442,14 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
   float* park = scratch;                               // [kRowBlock, kTokenChunk, 8] accumulators
   float* buf = scratch + kRowBlock * kTokenChunk * 8;  // converted weights
   constexpr int64_t park_row = kTokenChunk * 8;
-  if (!packs_activations(n_tokens)) {
+  if (dtype == DType::BF16) {
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
+      rows_bf16(out + t0 * n_out, n_out, row0, row_bytes, n_rows, n_next_rows, xk + t0 * n_in,
+                n_in, std::min(kTokenChunk, n_tokens - t0), park, buf);
+    }
+    return;
+  }
+  if (n_tokens <= kFewTokens) {
     rows_few_tokens(out, n_out, row0, row_bytes, n_rows, dtype, xk, n_in, n_tokens, park, buf);
     return;
   }
@@ -429,7 +515,7 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
                                                    /*first=*/s0 == 0);
         }
       }
-      if (s0 + len == n_in) {
+      if (last) {
         finish(out + t0 * n_out, n_out, w, n_rows, xs, kSegment, n_chunk, park, park_row, s0, n_vec,
                n_in);
       }
