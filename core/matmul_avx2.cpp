@@ -70,27 +70,24 @@ constexpr TileFn kTiles[kTileRows][kTileTokens] = {
     {tile<4, 1>, tile<4, 2>, tile<4, 3>},
 };
 
-// The tile above for BF16 weights read in place, in 16-column steps of even and odd columns
-// (core/matmul_avx2.h): one 32-byte load of a row's 16 BF16 weights gives the FP32 weights of
-// the even columns by a shift (a BF16 value is the high half of an FP32: exact) and those of the
-// odd columns by a mask, where widening each 8-column slice would take a zero-extension and a
-// shift; the activations are packed in the same order (pack). So a decode step reads every
-// weight once from memory and never writes a converted copy, and the many-token tiles read the
-// rows from L1 as BF16 (half the bytes of a converted copy) at one integer operation per 8
-// weights. After the steps, one 8-column slice in column order when n_vec % 16 == 8.
-//   w: R pointers to BF16 rows from the segment's first column (a multiple of 16); x: the
-//   segment of token 0's activations in pack's order, token t at x + t * x_stride; n_steps: the
-//   columns in whole 16-column steps; half: one 8-column slice follows them; park, park_row,
-//   first: as tile<R, T>.
+// The tile above for BF16 weights read in place, whole rows, in 16-column steps of even and odd
+// columns (core/matmul_avx2.h): one 32-byte load of a row's 16 BF16 weights gives the FP32
+// weights of the even columns by a shift (a BF16 value is the high half of an FP32: exact) and
+// those of the odd columns by a mask, where widening each 8-column slice would take a
+// zero-extension and a shift; the activations are packed in the same order (pack). So a decode
+// step reads every weight once from memory and never writes a converted copy, and the tiles of
+// many tokens reread the rows as BF16 (half the bytes of a converted copy) at one integer
+// operation per 8 weights. After the steps, one 8-column slice in column order when
+// n_vec % 16 == 8.
+//   w: R pointers to BF16 rows from column 0; x: token 0's activations in pack's order, token t
+//   at x + t * x_stride; n_steps: the columns in whole 16-column steps; half: one 8-column slice
+//   follows them; park, park_row: as tile<R, T> (the accumulators start at zero).
 template <int R, int T>
 SPECLAB_AVX2 void tile_bf16(const uint16_t* const* w, const float* x, int64_t x_stride,
-                            int64_t n_steps, bool half, float* park, int64_t park_row,
-                            bool first) {
+                            int64_t n_steps, bool half, float* park, int64_t park_row) {
   __m256 acc[R][T];
   for (int r = 0; r < R; r++) {
-    for (int t = 0; t < T; t++) {
-      acc[r][t] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(park + r * park_row + t * 8);
-    }
+    for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_ps();
   }
   const __m256 odd = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0xffff0000u)));
   for (int64_t i = 0; i < n_steps; i += 16) {
@@ -123,7 +120,7 @@ SPECLAB_AVX2 void tile_bf16(const uint16_t* const* w, const float* x, int64_t x_
 }
 
 using TileBf16Fn = void (*)(const uint16_t* const*, const float*, int64_t, int64_t, bool, float*,
-                            int64_t, bool);
+                            int64_t);
 
 constexpr TileBf16Fn kTilesBf16[kTileRows][kTileTokens] = {
     {tile_bf16<1, 1>, tile_bf16<1, 2>, tile_bf16<1, 3>},
@@ -388,7 +385,7 @@ SPECLAB_AVX2 void rows_bf16(float* out, int64_t n_out, const uint8_t* row0, size
         _mm_prefetch(reinterpret_cast<const char*>(next + 64 * line), _MM_HINT_T1);
       }
       kTilesBf16[nr - 1][static_cast<int>(nt) - 1](wb, x + t * n_in, n_in, n16, n_vec > n16,
-                                                   park + t * 8, park_row, /*first=*/true);
+                                                   park + t * 8, park_row);
     }
     finish(out + j0, n_out, tail, nr, x + n_vec, n_in, n_tokens, park, park_row, n_vec, n_vec,
            n_in);
