@@ -22,7 +22,7 @@ def main(path):
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
         name = b.get("run_name", b["name"])
-        m = re.match(r"(BM_\w+)/([^/]+)(?:/(?:k|n|m|dtype|threads):(\d+))?(?:/k:(\d+))?", name)
+        m = re.match(r"(BM_\w+)/([^/]+)(?:/(?:k|n|m|dtype|threads|b):(\d+))?(?:/k:(\d+))?", name)
         if not m:
             continue
         family, model, arg, arg2 = m.groups()
@@ -105,6 +105,21 @@ def main(path):
             out.append(f"| {state} | " + " | ".join(cells) + " |")
         out.append("| fast-state passes | " +
                    " | ".join(f"{b['n_fast_' + str(c)]:.0f}" for c in lengths) + " |")
+        out.append("")
+    rows_b = sorted(((model, int(arg), b) for (f, model, arg), b in rows.items()
+                     if f == "BM_BatchedDecode" and "floor_ms" in b), key=lambda r: (r[0], r[1]))
+    if rows_b:
+        # One forward of b rows against the two limits of the same run: the weights read once
+        # and their multiply-adds at the arithmetic peak (a forward under that floor means a
+        # limit was measured wrong, and is flagged, not quoted).
+        out.append("| batched decode, one b-row forward | b | T(b) ms | T(b)/T(1) of singles | "
+                   "read ms | arithmetic ms (peak) | floor / T(b) |")
+        out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for model, b_rows, b in rows_b:
+            flag = " (BEATS THE FLOOR: a limit was measured wrong)" if b["floor_beaten"] else ""
+            out.append(f"| {model} | {b_rows} | {b['T_batch_ms']:.0f} | {b['ratio']:.2f} | "
+                       f"{b['read_ms']:.0f} | {b['arith_ms']:.0f} ({b['peak_GFLOPs']:.0f} GFLOP/s) | "
+                       f"{b['floor_frac']:.0%}{flag} |")
         out.append("")
     verify, ratio, batched = {}, {}, {}
     for (family, model, arg), b in rows.items():

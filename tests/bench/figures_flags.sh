@@ -1,0 +1,32 @@
+#!/bin/bash
+# figures.py flags an impossible figure instead of printing it plainly: a batched forward faster
+# than its floor (the weights read once, or their multiply-adds at the measured peak) is marked
+# as a limit measured wrong, and only that row. A made-up run of two BM_BatchedDecode rows, one
+# beating its floor. Usage: tests/bench/figures_flags.sh
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+row() {  # row B T_BATCH FLOOR BEATEN
+  printf '{"name": "BM_BatchedDecode/llama-3.2-1b:bf16/b:%s/iterations:3/manual_time",
+    "run_type": "iteration", "real_time": %s, "time_unit": "ms", "T_batch_ms": %s,
+    "T_singles_ms": 100, "ratio": 0.5, "read_ms": %s, "arith_ms": 10, "peak_GFLOPs": 200,
+    "floor_ms": %s, "floor_frac": %s, "floor_beaten": %s}' "$1" "$2" "$2" "$3" "$3" \
+    "$(python3 -c "print($3 / $2)")" "$4"
+}
+cat >"$tmp/run.json" <<JSON
+{"context": {"read_bandwidth_GBps": "30.0", "matmul_isa": "avx2"},
+ "benchmarks": [$(row 2 120 100 0), $(row 4 80 100 1)]}
+JSON
+out=$(python3 "$here/figures.py" "$tmp/run.json") || { echo "FAIL: figures.py exited $?"; exit 1; }
+fail=0
+line2=$(grep -E '^\| llama-3.2-1b:bf16 \| 2 \|' <<<"$out")
+line4=$(grep -E '^\| llama-3.2-1b:bf16 \| 4 \|' <<<"$out")
+if [[ -z "$line2" || "$line2" == *"BEATS THE FLOOR"* || "$line2" != *"83%"* ]]; then
+  echo "FAIL b=2 (under its floor's pace, 83%, not flagged): '$line2'"; fail=1
+fi
+if [[ "$line4" != *"BEATS THE FLOOR"* ]]; then
+  echo "FAIL b=4 (faster than its floor) not flagged: '$line4'"; fail=1
+fi
+[[ $fail == 0 ]] && echo "ok: $line4"
+exit $fail
