@@ -598,9 +598,9 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
   // requests), every thread packs all of them into its own buffer (n_tokens * n_in floats,
   // microseconds), so no thread waits for another before its first item; prompts: the threads
   // share the packing, then wait for each other.
-  const bool segmented = k.rows != nullptr && matmul_avx2::packs_activations(n_tokens, w.dtype);
+  const bool packs_x = k.rows != nullptr && matmul_avx2::packs_activations(n_tokens, w.dtype);
   const int64_t n_segments = matmul_avx2::n_segments(n_in);
-  const size_t packed = segmented ? matmul_avx2::packed_floats(n_tokens, n_in) : 0;
+  const size_t packed = packs_x ? matmul_avx2::packed_floats(n_tokens, n_in) : 0;
   const bool private_pack = n_tokens <= matmul_avx2::kTokenChunk;
   thread_local CacheLineVector<float> xp;  // packed activations (per thread when private)
   if (xp.size() < packed) xp.resize(packed);
@@ -612,11 +612,11 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     thread_local CacheLineVector<float> scratch;
     if (scratch.size() < scratch_floats) scratch.resize(scratch_floats);
     const float* xk = x;  // the activations as the path reads them
-    if (segmented && private_pack) {
+    if (packs_x && private_pack) {
       if (xp.size() < packed) xp.resize(packed);
       matmul_avx2::pack(xp.data(), x, n_tokens, n_in, 0, n_segments, w.dtype);
       xk = xp.data();  // this thread's buffer (thread_local)
-    } else if (segmented) {
+    } else if (packs_x) {
 #pragma omp for schedule(static)
       for (int64_t s = 0; s < n_segments; s++)
         matmul_avx2::pack(shared, x, n_tokens, n_in, s, s + 1, w.dtype);
