@@ -60,7 +60,7 @@ class MatmulActivations {
   CacheLineVector<uint16_t> bf16_;             // matmul_avx512::pack_bf16 layout
   CacheLineVector<uint16_t> amx_;              // matmul_amx::pack layout
   CacheLineVector<uint8_t> int8_[kInt8Forms];  // matmul_vnni::pack layout, per record kind
-  CacheLineVector<float> segments_[2];  // matmul_avx2::pack layouts: segments, even/odd rows
+  CacheLineVector<float> segments_[2];         // matmul_avx2::pack layouts: segments, even/odd rows
   CacheLineVector<float> rows_;                // scratch of the avx2 and generic work items
 };
 

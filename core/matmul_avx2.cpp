@@ -289,8 +289,7 @@ namespace {
 // Columns [c0, c0 + len) of one token's activations x into dst, in the order tile_bf16 reads
 // them when even_odd (c0 a multiple of 16): each whole 16-column step as its 8 even columns,
 // then its 8 odd ones; the columns after the last whole step of the row (n16) in column order.
-void copy_columns(float* dst, const float* x, int64_t c0, int64_t len, int64_t n16,
-                  bool even_odd) {
+void copy_columns(float* dst, const float* x, int64_t c0, int64_t len, int64_t n16, bool even_odd) {
   if (!even_odd) {
     std::memcpy(dst, x + c0, len * sizeof(float));
     return;
@@ -307,8 +306,8 @@ void copy_columns(float* dst, const float* x, int64_t c0, int64_t len, int64_t n
 
 }  // namespace
 
-void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_begin,
-          int64_t s_end, DType dtype) {
+void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_begin, int64_t s_end,
+          DType dtype) {
   const bool even_odd = reads_even_odd(dtype);
   const bool segment_layout = n_tokens > kFewTokens && !even_odd;
   const int64_t n16 = n_in / 16 * 16;
@@ -439,10 +438,10 @@ SPECLAB_AVX2 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t ro
   float* park = scratch;                               // [kRowBlock, kTokenChunk, 8] accumulators
   float* buf = scratch + kRowBlock * kTokenChunk * 8;  // converted weights
   constexpr int64_t park_row = kTokenChunk * 8;
-  if (dtype == DType::BF16) {
+  if (reads_even_odd(dtype)) {  // BF16: the activations are packed for rows_bf16
     for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenChunk) {
-      rows_bf16(out + t0 * n_out, n_out, row0, row_bytes, n_rows, n_next_rows, xk + t0 * n_in,
-                n_in, std::min(kTokenChunk, n_tokens - t0), park, buf);
+      rows_bf16(out + t0 * n_out, n_out, row0, row_bytes, n_rows, n_next_rows, xk + t0 * n_in, n_in,
+                std::min(kTokenChunk, n_tokens - t0), park, buf);
     }
     return;
   }

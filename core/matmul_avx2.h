@@ -79,13 +79,13 @@ bool packs_activations(int64_t n_tokens, DType dtype);
 int64_t n_segments(int64_t n_in);
 size_t packed_floats(int64_t n_tokens, int64_t n_in);
 // Packs segments [s_begin, s_end) of x (threads may pack disjoint ranges of one buffer).
-void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_begin,
-          int64_t s_end, DType dtype);
+void pack(float* xp, const float* x, int64_t n_tokens, int64_t n_in, int64_t s_begin, int64_t s_end,
+          DType dtype);
 
 // One work item: out[t * n_out + j] for rows j < n_rows (<= kRowBlock) starting at row0
 // (rows row_bytes apart, stored in `dtype`) and tokens t < n_tokens; xk: the activations,
-// packed by pack if packs_activations(n_tokens, dtype), else x. n_next_rows: how many rows follow the
-// item's in the matrix, up to kRowBlock (prefetched while this item runs: they are usually the
+// packed by pack if packs_activations(n_tokens, dtype), else x. n_next_rows: how many rows follow
+// the item's in the matrix, up to kRowBlock (prefetched while this item runs: they are usually the
 // same thread's next item). scratch: scratch_floats(n_in) floats of the calling thread.
 void rows(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes, int n_rows,
           int n_next_rows, DType dtype, const float* xk, int64_t n_in, int64_t n_tokens,
