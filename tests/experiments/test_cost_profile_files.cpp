@@ -337,7 +337,8 @@ TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
 }
 
 // A profile that no longer describes the machine: the run's cells were measured, then the
-// profile's file is replaced by one whose target calls are three times faster and which was
+// profile's file is replaced by one whose target calls are a hundred times faster (far past
+// any speed swing of a loaded machine between the run and its resume) and which was
 // taken under a load above the cores (as a profile copied from another machine, or taken
 // while something else ran, would be), with plain-step repetitions that reached down to half
 // its median (the machine changed speed while it was taken); the resumed cell is predicted
@@ -352,15 +353,22 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   const std::string cost_file =
       out + "/profiles/cost-" + full[0]["prediction_group"].get<std::string>() + ".json";
   nlohmann::json p = nlohmann::json::parse(read_bytes(cost_file));
-  for (auto& t : p["target_s"]) t = t.get<double>() / 3;
-  p["baseline_step_s"] = p["baseline_step_s"].get<double>() / 3;
+  constexpr double kFaster = 100;
+  for (auto& t : p["target_s"]) t = t.get<double>() / kFaster;
+  p["baseline_step_s"] = p["baseline_step_s"].get<double>() / kFaster;
+  // The head's share of the target calls and of the plain step, scaled with them (a part is
+  // checked to be at most its whole).
+  if (p.contains("parts") && p["parts"].contains("target_head_s")) {
+    for (auto& t : p["parts"]["target_head_s"]) t = t.get<double>() / kFaster;
+    p["parts"]["baseline_step_head_s"] = p["parts"]["baseline_step_head_s"].get<double>() / kFaster;
+  }
   // Above any real load of the machine running the test (the flag reports the higher of the
   // two readings).
   p["taken"]["load_before"] = 99.5;
   p["taken"]["load_after"] = 99.5;
   nlohmann::json& plain = p["spread"]["baseline_step_s"];
   plain["median"][0] = p["baseline_step_s"];
-  plain["max"][0] = plain["max"][0].get<double>() / 3;
+  plain["max"][0] = plain["max"][0].get<double>() / kFaster;
   plain["min"][0] = p["baseline_step_s"].get<double>() / 2;
   plain["mean"][0] = p["baseline_step_s"];
   std::ofstream(cost_file, std::ios::trunc) << p.dump() << "\n";
