@@ -185,27 +185,35 @@ const Kernels& kernels_for(MatmulIsa isa) {
 
 const Kernels* g_kernels = nullptr;  // null: the best the CPU supports
 
-// AMD family 19h (Zen 3 and Zen 4; only Zen 4 has the AVX-512 that the fused path needs).
-bool cpu_is_amd_family_19h() {
+// The CPU family of an AMD processor (0x19: Zen 3 and Zen 4, only Zen 4 with the AVX-512 that
+// the fused paths need; 0x1A: Zen 5); 0 on any other vendor.
+unsigned cpu_amd_family() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 0;
   const bool amd = ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163;  // "AuthenticAMD"
-  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  const unsigned family = ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
-  return family == 0x19;
+  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+  return ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
 }
 
+bool cpu_is_amd_family_19h() { return cpu_amd_family() == 0x19; }
+
 // One-token products read rows whole (matmul_avx512::Streaming) for the dtypes and CPUs where
-// that was measured to stream faster: F32, F16, BF16 and Q8_0 on Zen 4 (docs/cpu-kernels.md).
-// Elsewhere (Zen 5 and an Intel Xeon were tuned with segments; not measured with whole rows)
-// and for the 4-bit formats (10% slower on Zen 4), segments.
-// On the int8 path (avx512vnni) every dtype: Q4_K twice as fast there, Q4_1 0-15% faster.
+// that was measured to stream faster (docs/cpu-kernels.md "How a one-token product streams the
+// rows"): on Zen 4 F32, F16, BF16 and Q8_0 with FP32 activations, every dtype with int8 ones
+// (avx512vnni: Q4_K twice as fast there, Q4_1 0-15% faster); on Zen 5 BF16 with FP32
+// activations (Q8_0 slower that way there; F32 and F16 not measured at the decode), Q8_0, Q4_K
+// and Q6_K with int8 ones (Q4_1 20% slower). Elsewhere (an Intel Xeon was tuned with segments;
+// not measured with whole rows) and for the other formats, segments.
 MatmulStreaming default_streaming(DType dtype, bool int8) {
-  static const bool whole_rows_cpu = cpu_is_amd_family_19h();
-  const bool whole_rows_dtype = int8 || dtype == DType::F32 || dtype == DType::F16 ||
-                                dtype == DType::BF16 || dtype == DType::Q8_0;
-  return whole_rows_cpu && whole_rows_dtype ? MatmulStreaming::kWholeRows
-                                            : MatmulStreaming::kSegments;
+  static const unsigned amd_family = cpu_amd_family();
+  const bool zen4_rows =
+      amd_family == 0x19 && (int8 || dtype == DType::F32 || dtype == DType::F16 ||
+                             dtype == DType::BF16 || dtype == DType::Q8_0);
+  const bool zen5_rows =
+      amd_family == 0x1A &&
+      (int8 ? dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K
+            : dtype == DType::BF16);
+  return zen4_rows || zen5_rows ? MatmulStreaming::kWholeRows : MatmulStreaming::kSegments;
 }
 
 // A per-run setting named in the environment variable `var`: `a` for the name `name_a`, `b` for

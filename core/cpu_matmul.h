@@ -129,9 +129,11 @@ bool matmul_quantizes_activations(DType dtype);
 //               row at a time, rows whose activations exceed 16 KB a 12-row item at a time (6 for
 //               the quantized formats); int8 activations (avx512vnni): one row at a time
 //               (docs/cpu-kernels.md)
-// No output changes a bit with it. Default (kDefault) on AMD family 19h (Zen 4), where it
-// streams faster: kWholeRows for F32, F16, BF16 and Q8_0 weights with FP32 activations and for
-// every dtype with int8 ones; kSegments otherwise and on every other CPU.
+// No output changes a bit with it. Default (kDefault) where it was measured to stream faster:
+// on AMD family 19h (Zen 4) kWholeRows for F32, F16, BF16 and Q8_0 weights with FP32
+// activations and for every dtype with int8 ones; on AMD family 1Ah (Zen 5) kWholeRows for
+// BF16 with FP32 activations and Q8_0, Q4_K and Q6_K with int8 ones; kSegments otherwise and
+// on every other CPU.
 // SPECLAB_MATMUL_STREAM=rows|segments in the environment sets it for a whole run.
 enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
 // For tests and comparisons: force one streaming for every dtype (kDefault: back to the
