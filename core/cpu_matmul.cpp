@@ -209,10 +209,11 @@ MatmulStreaming default_streaming(DType dtype, bool int8) {
   const bool zen4_rows =
       amd_family == 0x19 && (int8 || dtype == DType::F32 || dtype == DType::F16 ||
                              dtype == DType::BF16 || dtype == DType::Q8_0);
-  const bool zen5_rows =
-      amd_family == 0x1A &&
-      (int8 ? dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K
-            : dtype == DType::BF16);
+  const bool zen5_rows = amd_family == 0x1A && int8 &&
+                         (dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K);
+  // BF16 on Zen 5 also prefetches each row kWholeRowAheadBytes ahead (matmul_avx512.cpp
+  // rows_whole: faster there in the fast memory state, level in the slow one).
+  if (amd_family == 0x1A && !int8 && dtype == DType::BF16) return MatmulStreaming::kWholeRowsAhead;
   return zen4_rows || zen5_rows ? MatmulStreaming::kWholeRows : MatmulStreaming::kSegments;
 }
 
@@ -226,9 +227,13 @@ Setting env_setting(const char* var, const char* name_a, Setting a, const char* 
   return Setting::kDefault;
 }
 
-// SPECLAB_MATMUL_STREAM=rows|segments sets the streaming of one-token products for a whole run
-// (as matmul_force_streaming does for tests); unset or anything else: the default per dtype.
+// SPECLAB_MATMUL_STREAM=rows|rows-ahead|segments sets the streaming of one-token products for a
+// whole run (as matmul_force_streaming does for tests); unset or anything else: the default per
+// dtype.
 MatmulStreaming env_streaming() {
+  const char* env = std::getenv("SPECLAB_MATMUL_STREAM");
+  if (env != nullptr && std::strcmp(env, "rows-ahead") == 0)
+    return MatmulStreaming::kWholeRowsAhead;
   return env_setting("SPECLAB_MATMUL_STREAM", "rows", MatmulStreaming::kWholeRows, "segments",
                      MatmulStreaming::kSegments);
 }
@@ -270,24 +275,25 @@ SegmentPrefetch segment_prefetch() {
 
 // The int8-activation kernel for weights of dtype (matmul_vnni).
 matmul_vnni::RowsFn int8_kernel(DType dtype) {
-  return matmul_vnni::rows_fn(dtype, streaming_for(dtype, true) == MatmulStreaming::kWholeRows,
+  return matmul_vnni::rows_fn(dtype, streaming_for(dtype, true) != MatmulStreaming::kSegments,
                               segment_prefetch());
 }
 
 // The fused kernel for w on path k (null: the path does not fuse this dtype).
 matmul_avx512::RowsFn fused_kernel(const Kernels& k, DType dtype) {
   if (k.fused == nullptr) return nullptr;
+  const MatmulStreaming s = streaming_for(dtype);
   return k.fused(dtype,
-                 streaming_for(dtype) == MatmulStreaming::kWholeRows
-                     ? matmul_avx512::Streaming::kWholeRows
-                     : matmul_avx512::Streaming::kSegments,
+                 s == MatmulStreaming::kWholeRowsAhead ? matmul_avx512::Streaming::kWholeRowsAhead
+                 : s == MatmulStreaming::kWholeRows    ? matmul_avx512::Streaming::kWholeRows
+                                                       : matmul_avx512::Streaming::kSegments,
                  segment_prefetch());
 }
 
 // How the vdpbf16ps kernel (avx512bf16 on BF16 weights) streams a one-token product: as the
-// FP32 kernel of BF16 weights would.
+// FP32 kernel of BF16 weights would (whole rows, without the prefetch ahead: not measured there).
 matmul_avx512::Streaming bf16dot_streaming() {
-  return streaming_for(DType::BF16) == MatmulStreaming::kWholeRows
+  return streaming_for(DType::BF16) != MatmulStreaming::kSegments
              ? matmul_avx512::Streaming::kWholeRows
              : matmul_avx512::Streaming::kSegments;
 }
@@ -479,7 +485,16 @@ const char* matmul_one_token_streaming(DType dtype) {
   const bool int8 = matmul_quantizes_activations(dtype);
   if (kernels().fused == nullptr) return "n/a";
   if (kernels().amx && dtype == DType::BF16) return "AMX tiles";
-  return streaming_for(dtype, int8) == MatmulStreaming::kWholeRows ? "whole rows" : "segments";
+  switch (streaming_for(dtype, int8)) {
+    case MatmulStreaming::kWholeRows:
+      return "whole rows";
+    case MatmulStreaming::kWholeRowsAhead:
+      // The int8 and vdpbf16ps kernels read it as whole rows without the prefetch.
+      return int8 || (kernels().bf16_dot && dtype == DType::BF16) ? "whole rows"
+                                                                  : "whole rows, prefetched ahead";
+    default:
+      return "segments";
+  }
 }
 
 bool matmul_rounds_activations_to_bf16(DType dtype) {

@@ -132,17 +132,21 @@ bool matmul_quantizes_activations(DType dtype);
 // No output changes a bit with it. Default (kDefault) where it was measured to stream faster:
 // on AMD family 19h (Zen 4) kWholeRows for F32, F16, BF16 and Q8_0 weights with FP32
 // activations and for every dtype with int8 ones; on AMD family 1Ah (Zen 5) kWholeRows for
-// BF16 with FP32 activations and Q8_0, Q4_K and Q6_K with int8 ones; kSegments otherwise and
-// on every other CPU.
-// SPECLAB_MATMUL_STREAM=rows|segments in the environment sets it for a whole run.
-enum class MatmulStreaming { kDefault, kSegments, kWholeRows };
+// BF16 with FP32 activations (kWholeRowsAhead) and Q8_0, Q4_K and Q6_K with int8 ones;
+// kSegments otherwise and on every other CPU.
+// SPECLAB_MATMUL_STREAM=rows|rows-ahead|segments in the environment sets it for a whole run.
+//   kWholeRowsAhead  as kWholeRows, rows read one at a time also prefetching in software 8 KB
+//               ahead into L1 (FP32 activations; the int8 and vdpbf16ps kernels read it as
+//               kWholeRows). Default for BF16 on Zen 5, where it kept up with a fast memory
+//               state better (docs/cpu-kernels.md)
+enum class MatmulStreaming { kDefault, kSegments, kWholeRows, kWholeRowsAhead };
 // For tests and comparisons: force one streaming for every dtype (kDefault: back to the
 // environment's or the default). Not thread-safe, like matmul_force_isa.
 void matmul_force_streaming(MatmulStreaming streaming);
 // The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
-// "segments", "AMX tiles" (BF16 on amxbf16: 64-row items, four 16-row tiles a step,
-// core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps streams as on
-// avx512bf16), or "n/a" (the generic and avx2 paths).
+// "whole rows, prefetched ahead", "segments", "AMX tiles" (BF16 on amxbf16: 64-row items, four
+// 16-row tiles a step, core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps
+// streams as on avx512bf16), or "n/a" (the generic and avx2 paths).
 const char* matmul_one_token_streaming(DType dtype);
 // Where the avx512 paths' column segments prefetch the weights of the next segment in software
 // (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's

@@ -597,8 +597,14 @@ template <class L>
 constexpr bool kWholeItemLongRows =
     std::is_same_v<L, LoadF32> || std::is_same_v<L, LoadF16> || std::is_same_v<L, LoadBF16>;
 
+// Rows read one at a time may also prefetch in software kWholeRowAheadBytes ahead (kAhead:
+// Streaming::kWholeRowsAhead). On the Zen 5 guest (2026-12-02, BM_DecodeByMemoryState, the 3B
+// BF16 decode, throwaway switch alternated with none) that lifted the fast memory state's
+// fraction of a paired read from 0.74-0.75 to 0.81-0.84 (8 KB; 4 KB 0.79-0.82, into L2 0.78-0.80)
+// and left the slow state's (0.88-0.95) as it was; on Zen 4 every software prefetch of whole rows
+// tried was slower (above).
 // One token, rows whole (above); x packed as for rows_passes (step s at x + s * xs).
-template <class L>
+template <class L, bool kAhead>
 SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                int n_rows, const float* x, int64_t xs, int64_t n_in) {
   static constexpr int64_t kStride = 16;  // acc: row r at acc + r * kStride
@@ -619,9 +625,10 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
           row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride, 0);
     }
   }
+  constexpr TilePrefetch kRowPrefetch = kAhead ? TilePrefetch::kToL1 : TilePrefetch::kNone;
   for (; r < n_rows; r++) {
-    tile<L, 1, 1, kStride, TilePrefetch::kNone>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32,
-                                                half_tail, true, acc + r * kStride, 0);
+    tile<L, 1, 1, kStride, kRowPrefetch>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail,
+                                         true, acc + r * kStride, kAhead ? kWholeRowAheadBytes : 0);
   }
   finish_outputs<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, 1, acc, kStride);
 }
@@ -637,8 +644,9 @@ template <class L, Streaming kOneToken, SegmentPrefetch kTo>
 SPECLAB_AVX512 void rows_avx512(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
                                 int n_rows, const float* x, int64_t xs, int64_t n_in,
                                 int64_t n_tokens) {
-  if (kOneToken == Streaming::kWholeRows && n_tokens == 1) {
-    rows_whole<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in);
+  if (kOneToken != Streaming::kSegments && n_tokens == 1) {
+    rows_whole<L, kOneToken == Streaming::kWholeRowsAhead>(out, n_out, row0, row_bytes, n_rows, x,
+                                                           xs, n_in);
   } else if (n_tokens <= kMaxTokens) {
     rows_passes<L, kMaxTokens, 4, kTo>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, n_tokens);
   } else {
@@ -795,7 +803,7 @@ SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* r
   const int to_l2 = prefetch == SegmentPrefetch::kToL2 ? 1 : 0;
   alignas(64) float acc[kRowBlock * kStride];
   const int64_t n32 = n_in / 32 * 32, n_tail = n_in - n32;
-  if (one_token == Streaming::kWholeRows && n_tokens <= kGroup) {
+  if (one_token != Streaming::kSegments && n_tokens <= kGroup) {
     constexpr int64_t kWholeStride = 16 * kGroup;
     static constexpr auto w6 = bf16dot_tiles<kLongRowTile, kWholeStride, TilePrefetch::kNone>(
         std::make_index_sequence<kBf16LongRowTileTokens>());
@@ -892,6 +900,10 @@ RowsFn rows_fn_for(DType dtype) {
 RowsFn rows_fn(DType dtype, Streaming one_token, SegmentPrefetch prefetch) {
   constexpr Streaming kWhole = Streaming::kWholeRows, kSegments = Streaming::kSegments;
   constexpr SegmentPrefetch kL1 = SegmentPrefetch::kToL1, kL2 = SegmentPrefetch::kToL2;
+  constexpr Streaming kAhead = Streaming::kWholeRowsAhead;
+  if (one_token == kAhead) {
+    return prefetch == kL2 ? rows_fn_for<kAhead, kL2>(dtype) : rows_fn_for<kAhead, kL1>(dtype);
+  }
   if (one_token == kWhole) {
     return prefetch == kL2 ? rows_fn_for<kWhole, kL2>(dtype) : rows_fn_for<kWhole, kL1>(dtype);
   }

@@ -24,8 +24,12 @@ using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t r
 // prefetched in software), or kWholeRows (rows read whole, no software prefetch: one at a time,
 // or a whole 12-row item at a time when long (6 rows for the quantized formats): rows_whole; the
 // vdpbf16ps and int8 kernels also read a few tokens' rows whole, rows_bf16dot and
-// core/matmul_vnni.h). Every output has the same bits either way.
-enum class Streaming { kSegments, kWholeRows };
+// core/matmul_vnni.h), or kWholeRowsAhead (as kWholeRows, each row read one at a time
+// prefetching in software kWholeRowAheadBytes ahead of it into L1; the vdpbf16ps kernel reads it
+// as kWholeRows). Every output has the same bits any way.
+enum class Streaming { kSegments, kWholeRows, kWholeRowsAhead };
+// How far ahead kWholeRowsAhead prefetches a row's weights (into the next rows past a row's end).
+constexpr int64_t kWholeRowAheadBytes = 8 << 10;
 // The kernel for weights of `dtype` (FP32 activations); prefetch: where the column segments'
 // software prefetch puts the next segment's weights (core/segment_prefetch.h; no bit changes).
 RowsFn rows_fn(DType dtype, Streaming one_token, SegmentPrefetch prefetch);

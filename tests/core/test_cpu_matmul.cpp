@@ -401,6 +401,23 @@ TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream)
               << what << " threads=" << threads << " token " << i / n_out << " row " << i % n_out
               << ": " << segments[i] << " segments, " << whole[i] << " whole rows";
         }
+        // Whole rows prefetching ahead (the Zen 5 default for BF16): the same bits again; the
+        // prefetch reaches past the matrix's last row, which must not fault.
+        std::vector<float> ahead(n * n_out, NAN);
+        matmul_force_streaming(MatmulStreaming::kWholeRowsAhead);
+        matmul_weights(ahead.data(), x.data(), w.view, n);
+        const std::string ahead_name = matmul_one_token_streaming(c.dtype);
+        matmul_force_streaming(MatmulStreaming::kDefault);
+        if (segments_name != "n/a" && segments_name != "AMX tiles") {
+          const bool plain_rows =
+              matmul_quantizes_activations(c.dtype) || matmul_rounds_activations_to_bf16(c.dtype);
+          EXPECT_EQ(ahead_name, plain_rows ? "whole rows" : "whole rows, prefetched ahead") << what;
+        }
+        for (int64_t i = 0; i < n * n_out; i++) {
+          EXPECT_EQ(std::memcmp(&segments[i], &ahead[i], sizeof(float)), 0)
+              << what << " threads=" << threads << " token " << i / n_out << " row " << i % n_out
+              << ": " << segments[i] << " segments, " << ahead[i] << " whole rows ahead";
+        }
         std::vector<float> ref(n * n_out);
         reference_as_path(ref.data(), std::vector<float>(x.begin(), x.begin() + n * c.n_in), w.view,
                           n);
