@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "core/amx_tiles.h"
@@ -206,24 +208,32 @@ bool cpu_is_amd_family_19h() { return cpu_amd_family() == 0x19; }
 // not measured with whole rows) and for the other formats, segments.
 MatmulStreaming default_streaming(DType dtype, bool int8) {
   static const unsigned amd_family = cpu_amd_family();
-  const bool zen4_rows =
-      amd_family == 0x19 && (int8 || dtype == DType::F32 || dtype == DType::F16 ||
-                             dtype == DType::BF16 || dtype == DType::Q8_0);
-  const bool zen5_rows = amd_family == 0x1A && int8 &&
-                         (dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K);
-  // BF16 on Zen 5 also prefetches each row kWholeRowAheadBytes ahead (matmul_avx512.cpp
-  // rows_whole: faster there in the fast memory state, level in the slow one).
-  if (amd_family == 0x1A && !int8 && dtype == DType::BF16) return MatmulStreaming::kWholeRowsAhead;
-  return zen4_rows || zen5_rows ? MatmulStreaming::kWholeRows : MatmulStreaming::kSegments;
+  constexpr MatmulStreaming kWhole = MatmulStreaming::kWholeRows;
+  constexpr MatmulStreaming kSegments = MatmulStreaming::kSegments;
+  if (amd_family == 0x19) {  // Zen 4
+    const bool whole = int8 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+                       dtype == DType::Q8_0;
+    return whole ? kWhole : kSegments;
+  }
+  if (amd_family == 0x1A) {  // Zen 5
+    // BF16 also prefetches each row kWholeRowAheadBytes ahead (matmul_avx512.cpp rows_whole:
+    // faster there in the fast memory state, level in the slow one).
+    if (!int8) return dtype == DType::BF16 ? MatmulStreaming::kWholeRowsAhead : kSegments;
+    const bool whole = dtype == DType::Q8_0 || dtype == DType::Q4_K || dtype == DType::Q6_K;
+    return whole ? kWhole : kSegments;
+  }
+  return kSegments;
 }
 
-// A per-run setting named in the environment variable `var`: `a` for the name `name_a`, `b` for
-// `name_b`; unset or anything else: Setting::kDefault.
+// A per-run setting named in the environment variable `var`: the setting of the first of
+// `names` equal to its value; unset or anything else: Setting::kDefault.
 template <class Setting>
-Setting env_setting(const char* var, const char* name_a, Setting a, const char* name_b, Setting b) {
+Setting env_setting(const char* var, std::initializer_list<std::pair<const char*, Setting>> names) {
   const char* env = std::getenv(var);
-  if (env != nullptr && std::strcmp(env, name_a) == 0) return a;
-  if (env != nullptr && std::strcmp(env, name_b) == 0) return b;
+  if (env == nullptr) return Setting::kDefault;
+  for (const auto& [name, setting] : names) {
+    if (std::strcmp(env, name) == 0) return setting;
+  }
   return Setting::kDefault;
 }
 
@@ -231,11 +241,10 @@ Setting env_setting(const char* var, const char* name_a, Setting a, const char* 
 // whole run (as matmul_force_streaming does for tests); unset or anything else: the default per
 // dtype.
 MatmulStreaming env_streaming() {
-  const char* env = std::getenv("SPECLAB_MATMUL_STREAM");
-  if (env != nullptr && std::strcmp(env, "rows-ahead") == 0)
-    return MatmulStreaming::kWholeRowsAhead;
-  return env_setting("SPECLAB_MATMUL_STREAM", "rows", MatmulStreaming::kWholeRows, "segments",
-                     MatmulStreaming::kSegments);
+  return env_setting<MatmulStreaming>("SPECLAB_MATMUL_STREAM",
+                                      {{"rows", MatmulStreaming::kWholeRows},
+                                       {"rows-ahead", MatmulStreaming::kWholeRowsAhead},
+                                       {"segments", MatmulStreaming::kSegments}});
 }
 
 MatmulStreaming g_streaming = MatmulStreaming::kDefault;  // set by matmul_force_streaming
@@ -259,8 +268,8 @@ SegmentPrefetch default_prefetch() {
 // SPECLAB_MATMUL_PREFETCH=l1|l2 sets it for a whole run (as matmul_force_prefetch does for
 // tests); unset or anything else: the default.
 MatmulPrefetch env_prefetch() {
-  return env_setting("SPECLAB_MATMUL_PREFETCH", "l1", MatmulPrefetch::kToL1, "l2",
-                     MatmulPrefetch::kToL2);
+  return env_setting<MatmulPrefetch>(
+      "SPECLAB_MATMUL_PREFETCH", {{"l1", MatmulPrefetch::kToL1}, {"l2", MatmulPrefetch::kToL2}});
 }
 
 MatmulPrefetch g_prefetch = MatmulPrefetch::kDefault;  // set by matmul_force_prefetch
@@ -279,23 +288,28 @@ matmul_vnni::RowsFn int8_kernel(DType dtype) {
                               segment_prefetch());
 }
 
+// The avx512 kernels' streaming for a resolved (not kDefault) setting.
+matmul_avx512::Streaming kernel_streaming(MatmulStreaming s) {
+  switch (s) {
+    case MatmulStreaming::kWholeRows:
+      return matmul_avx512::Streaming::kWholeRows;
+    case MatmulStreaming::kWholeRowsAhead:
+      return matmul_avx512::Streaming::kWholeRowsAhead;
+    default:
+      return matmul_avx512::Streaming::kSegments;
+  }
+}
+
 // The fused kernel for w on path k (null: the path does not fuse this dtype).
 matmul_avx512::RowsFn fused_kernel(const Kernels& k, DType dtype) {
   if (k.fused == nullptr) return nullptr;
-  const MatmulStreaming s = streaming_for(dtype);
-  return k.fused(dtype,
-                 s == MatmulStreaming::kWholeRowsAhead ? matmul_avx512::Streaming::kWholeRowsAhead
-                 : s == MatmulStreaming::kWholeRows    ? matmul_avx512::Streaming::kWholeRows
-                                                       : matmul_avx512::Streaming::kSegments,
-                 segment_prefetch());
+  return k.fused(dtype, kernel_streaming(streaming_for(dtype)), segment_prefetch());
 }
 
 // How the vdpbf16ps kernel (avx512bf16 on BF16 weights) streams a one-token product: as the
-// FP32 kernel of BF16 weights would (whole rows, without the prefetch ahead: not measured there).
+// FP32 kernel of BF16 weights would (rows_bf16dot reads kWholeRowsAhead as plain whole rows).
 matmul_avx512::Streaming bf16dot_streaming() {
-  return streaming_for(DType::BF16) != MatmulStreaming::kSegments
-             ? matmul_avx512::Streaming::kWholeRows
-             : matmul_avx512::Streaming::kSegments;
+  return kernel_streaming(streaming_for(DType::BF16));
 }
 
 const Kernels& kernels() {
@@ -490,8 +504,8 @@ const char* matmul_one_token_streaming(DType dtype) {
       return "whole rows";
     case MatmulStreaming::kWholeRowsAhead:
       // The int8 and vdpbf16ps kernels read it as whole rows without the prefetch.
-      return int8 || (kernels().bf16_dot && dtype == DType::BF16) ? "whole rows"
-                                                                  : "whole rows, prefetched ahead";
+      return int8 || matmul_rounds_activations_to_bf16(dtype) ? "whole rows"
+                                                              : "whole rows, prefetched ahead";
     default:
       return "segments";
   }
