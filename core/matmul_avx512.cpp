@@ -564,9 +564,9 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
 // prefetcher follows on its own. Rows whose FP32 activations exceed kWholeRowActBytes (the
 // down projection's 8192 columns: 32 KB, as large as Zen 4's L1) go a whole item (12 rows; 6
 // for the quantized formats) at a time, so that each activation slice, then read from L2, serves
-// several rows; shorter rows go one at a time. Each output is the same chain of FMAs as in a tile
-// of rows_passes (one accumulator over the row's slices in order, the same tree, the same scalar
-// tail), so its bits do not depend on the streaming.
+// several rows, except when prefetching ahead (below); shorter rows go one at a time. Each output
+// is the same chain of FMAs as in a tile of rows_passes (one accumulator over the row's slices in
+// order, the same tree, the same scalar tail), so its bits do not depend on the streaming.
 //
 // Measured on a Zen 4 guest (AMD EPYC, family 19h), docs/cpu-kernels.md: one core, a 540 MB set of
 // [8192, 3072] BF16 matrices, 19-23 GB/s this way against 11-14 with 4-row tiles over prefetched
@@ -603,6 +603,13 @@ constexpr bool kWholeItemLongRows =
 // fraction of a paired read from 0.74-0.75 to 0.81-0.84 (8 KB; 4 KB 0.79-0.82, into L2 0.78-0.80)
 // and left the slow state's (0.88-0.95) as it was; on Zen 4 every software prefetch of whole rows
 // tried was slower (above).
+//
+// Prefetching ahead, long rows go one at a time too, each thread's weights one stream. On the
+// Zen 5 guest (2026-12-02 14:30 UTC, BM_OneTokenByRowLength, 8192-column BF16 rows, three runs
+// alternating with the 12-row tiles) that read 0.77-0.78 of a paired read in the fast memory
+// state against 0.67-0.72, and 0.82-0.93 against 0.74-0.85 in the slow one (the whole 1B and 3B
+// decodes moved within their noise).
+//
 // One token, rows whole (above); x packed as for rows_passes (step s at x + s * xs).
 template <class L, bool kAhead>
 SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, size_t row_bytes,
@@ -612,7 +619,7 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
   const bool half_tail = n16 > n32;
   alignas(64) float acc[kRowBlock * kStride];
   int r = 0;
-  if (4 * n_in > kWholeRowActBytes) {
+  if (!kAhead && 4 * n_in > kWholeRowActBytes) {
     if constexpr (kWholeItemLongRows<L>) {
       if (n_rows == kRowBlock) {
         tile<L, kRowBlock, 1, kStride, TilePrefetch::kNone>(row0, row_bytes, x, xs, 0, n32,

@@ -367,7 +367,8 @@ TEST_P(CpuMatmulPaths, EveryTokenCountGivesEachTokenItsSingleTokenBits) {
 // tile of long rows and 3 rows alone, where the full items of long F32, F16 and BF16 rows take
 // one 12-row tile); columns as above (a scalar tail, a half step at the end of even/odd BF16
 // rows at 1051, whole k-quant super-blocks) and rows long enough (more than 4096 columns) to be
-// read several rows at a time: 4115 = 128 steps, a half step and 3 columns.
+// read several rows at a time (one at a time when prefetching ahead): 4115 = 128 steps, a half
+// step and 3 columns.
 TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream) {
   const MatrixCase cases[] = {{DType::BF16, 77},   {DType::BF16, 1031}, {DType::BF16, 1051},
                               {DType::BF16, 4115}, {DType::F32, 1031},  {DType::F32, 4115},
