@@ -11,6 +11,8 @@
 //   BM_OneTokenByRowLength  one-token BF16 products of 2048, 3072, 4096 and 8192-column rows,
 //                          each pass paired with a read of the same bytes and split by the
 //                          memory state that read found (see the function)
+//   BM_OneTokenFromCache    one-token BF16 products on one thread from L2, beside a plain read
+//                          of the same bytes (the kernel's arithmetic limit, not memory's)
 //   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
 //                          (robust to other jobs on a shared machine): GB/s of weights one core
 //                          streams, against BM_ReadOneCore (a plain AVX-512 read of
@@ -287,6 +289,42 @@ void BM_ReadOneCore(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sum_avx512(buf.data(), n));
   state.SetBytesProcessed(static_cast<int64_t>(n * sizeof(int32_t) * state.iterations()));
 }
+
+// One-token products on one thread over one [128, 3072] BF16 matrix held in L2 (768 KB, called
+// again and again): what the kernel's arithmetic allows once memory is out of the way (on the
+// AVX-512 path a chain of two dependent FMAs per 64 bytes of weights, docs/findings.md), beside
+// cache_read_GBps, a plain AVX-512 read of the same bytes in the same run (where the CPU has
+// AVX-512).
+void BM_OneTokenFromCache(benchmark::State& state) {
+  threads_set(1);
+  static const std::unique_ptr<LlamaModel> m =
+      llama_make_random(matrix_only_config(128, kCols), DType::BF16, 7);
+  const TensorView& w = m->weights.tok_embeddings;
+  std::vector<float> x(kCols), out(128);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  for (int i = 0; i < 20; i++) matmul_weights(out.data(), x.data(), w, 1);  // into L2
+  for (auto _ : state) {
+    matmul_weights(out.data(), x.data(), w, 1);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(static_cast<double>(w.nbytes) * state.iterations()));
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && w.nbytes % 256 == 0) {
+    const int32_t* p = static_cast<const int32_t*>(w.data);
+    const size_t n = w.nbytes / sizeof(int32_t);
+    const int reads = 2000;
+    const auto a = std::chrono::steady_clock::now();
+    for (int i = 0; i < reads; i++) {
+      benchmark::DoNotOptimize(sum_avx512(p, n));
+      benchmark::ClobberMemory();  // each read a fresh call, not one hoisted out of the loop
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count();
+    state.counters["cache_read_GBps"] = static_cast<double>(w.nbytes) * reads / s / 1e9;
+  }
+  state.SetLabel(std::string("BF16 ") + matmul_isa());
+  threads_set(0);
+}
+BENCHMARK(BM_OneTokenFromCache)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 // Registered only where the CPU has AVX-512 (BM_ReadOneCore is compiled for it).
 const int kReadOneCore = [] {
