@@ -324,6 +324,17 @@ int64_t token_chunk(int64_t n_in) {
   return std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 16) / n_in));
 }
 
+// Tokens per chunk of the fused avx512 path, for a call of n_tokens: the fewest chunks whose
+// packed FP32 activations take at most ~512 KB each (half of a 1 MB L2, beside the weights
+// streaming through; 16 to 64 tokens), of about equal size, so that a batch of 32 rows of 3072
+// columns is one chunk (the weights read from memory once) and 32 rows of 8192 two of 16, not
+// 21 + 11 or 16 + 16 with passes of 12 + 9 and 11.
+int64_t fused_token_chunk(int64_t n_tokens, int64_t n_in) {
+  const int64_t most = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 17) / n_in));
+  const int64_t n_chunks = std::max<int64_t>(1, (n_tokens + most - 1) / most);
+  return std::max<int64_t>(1, (n_tokens + n_chunks - 1) / n_chunks);
+}
+
 void check_shapes(const TensorView& w) {
   SPECLAB_ASSERT(w.shape.size() == 2);
   SPECLAB_ASSERT(w.data != nullptr);
@@ -560,7 +571,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     const matmul_avx512::Streaming bf16_streaming = bf16dot_streaming();
     const SegmentPrefetch bf16_prefetch = segment_prefetch();
     const matmul_avx512::StepOrder order = matmul_avx512::step_order(w.dtype);
-    const int64_t chunk = token_chunk(n_in);
+    const int64_t chunk = fused_token_chunk(n_tokens, n_in);
     const int64_t n_steps = (n_in + 31) / 32;
     const int64_t n_chunks = (n_tokens + chunk - 1) / chunk;
     const size_t packed = static_cast<size_t>(n_chunks * chunk * n_steps * 32);
