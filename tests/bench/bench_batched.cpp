@@ -110,7 +110,11 @@ void BM_BatchedDecode(benchmark::State& state, const std::string& spec) {
 
 // One forward of 32 rows (32 slots, one new token each) against one of a single row, on the
 // same runner and interleaved, beside the arithmetic peak of the same threads measured just
-// before (bf16_weights_peak_flops; counter peak_is_bf16_dot says which).
+// before and just after (bf16_weights_peak_flops; counter peak_is_bf16_dot says which): the
+// larger of the two, since another job on the machine can only slow a probe down (on the
+// shared Zen 5 guest one probe read 118 GFLOP/s where the others read 222-233, and the
+// forward then came out at 119% of "the peak"). A forward still faster than the peak is
+// flagged (peak_frac_impossible), not quoted.
 void BM_BatchedForward32(benchmark::State& state, const std::string& spec) {
   threads_set(2);
   constexpr int64_t b = 32;
@@ -125,7 +129,7 @@ void BM_BatchedForward32(benchmark::State& state, const std::string& spec) {
   runner.forward_batch(prompt, /*last_only=*/true);
   std::vector<BatchRow> step;  // [b] rows: one new token per slot
   for (int32_t s = 0; s < b; s++) step.push_back({s, static_cast<int32_t>((s * 31 + 1) % vocab)});
-  const double peak = bf16_weights_peak_flops();
+  const double peak_before = bf16_weights_peak_flops();
   double t_one = 0.0, t_batch = 0.0;
   for (auto _ : state) {
     const auto a = std::chrono::steady_clock::now();
@@ -139,9 +143,14 @@ void BM_BatchedForward32(benchmark::State& state, const std::string& spec) {
     t_batch += std::chrono::duration<double>(e - m).count();
     state.SetIterationTime(std::chrono::duration<double>(e - m).count());
   }
+  const double peak_after = bf16_weights_peak_flops();
+  const double peak = std::max(peak_before, peak_after);
   const double n = static_cast<double>(state.iterations());
   const double flops = bench_weight_flops_per_token(model) * b / (t_batch / n);
   state.SetItemsProcessed(state.iterations() * b);
+  state.counters["peak_before_GFLOPs"] = peak_before / 1e9;
+  state.counters["peak_after_GFLOPs"] = peak_after / 1e9;
+  state.counters["peak_frac_impossible"] = flops > peak ? 1.0 : 0.0;
   state.counters["T1_ms"] = 1e3 * t_one / n;
   state.counters["T32_ms"] = 1e3 * t_batch / n;
   state.counters["T32_over_T1"] = t_batch / t_one;

@@ -1,8 +1,9 @@
 #!/bin/bash
 # figures.py flags an impossible figure instead of printing it plainly: a batched forward faster
 # than its floor (the weights read once, or their multiply-adds at the measured peak) is marked
-# as a limit measured wrong, and only that row. A made-up run of two BM_BatchedDecode rows, one
-# beating its floor. Usage: tests/bench/figures_flags.sh
+# as a limit measured wrong, and only that row (a made-up run of two BM_BatchedDecode rows, one
+# beating its floor); so is a 32-row forward faster than the FMA peak measured beside it.
+# Usage: tests/bench/figures_flags.sh
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -28,5 +29,25 @@ fi
 if [[ "$line4" != *"BEATS THE FLOOR"* ]]; then
   echo "FAIL b=4 (faster than its floor) not flagged: '$line4'"; fail=1
 fi
-[[ $fail == 0 ]] && echo "ok: $line4"
+# A 32-row forward faster than the FMA peak measured beside it is flagged and not met; one at
+# 73% of it is met and not flagged.
+forward() {  # forward PEAK_FRAC IMPOSSIBLE
+  cat >"$tmp/fwd.json" <<JSON
+{"context": {"read_bandwidth_GBps": "30.0", "matmul_isa": "avx512"},
+ "benchmarks": [{"name": "BM_BatchedForward32/llama-3.2-3b:bf16/iterations:3/manual_time",
+   "run_type": "iteration", "real_time": 1400, "time_unit": "ms", "T1_ms": 200, "T32_ms": 1400,
+   "T32_over_T1": 7.0, "GFLOPs": $(python3 -c "print(200 * $1)"), "peak_GFLOPs": 200,
+   "peak_frac": $1, "peak_frac_impossible": $2}]}
+JSON
+  python3 "$here/figures.py" "$tmp/fwd.json" | grep -E '^\| llama-3.2-3b:bf16 forward of 32 rows'
+}
+over=$(forward 1.19 1)
+fine=$(forward 0.73 0)
+if [[ "$over" != *"ABOVE THE PEAK"* || "$over" != *"MISSED"* ]]; then
+  echo "FAIL forward at 119% of the peak not flagged: '$over'"; fail=1
+fi
+if [[ "$fine" == *"ABOVE THE PEAK"* || "$fine" != *"73%"* || "$fine" != *"| met |"* ]]; then
+  echo "FAIL forward at 73% of the peak: '$fine'"; fail=1
+fi
+[[ $fail == 0 ]] && echo "ok: $line4; $over"
 exit $fail
