@@ -463,13 +463,6 @@ constexpr std::array<TileFn, sizeof...(T)> tiles(std::index_sequence<T...>) {
 // one) Q8_0 took 1.3 to 1.9 ms at k = 1.
 constexpr int64_t kSegActBytes = 16 << 10;
 constexpr int64_t kSegRowBytes = 1024;
-// Passes of more than kMaxTokens tokens (4 x 6 tiles, compute-bound) allow 24 KB of activations a
-// segment: 16 steps for 11 or 12 tokens instead of 10 or 11, each tile's accumulators parked and
-// reloaded once per 16 steps. Measured on the Zen 5 machine (one thread, BF16 [96, 3072] in L2,
-// best of 40 x 20 calls in CPU time, five alternations): 32 tokens (passes of 11, 11, 10) at
-// 94-99 GFLOP/s against 73-79 with 16 KB; two threads on [3072, 3072] and [8192, 3072] matrices
-// from memory level (188.9 against 187.6, 200.9 against 195.8 GFLOP/s, best of each).
-constexpr int64_t kManySegActBytes = 24 << 10;
 
 // Columns per segment for k tokens out of n32 (a multiple of 32 * unit_steps), act_bytes bytes
 // per packed activation value (4: FP32, 2: BF16): whole units of unit_steps steps, at most the
@@ -477,8 +470,8 @@ constexpr int64_t kManySegActBytes = 24 << 10;
 // equal length (a short last segment would leave most of the next work item's first segment
 // unprefetched).
 int64_t segment_columns(int64_t k, int64_t act_bytes, size_t bytes_per_32, int64_t n32,
-                        int unit_steps, int64_t seg_act_bytes = kSegActBytes) {
-  const int64_t by_act = seg_act_bytes / (act_bytes * k) / 32;
+                        int unit_steps) {
+  const int64_t by_act = kSegActBytes / (act_bytes * k) / 32;
   const int64_t by_row = kSegRowBytes / static_cast<int64_t>(bytes_per_32);
   const int64_t max_units = std::max<int64_t>(1, std::min(by_act, by_row) / unit_steps);
   const int64_t units = n32 / 32 / unit_steps;
@@ -564,8 +557,7 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
     const int k = static_cast<int>(std::min<int64_t>(pass, n_tokens - t0));
     const int group = static_cast<int>(balanced_part(k, kGroup));
     const float* xt = x + 32 * t0;
-    const int64_t seg = segment_columns(k, 4, L::offset(32), n32, L::kUnitSteps,
-                                        kPass > kMaxTokens ? kManySegActBytes : kSegActBytes);
+    const int64_t seg = segment_columns(k, 4, L::offset(32), n32, L::kUnitSteps);
     for_each_segment_tile(
         n32, seg, row_bytes, n_rows, k, group, [](int64_t i) { return L::offset(i); },
         [&](int rows, int r, int g0, int gk, int64_t s0, int64_t s1, bool last, int64_t pf) {

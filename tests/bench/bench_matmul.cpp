@@ -13,6 +13,8 @@
 //                          memory state that read found (see the function)
 //   BM_OneTokenFromCache    one-token BF16 products on one thread from L2, beside a plain read
 //                          of the same bytes (the kernel's arithmetic limit, not memory's)
+//   BM_ManyTokensFromCache/k:K  K-token BF16 products on one thread from L2, beside one thread's
+//                          FP32 FMA peak (the many-token tiles' arithmetic efficiency)
 //   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
 //                          (robust to other jobs on a shared machine): GB/s of weights one core
 //                          streams, against BM_ReadOneCore (a plain AVX-512 read of
@@ -33,6 +35,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <ctime>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -40,6 +44,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
+#include "experiments/measure/compute_peak_probe.h"
 #include "models/llama/llama_synthetic.h"
 #include "tests/bench/bench_common.h"
 
@@ -325,6 +330,59 @@ void BM_OneTokenFromCache(benchmark::State& state) {
   threads_set(0);
 }
 BENCHMARK(BM_OneTokenFromCache)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// k-token products (a batch of requests, a verification) on one thread over one [96, 3072] BF16
+// matrix held in L2 (576 KB), the best of 40 blocks of 20 calls in the thread's CPU time (a
+// descheduled moment or another job's cycles would only lengthen a block), beside the FP32 FMA
+// peak of one thread measured in the same run: how close the many-token tiles come to the
+// arithmetic limit once memory is out of the way. Counters: GFLOPs (2 x 96 x 3072 x k per
+// call), peak_GFLOPs, peak_frac.
+double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void BM_ManyTokensFromCache(benchmark::State& state) {
+  const int64_t k = state.range(0);
+  constexpr int64_t kRowsInCache = 96;
+  threads_set(1);
+  static const std::unique_ptr<LlamaModel> m =
+      llama_make_random(matrix_only_config(kRowsInCache, kCols), DType::BF16, 8);
+  const TensorView& w = m->weights.tok_embeddings;
+  std::vector<float> x(k * kCols), out(k * kRowsInCache);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  for (int i = 0; i < 5; i++) matmul_weights(out.data(), x.data(), w, k);  // into L2
+  constexpr int kBlocks = 40, kCallsPerBlock = 20;
+  double best = 1e30;
+  for (auto _ : state) {
+    for (int b = 0; b < kBlocks; b++) {
+      const double t0 = thread_cpu_seconds();
+      for (int c = 0; c < kCallsPerBlock; c++) {
+        matmul_weights(out.data(), x.data(), w, k);
+        benchmark::DoNotOptimize(out.data());
+      }
+      best = std::min(best, (thread_cpu_seconds() - t0) / kCallsPerBlock);
+    }
+  }
+  const double flops = 2.0 * static_cast<double>(kRowsInCache * kCols * k);
+  const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
+  const double peak = fp32_fma_peak_flops(1, wide ? 16 : 8);
+  state.counters["best_call_us"] = 1e6 * best;
+  state.counters["GFLOPs"] = flops / best / 1e9;
+  state.counters["peak_GFLOPs"] = peak / 1e9;
+  state.counters["peak_frac"] = peak > 0 ? flops / best / peak : 0.0;
+  state.SetLabel(std::string("BF16 ") + matmul_isa());
+  threads_set(0);
+}
+BENCHMARK(BM_ManyTokensFromCache)
+    ->ArgName("k")
+    ->Arg(8)
+    ->Arg(12)
+    ->Arg(16)
+    ->Arg(32)
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(1);
 
 // Registered only where the CPU has AVX-512 (BM_ReadOneCore is compiled for it).
 const int kReadOneCore = [] {
