@@ -326,9 +326,10 @@ int64_t token_chunk(int64_t n_in) {
 
 // Tokens per chunk of the fused avx512 path, for a call of n_tokens: the fewest chunks whose
 // packed FP32 activations take at most ~512 KB each (half of a 1 MB L2, beside the weights
-// streaming through; 16 to 64 tokens), of about equal size, so that a batch of 32 rows of 3072
-// columns is one chunk (the weights read from memory once) and 32 rows of 8192 two of 16, not
-// 21 + 11 or 16 + 16 with passes of 12 + 9 and 11.
+// streaming through; 16 to 64 tokens), of about equal size: a batch of 32 rows of 3072 columns
+// is one chunk (the weights read from memory once), where token_chunk's 21 tokens made it
+// 21 + 11 (the weights read twice, passes of 12 + 9 and 11); 8192 columns stay 16 + 16. Measured
+// on the Zen 5 machine: docs/findings.md "Many-token products".
 int64_t fused_token_chunk(int64_t n_tokens, int64_t n_in) {
   const int64_t most = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 17) / n_in));
   const int64_t n_chunks = std::max<int64_t>(1, (n_tokens + most - 1) / most);
