@@ -7,6 +7,12 @@
 //       embedding row); regions = OpenMP parallel regions opened per token. Context: as
 //       BM_Decode, positions 32..256 (the cache holds arbitrary values: the time does not
 //       depend on them).
+//   BM_ForwardBreakdown/<model>/rows:R  the same for one step of R rows at consecutive positions
+//       (a verification of R - 1 drafts, or the rows of a batch), 2 threads, ms per step; also
+//       mm_GFLOPs (the weight products' rate: 2 x weight parameters x R over the layers' and
+//       head's time), step_GFLOPs (over the whole step), peak_GFLOPs (the FP32 FMA peak of the
+//       same threads, measured after the steps) and mm_peak_frac: where a many-row forward's
+//       shortfall against the peak lies, in the products or around them.
 //   BM_DecodeTeam/<model>  the step team against the per-call kernels, interleaved token by
 //       token (see the function).
 //   BM_ParallelRegion/threads:N  an empty `#pragma omp parallel` region (fork + join): the
@@ -14,6 +20,7 @@
 //       CLI) the workers sleep in the kernel between regions and are woken by a futex.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -22,6 +29,7 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/threads.h"
+#include "experiments/measure/compute_peak_probe.h"
 #include "models/llama/llama_rope.h"
 #include "models/llama/llama_runner.h"
 #include "tests/bench/bench_common.h"
@@ -33,18 +41,23 @@ using Clock = std::chrono::steady_clock;
 
 // The per-call matmul opens a region when out * in * tokens >= 2^18 (core/cpu_matmul.cpp);
 // attention when heads * context * head_dim >= 2^16 (core/cpu_attention.cpp).
-bool matmul_parallel(const TensorView& w) { return w.rows() * w.cols() >= (int64_t{1} << 18); }
+bool matmul_parallel(const TensorView& w, int64_t rows) {
+  return w.rows() * w.cols() * rows >= (int64_t{1} << 18);
+}
 
-void BM_DecodeBreakdown(benchmark::State& state, const std::string& spec) {
-  const int n_threads = static_cast<int>(state.range(0));
+// One step of `rows` tokens (rows = 1: a decode step; more: a verification or a batch's rows,
+// all at consecutive positions of one cache) through the per-call kernels, timed call by call.
+void breakdown(benchmark::State& state, const std::string& spec, int n_threads, int64_t rows) {
   const LlamaModel& model = bench_model(spec);
   threads_set(n_threads);
   const LlamaConfig& c = model.config;
   const LlamaWeights& w = model.weights;
   const int64_t dim = c.dim, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
-  constexpr int64_t kFirst = 32, kLast = 256;
-  std::vector<float> x(dim), xb(dim), xb2(dim), q(q_dim), att(q_dim), hb(c.hidden_dim),
-      hb2(c.hidden_dim), logits(c.vocab_size);
+  constexpr int64_t kFirst = 32;
+  const int64_t kLast = 256 + rows;  // cache positions: the step's rows start in [32, 256)
+  std::vector<float> x(rows * dim), xb(rows * dim), xb2(rows * dim), q(rows * q_dim),
+      att(rows * q_dim), hb(rows * c.hidden_dim), hb2(rows * c.hidden_dim),
+      logits(rows * c.vocab_size);
   std::vector<std::vector<float>> key(c.n_layers), value(c.n_layers), attn_norm(c.n_layers),
       ffn_norm(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
@@ -73,53 +86,57 @@ void BM_DecodeBreakdown(benchmark::State& state, const std::string& spec) {
     t0 = now;
   };
   for (auto _ : state) {
-    if (n_past >= kLast) n_past = kFirst;
+    if (n_past + rows > kLast) n_past = kFirst;
     regions = 0;
     t0 = Clock::now();
-    weights_row_to_f32(x.data(), w.tok_embeddings, token);
+    for (int64_t r = 0; r < rows; r++) {
+      weights_row_to_f32(
+          x.data() + r * dim, w.tok_embeddings,
+          (token + 7 * static_cast<int32_t>(r)) % static_cast<int32_t>(c.vocab_size));
+    }
     mark(kElementwise);
     for (int64_t l = 0; l < c.n_layers; l++) {
       const LlamaLayerWeights& lw = w.layers[l];
       float* k_new = key[l].data() + n_past * kv_dim;
       float* v_new = value[l].data() + n_past * kv_dim;
-      rmsnorm(xb.data(), x.data(), attn_norm[l].data(), 1, dim, c.rms_norm_eps);
+      rmsnorm(xb.data(), x.data(), attn_norm[l].data(), rows, dim, c.rms_norm_eps);
       mark(kNorms);
-      matmul_weights(q.data(), xb.data(), lw.wq, 1);
-      matmul_weights(k_new, xb.data(), lw.wk, 1);
-      matmul_weights(v_new, xb.data(), lw.wv, 1);
+      matmul_weights(q.data(), xb.data(), lw.wq, rows);
+      matmul_weights(k_new, xb.data(), lw.wk, rows);
+      matmul_weights(v_new, xb.data(), lw.wv, rows);
       mark(kLayers);
-      rope_apply(q.data(), 1, c.n_heads, c.head_dim, n_past, inv_freq.data(), interleaved);
-      rope_apply(k_new, 1, c.n_kv_heads, c.head_dim, n_past, inv_freq.data(), interleaved);
+      rope_apply(q.data(), rows, c.n_heads, c.head_dim, n_past, inv_freq.data(), interleaved);
+      rope_apply(k_new, rows, c.n_kv_heads, c.head_dim, n_past, inv_freq.data(), interleaved);
       mark(kRope);
-      attention(att.data(), q.data(), key[l].data(), value[l].data(), 1, n_past, c.n_heads,
+      attention(att.data(), q.data(), key[l].data(), value[l].data(), rows, n_past, c.n_heads,
                 c.n_kv_heads, c.head_dim);
       mark(kAttention);
-      matmul_weights(xb2.data(), att.data(), lw.wo, 1);
+      matmul_weights(xb2.data(), att.data(), lw.wo, rows);
       mark(kLayers);
-      add_inplace(x.data(), xb2.data(), dim);
+      add_inplace(x.data(), xb2.data(), rows * dim);
       mark(kElementwise);
-      rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), 1, dim, c.rms_norm_eps);
+      rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), rows, dim, c.rms_norm_eps);
       mark(kNorms);
-      matmul_weights(hb.data(), xb.data(), lw.w_gate, 1);
-      matmul_weights(hb2.data(), xb.data(), lw.w_up, 1);
+      matmul_weights(hb.data(), xb.data(), lw.w_gate, rows);
+      matmul_weights(hb2.data(), xb.data(), lw.w_up, rows);
       mark(kLayers);
-      swiglu(hb.data(), hb.data(), hb2.data(), c.hidden_dim);
+      swiglu(hb.data(), hb.data(), hb2.data(), rows * c.hidden_dim);
       mark(kElementwise);
-      matmul_weights(xb2.data(), hb.data(), lw.w_down, 1);
+      matmul_weights(xb2.data(), hb.data(), lw.w_down, rows);
       mark(kLayers);
-      add_inplace(x.data(), xb2.data(), dim);
+      add_inplace(x.data(), xb2.data(), rows * dim);
       mark(kElementwise);
       for (const TensorView* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down})
-        regions += matmul_parallel(*m) ? 1 : 0;
-      regions += c.n_heads * (n_past + 1) * c.head_dim >= (int64_t{1} << 16) ? 1 : 0;
+        regions += matmul_parallel(*m, rows) ? 1 : 0;
+      regions += rows * c.n_heads * (n_past + rows) * c.head_dim >= (int64_t{1} << 16) ? 1 : 0;
     }
-    rmsnorm(xb.data(), x.data(), final_norm.data(), 1, dim, c.rms_norm_eps);
+    rmsnorm(xb.data(), x.data(), final_norm.data(), rows, dim, c.rms_norm_eps);
     mark(kNorms);
-    matmul_weights(logits.data(), xb.data(), w.output, 1);
+    matmul_weights(logits.data(), xb.data(), w.output, rows);
     mark(kHead);
-    regions += matmul_parallel(w.output) ? 1 : 0;
+    regions += matmul_parallel(w.output, rows) ? 1 : 0;
     benchmark::DoNotOptimize(logits.data());
-    n_past++;
+    n_past += 1;
     token = (token + 101) % static_cast<int32_t>(c.vocab_size);
   }
   const double n = static_cast<double>(state.iterations());
@@ -127,9 +144,31 @@ void BM_DecodeBreakdown(benchmark::State& state, const std::string& spec) {
                                "rope_ms",      "norms_ms",   "elementwise_ms"};
   for (int k = 0; k < kCount; k++) state.counters[names[k]] = 1e3 * sec[k] / n;
   state.counters["regions"] = static_cast<double>(regions);
-  state.SetItemsProcessed(state.iterations());
+  if (rows > 1) {
+    // The weight products' rate against the FMA peak of the same threads, measured after the
+    // steps: what the matrices reach beside what the whole step does.
+    const double mm_s = (sec[kLayers] + sec[kHead]) / n;
+    const double mm_flops = bench_weight_flops_per_token(model) * static_cast<double>(rows);
+    const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
+    const double peak = fp32_fma_peak_flops(n_threads, wide ? 16 : 8);
+    double step_s = 0.0;
+    for (int k = 0; k < kCount; k++) step_s += sec[k] / n;
+    state.counters["mm_GFLOPs"] = mm_flops / mm_s / 1e9;
+    state.counters["step_GFLOPs"] = mm_flops / step_s / 1e9;
+    state.counters["peak_GFLOPs"] = peak / 1e9;
+    state.counters["mm_peak_frac"] = peak > 0 ? mm_flops / mm_s / peak : 0.0;
+  }
+  state.SetItemsProcessed(state.iterations() * rows);
   state.SetLabel(matmul_isa());
   threads_set(2);
+}
+
+void BM_DecodeBreakdown(benchmark::State& state, const std::string& spec) {
+  breakdown(state, spec, static_cast<int>(state.range(0)), 1);
+}
+
+void BM_ForwardBreakdown(benchmark::State& state, const std::string& spec) {
+  breakdown(state, spec, 2, state.range(0));
 }
 
 // The step team against the per-call kernels on the same model, one token each in turn (the
@@ -216,6 +255,13 @@ const int kRegistered = [] {
   add("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);  // the decode the BF16 targets are about
   add("llama-3.2-3b:bf16", "llama-3.2-3b:bf16", 6);
   for (const auto& [tag, spec] : bench_user_ggufs()) add(tag, spec, 6);  // SPECLAB_BENCH_GGUF
+  benchmark::RegisterBenchmark("BM_ForwardBreakdown/llama-3.2-3b:bf16", BM_ForwardBreakdown,
+                               std::string("llama-3.2-3b:bf16"))
+      ->ArgName("rows")
+      ->Arg(32)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->Iterations(3);
   ab("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
   ab("llama-3.2-1b:q8_0", "llama-3.2-1b:q8_0", 10);
   ab("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);
