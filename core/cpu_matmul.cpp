@@ -332,8 +332,7 @@ int64_t token_chunk(int64_t n_in) {
 // on the Zen 5 machine: docs/findings.md "Many-token products".
 int64_t fused_token_chunk(int64_t n_tokens, int64_t n_in) {
   const int64_t most = std::max<int64_t>(16, std::min<int64_t>(64, (int64_t{1} << 17) / n_in));
-  const int64_t n_chunks = std::max<int64_t>(1, (n_tokens + most - 1) / most);
-  return std::max<int64_t>(1, (n_tokens + n_chunks - 1) / n_chunks);
+  return std::max<int64_t>(1, matmul_avx512::balanced_part(n_tokens, most));
 }
 
 void check_shapes(const TensorView& w) {

@@ -479,13 +479,6 @@ int64_t segment_columns(int64_t k, int64_t act_bytes, size_t bytes_per_32, int64
   return std::max<int64_t>(1, (units + n_seg - 1) / n_seg) * unit_steps * 32;
 }
 
-// n things cut into the fewest parts of at most `most` each, of about equal size (the first
-// parts one larger): the size of the first part.
-constexpr int64_t balanced_part(int64_t n, int64_t most) {
-  const int64_t parts = (n + most - 1) / most;
-  return parts == 0 ? 0 : (n + parts - 1) / parts;
-}
-
 // One pass over a work item's column segments (rows_passes, rows_bf16dot): for each segment
 // [s0, s1) of the n32 full-step columns (seg columns each), each group [g0, g0 + gk) of the
 // pass's k tokens (`group` at a time), the 4-row tiles and then the rows left one at a time:
@@ -854,8 +847,7 @@ SPECLAB_AVX512BF16 void rows_bf16dot(float* out, int64_t n_out, const uint8_t* r
   }
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kPass) {
     const int k = static_cast<int>(std::min<int64_t>(kPass, n_tokens - t0));
-    const int n_groups = (k + kGroup - 1) / kGroup;
-    const int group = (k + n_groups - 1) / n_groups;  // groups of about equal size
+    const int group = static_cast<int>(balanced_part(k, kGroup));  // groups of about equal size
     const uint16_t* xt = xb + 32 * t0;
     const int64_t seg = segment_columns(k, 2, 64, n32, 1);
     for_each_segment_tile(

@@ -14,6 +14,14 @@ namespace matmul_avx512 {
 // Weight rows per work item (the unit the threads share): a multiple of every tile height.
 constexpr int kRowBlock = 12;
 
+// n things (tokens) cut into the fewest parts of at most `most` each, of about equal size (the
+// first parts one larger): the size of the first part (0 for n = 0). How a call's tokens are cut
+// into chunks (core/cpu_matmul.cpp), passes and groups (the kernels); no cut changes a sum.
+constexpr int64_t balanced_part(int64_t n, int64_t most) {
+  const int64_t parts = (n + most - 1) / most;
+  return parts == 0 ? 0 : (n + parts - 1) / parts;
+}
+
 // One work item: out[t * n_out + j] for rows j < n_rows (<= kRowBlock) starting at row0
 // (stored rows row_bytes apart) and tokens t < n_tokens. x: activations packed by
 // pack_f32 (element i of token t at x[(i / 32) * xs + 32 * t + i % 32]).

@@ -86,12 +86,6 @@ __attribute__((noinline)) float amx_bf16_loop(int64_t iters, float seed) {
   return row[0][0] + seed;
 }
 
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 // The best of three passes of `loop` on `threads` threads: the sum of the threads' FLOP/s, each
 // over its own CPU time. flop_per_iter: FLOP of one iteration of the loop (all chains).
 template <typename Loop>
@@ -124,6 +118,12 @@ double peak_of(Loop loop, double flop_per_iter, int threads, double seconds) {
 }
 
 }  // namespace
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 int fp32_fma_widest_lanes() {
   if (__builtin_cpu_supports("avx512f")) return 16;

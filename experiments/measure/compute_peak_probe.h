@@ -31,4 +31,8 @@ double amx_bf16_peak_flops(int threads, double seconds = 0.2);
 // The widest FP32 vector this CPU runs FMAs on: 16, 8, or 0 (no FMA).
 int fp32_fma_widest_lanes();
 
+// The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID): the clock the probes
+// time themselves by.
+double thread_cpu_seconds();
+
 }  // namespace speclab

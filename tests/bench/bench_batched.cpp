@@ -38,13 +38,6 @@ namespace {
 constexpr int64_t kBatchContext = 64;  // positions per slot: 32 slots x 64 x 64 KiB = 128 MiB
 constexpr int64_t kBatchPrompt = 8;    // per slot, so attention spans a few positions
 
-// The FP32 FMA peak of the matmul path's vector width (16 lanes on the avx512 paths, 8
-// otherwise) on threads_get() threads (experiments/measure/compute_peak_probe.h).
-double fma_peak_flops() {
-  const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
-  return fp32_fma_peak_flops(threads_get(), wide ? 16 : 8);
-}
-
 // The arithmetic peak the BF16 weights' products run against on the path in use: the AMX
 // tiles' (tdpbf16ps) on amxbf16, the BF16 dot product's (vdpbf16ps, twice the FP32 FMA rate on
 // Zen 4, the same on Intel) where the path rounds the activations to BF16 (avx512bf16), else the
@@ -53,7 +46,7 @@ bool amx_path() { return std::strcmp(matmul_isa(), "amxbf16") == 0; }
 bool bf16_dot_path() { return !amx_path() && matmul_rounds_activations_to_bf16(DType::BF16); }
 double bf16_weights_peak_flops() {
   if (amx_path()) return amx_bf16_peak_flops(threads_get());
-  return bf16_dot_path() ? bf16_dot_peak_flops(threads_get()) : fma_peak_flops();
+  return bf16_dot_path() ? bf16_dot_peak_flops(threads_get()) : bench_fma_peak_flops(threads_get());
 }
 
 void BM_BatchedDecode(benchmark::State& state, const std::string& spec) {

@@ -20,7 +20,6 @@
 //       CLI) the workers sleep in the kernel between regions and are woken by a futex.
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,7 +28,6 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/threads.h"
-#include "experiments/measure/compute_peak_probe.h"
 #include "models/llama/llama_rope.h"
 #include "models/llama/llama_runner.h"
 #include "tests/bench/bench_common.h"
@@ -54,15 +52,15 @@ void breakdown(benchmark::State& state, const std::string& spec, int n_threads, 
   const LlamaWeights& w = model.weights;
   const int64_t dim = c.dim, q_dim = c.n_heads * c.head_dim, kv_dim = c.n_kv_heads * c.head_dim;
   constexpr int64_t kFirst = 32;
-  const int64_t kLast = 256 + rows;  // cache positions: the step's rows start in [32, 256)
+  const int64_t last = 256 + rows;  // cache positions: the step's rows start in [32, 256)
   std::vector<float> x(rows * dim), xb(rows * dim), xb2(rows * dim), q(rows * q_dim),
       att(rows * q_dim), hb(rows * c.hidden_dim), hb2(rows * c.hidden_dim),
       logits(rows * c.vocab_size);
   std::vector<std::vector<float>> key(c.n_layers), value(c.n_layers), attn_norm(c.n_layers),
       ffn_norm(c.n_layers);
   for (int64_t l = 0; l < c.n_layers; l++) {
-    key[l].assign(kLast * kv_dim, 0.01f);
-    value[l].assign(kLast * kv_dim, 0.01f);
+    key[l].assign(last * kv_dim, 0.01f);
+    value[l].assign(last * kv_dim, 0.01f);
     attn_norm[l].resize(dim);
     ffn_norm[l].resize(dim);
     dtype_to_f32(w.layers[l].attn_norm.dtype, w.layers[l].attn_norm.data, attn_norm[l].data(), dim);
@@ -86,7 +84,7 @@ void breakdown(benchmark::State& state, const std::string& spec, int n_threads, 
     t0 = now;
   };
   for (auto _ : state) {
-    if (n_past + rows > kLast) n_past = kFirst;
+    if (n_past + rows > last) n_past = kFirst;
     regions = 0;
     t0 = Clock::now();
     for (int64_t r = 0; r < rows; r++) {
@@ -136,7 +134,7 @@ void breakdown(benchmark::State& state, const std::string& spec, int n_threads, 
     mark(kHead);
     regions += matmul_parallel(w.output, rows) ? 1 : 0;
     benchmark::DoNotOptimize(logits.data());
-    n_past += 1;
+    n_past++;
     token = (token + 101) % static_cast<int32_t>(c.vocab_size);
   }
   const double n = static_cast<double>(state.iterations());
@@ -149,8 +147,7 @@ void breakdown(benchmark::State& state, const std::string& spec, int n_threads, 
     // steps: what the matrices reach beside what the whole step does.
     const double mm_s = (sec[kLayers] + sec[kHead]) / n;
     const double mm_flops = bench_weight_flops_per_token(model) * static_cast<double>(rows);
-    const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
-    const double peak = fp32_fma_peak_flops(n_threads, wide ? 16 : 8);
+    const double peak = bench_fma_peak_flops(n_threads);
     double step_s = 0.0;
     for (int k = 0; k < kCount; k++) step_s += sec[k] / n;
     state.counters["mm_GFLOPs"] = mm_flops / mm_s / 1e9;

@@ -49,6 +49,9 @@ double bench_read_tensors_seconds(const std::vector<const TensorView*>& tensors)
 double bench_fast_state_threshold(std::vector<double> rates);
 // Multiply-add FLOPs of the weight matrices for one token: 2 * weight parameters.
 double bench_weight_flops_per_token(const LlamaModel& m);
+// The FP32 FMA peak of `threads` threads at the vector width of the matmul path in use (16
+// lanes on the avx512 paths, else 8): what the default path's many-row products run against.
+double bench_fma_peak_flops(int threads);
 
 // The largest cache the OS reports for CPU 0 (/sys/devices/system/cpu/cpu0/cache/index*/size:
 // the L3 of a server part, 260 MB on some), 0 when it reports none.

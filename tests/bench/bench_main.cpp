@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -156,6 +157,11 @@ double bench_weight_flops_per_token(const LlamaModel& m) {
   double params = 0;
   for (const TensorView* w : weight_matrices(m)) params += static_cast<double>(w->numel());
   return 2.0 * params;
+}
+
+double bench_fma_peak_flops(int threads) {
+  const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
+  return fp32_fma_peak_flops(threads, wide ? 16 : 8);
 }
 
 void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iteration,

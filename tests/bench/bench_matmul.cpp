@@ -35,8 +35,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <ctime>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -337,12 +335,6 @@ BENCHMARK(BM_OneTokenFromCache)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 // peak of one thread measured in the same run: how close the many-token tiles come to the
 // arithmetic limit once memory is out of the way. Counters: GFLOPs (2 x 96 x 3072 x k per
 // call), peak_GFLOPs, peak_frac.
-double thread_cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 void BM_ManyTokensFromCache(benchmark::State& state) {
   const int64_t k = state.range(0);
   constexpr int64_t kRowsInCache = 96;
@@ -366,8 +358,7 @@ void BM_ManyTokensFromCache(benchmark::State& state) {
     }
   }
   const double flops = 2.0 * static_cast<double>(kRowsInCache * kCols * k);
-  const bool wide = std::strncmp(matmul_isa(), "avx512", 6) == 0;
-  const double peak = fp32_fma_peak_flops(1, wide ? 16 : 8);
+  const double peak = bench_fma_peak_flops(1);
   state.counters["best_call_us"] = 1e6 * best;
   state.counters["GFLOPs"] = flops / best / 1e9;
   state.counters["peak_GFLOPs"] = peak / 1e9;
