@@ -1,8 +1,35 @@
 #include "core/cpu_ops.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/threads.h"
+
 namespace speclab {
+
+namespace {
+
+// Elements per work item of a split call (split_over_threads): whole cache lines.
+constexpr int64_t kSplitBlock = 4096;
+
+// f(i0, i1) over [0, n) in blocks of kSplitBlock, split over the threads when the call is large
+// (split_over_threads), else in one piece. Only SwiGLU splits: its exp costs ~3.5 ns an element
+// (a 32-row 3B MLP's 262,144: 0.9 ms on one Zen 5 thread, 0.57-0.73 ms on two with passive
+// waiting), where a residual add (~0.05 ns an element) or an RMSNorm (~1 ns) of 32 rows of
+// 3072 costs about what waking the second thread does (adds of 98,304: 10-14 us on one thread,
+// 56-69 us split; RMSNorm ~100 us either way).
+template <class F>
+void for_blocks(int64_t n, const F& f) {
+  if (!split_over_threads(n)) {
+    f(int64_t{0}, n);
+    return;
+  }
+  const int64_t n_blocks = (n + kSplitBlock - 1) / kSplitBlock;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n_blocks; b++) f(b * kSplitBlock, std::min(n, (b + 1) * kSplitBlock));
+}
+
+}  // namespace
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n_tokens, int64_t dim,
              float eps) {
@@ -19,10 +46,12 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n_tokens, 
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  for_blocks(n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+      const float g = gate[i];
+      out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  });
 }
 
 void softmax(float* x, int64_t n) {

@@ -13,6 +13,9 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n_tokens, 
 
 // SwiGLU of the Llama MLP: out = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
 //   out, gate, up: [n] (out may alias gate or up)
+// Calls of at least kSplitElements (core/threads.h) outside a parallel region run over the
+// kernels' threads, with the same bits (a batch's or a prompt's MLP; the step team's items are
+// already split).
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 
 // Numerically stable softmax in place over x: [n].

@@ -108,4 +108,8 @@ void threads_set(int n, const std::string& what) {
 
 int threads_get() { return omp_get_max_threads(); }
 
+bool split_over_threads(int64_t n_elements) {
+  return n_elements >= kSplitElements && !omp_in_parallel() && omp_get_max_threads() > 1;
+}
+
 }  // namespace speclab

@@ -1,6 +1,7 @@
 // The number of CPU threads the kernels use (OpenMP parallel regions).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace speclab {
@@ -14,5 +15,14 @@ namespace speclab {
 void threads_set(int n, const std::string& what = "threads");
 // The thread count kernels will use.
 int threads_get();
+
+// Whether an elementwise kernel whose elements cost a few ns each (SwiGLU's exp, core/cpu_ops.h)
+// splits a call of n_elements over the threads: at least kSplitElements, more than one thread,
+// and not made from inside a parallel region (the step team calls it on its own items). Below
+// that, waking a sleeping worker (22-129 us with passive waiting, docs/cpu-kernels.md) costs
+// about what the work does. Each element is computed by the same operations whichever thread
+// computes it, so a split changes no bit.
+constexpr int64_t kSplitElements = int64_t{1} << 16;
+bool split_over_threads(int64_t n_elements);
 
 }  // namespace speclab

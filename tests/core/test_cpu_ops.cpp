@@ -13,6 +13,7 @@
 #include "core/cpu_attention.h"
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
+#include "core/threads.h"
 
 namespace speclab {
 namespace {
@@ -292,6 +293,39 @@ TEST(CpuAttention, Avx512EqualsPlainBitForBit) {
       }
     }
   }
+}
+
+// The number of floats of a and b whose bits differ.
+int64_t bit_mismatches(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); i++) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n;
+}
+
+// A SwiGLU call of at least kSplitElements runs over two threads (split_over_threads), in place
+// as the runners call it, and gives the bits of the plain loop of the same operations. The
+// comparison would catch a split that leaves the last block out or applies a block twice in
+// place (both planted below, on one thread).
+TEST(CpuOps, LargeSwigluSplitOverTwoThreadsGivesThePlainLoopsBits) {
+  threads_set(2);
+  ASSERT_TRUE(split_over_threads(kSplitElements));
+  ASSERT_FALSE(split_over_threads(kSplitElements - 1));
+  const int64_t n = 3 * kSplitElements + 37;  // a partial last block
+  const std::vector<float> gate = random_vec(n, 11, 4.0f), up = random_vec(n, 12);
+  std::vector<float> plain(n);
+  for (int64_t i = 0; i < n; i++) plain[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  std::vector<float> split = gate;
+  swiglu(split.data(), split.data(), up.data(), n);
+  EXPECT_EQ(bit_mismatches(split, plain), 0);
+  threads_set(1);
+  ASSERT_FALSE(split_over_threads(n));
+  std::vector<float> short_of_one = gate, twice = gate;
+  swiglu(short_of_one.data(), short_of_one.data(), up.data(), n - 1);
+  swiglu(twice.data(), twice.data(), up.data(), n);
+  swiglu(twice.data(), twice.data(), up.data(), 4096);
+  EXPECT_GT(bit_mismatches(short_of_one, plain), 0);
+  EXPECT_GT(bit_mismatches(twice, plain), 0);
+  threads_set(0);
 }
 
 }  // namespace
