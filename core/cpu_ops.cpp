@@ -13,11 +13,11 @@ namespace {
 constexpr int64_t kSplitBlock = 4096;
 
 // f(i0, i1) over [0, n) in blocks of kSplitBlock, split over the threads when the call is large
-// (split_over_threads), else in one piece. Only SwiGLU splits: its exp costs ~3.5 ns an element
-// (a 32-row 3B MLP's 262,144: 0.9 ms on one Zen 5 thread, 0.57-0.73 ms on two with passive
-// waiting), where a residual add (~0.05 ns an element) or an RMSNorm (~1 ns) of 32 rows of
-// 3072 costs about what waking the second thread does (adds of 98,304: 10-14 us on one thread,
-// 56-69 us split; RMSNorm ~100 us either way).
+// (split_over_threads), else in one piece. Only SwiGLU splits: its exp costs a few ns an element
+// (the 3B shape's 32-row step, BM_ForwardBreakdown on the Zen 5 guest: elementwise time 27.5-32.2
+// ms whole, 17.2-19.4 ms split over two threads, docs/findings.md). The residual adds, RMSNorm
+// and RoPE of 32 rows cost about what waking the second thread does: split the same way they
+// were slower (norms 8.7-10.3 ms against 6.7-8.6, RoPE 5.0-6.5 against 3.1-3.5).
 template <class F>
 void for_blocks(int64_t n, const F& f) {
   if (!split_over_threads(n)) {
