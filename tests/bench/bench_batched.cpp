@@ -11,6 +11,13 @@
 //        forward beat the floor (a limit measured wrong), GFLOPs and peak_frac of the forward.
 // The weights are read once per forward either way, so on a memory-bound machine the b-row
 // forward costs about one row's time until the arithmetic catches up with the reads.
+//   BM_BatchedVerify/llama-3.2-1b:bf16/b:B/k:K   T(b, k): one forward of b slots x k new tokens
+//        each (every row's logits, as the batched loop's verify; 1 to 256 rows) against its two
+//        limits measured in the same run (read_ms, arith_ms, floor_ms as above; the peak the
+//        better of probes before and after the cell). Counters: rows, T_ms (mean), T_best_ms
+//        (the fastest), T_over_T1 (fastest over the fastest b:1/k:1 forward of the same run),
+//        GFLOPs and peak_frac of the fastest, floor_frac = floor_ms / T_best_ms (1: at the
+//        limit), floor_beaten (1: faster than the floor, a limit measured wrong).
 //   BM_BatchedForward32/llama-3.2-3b:bf16   one 32-row forward against one 1-row forward of the
 //        same runner (interleaved), and the machine's FP32 FMA rate on the kernels' threads,
 //        measured in the same run (fma_peak_flops). Counters: T1_ms, T32_ms (mean of 5),
@@ -102,6 +109,67 @@ void BM_BatchedDecode(benchmark::State& state, const std::string& spec) {
   state.SetLabel(matmul_isa());
 }
 
+// T(b, k) on the CPU: one BatchedLlamaRunner forward of b slots x k new tokens each, every row's
+// logits (the batched loop's verify of k - 1 drafts per request), each slot holding
+// kBatchPrompt positions; the forward rewound after each iteration. Its limits, measured in the
+// same run: a plain read of the same weights after each forward, and the rows' multiply-adds at
+// the arithmetic peak of the same threads (the better of probes just before and just after the
+// cell: a disturbance only slows a probe). The forward's figure beside them is its fastest
+// iteration, by the same reasoning (the mean too: T_ms).
+void BM_BatchedVerify(benchmark::State& state, const std::string& spec) {
+  threads_set(2);
+  const int64_t b = state.range(0), k = state.range(1);
+  const LlamaModel& model = bench_model(spec);
+  BatchedLlamaRunner runner(model, b, kBatchContext);
+  const int32_t vocab = static_cast<int32_t>(runner.vocab());
+  std::vector<BatchRow> prompt;  // [b * kBatchPrompt] rows, slot by slot
+  for (int32_t s = 0; s < b; s++) {
+    for (int64_t i = 0; i < kBatchPrompt; i++)
+      prompt.push_back({s, static_cast<int32_t>((s * 7919 + i * 104729 + 13) % vocab)});
+  }
+  runner.forward_batch(prompt, /*last_only=*/true);
+  std::vector<BatchRow> verify;  // [b * k] rows: k new tokens per slot, slot by slot
+  for (int32_t s = 0; s < b; s++) {
+    for (int64_t i = 0; i < k; i++)
+      verify.push_back({s, static_cast<int32_t>((s * 31 + i * 7 + 1) % vocab)});
+  }
+  static double t11_best = 0.0;  // the fastest b:1/k:1 forward of this run (registered first)
+  const double peak_before = bf16_weights_peak_flops();
+  double t_sum = 0.0, t_best = 1e30, t_read = 0.0;
+  for (auto _ : state) {
+    const auto a = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(runner.forward_batch(verify));  // all b * k rows of logits
+    const auto e = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < b; s++) runner.truncate(s, kBatchPrompt);
+    const double t = std::chrono::duration<double>(e - a).count();
+    t_sum += t;
+    t_best = std::min(t_best, t);
+    state.SetIterationTime(t);
+    t_read += bench_read_weights_seconds(model);  // the same bytes, right after
+  }
+  const double peak = std::max(peak_before, bf16_weights_peak_flops());
+  const double n = static_cast<double>(state.iterations());
+  const double rows = static_cast<double>(b * k);
+  const double flops = bench_weight_flops_per_token(model) * rows;
+  const double read_s = t_read / n, arith_s = flops / peak;
+  const double floor_s = std::max(read_s, arith_s);
+  if (b == 1 && k == 1) t11_best = t_best;
+  state.SetItemsProcessed(state.iterations() * b * k);  // items/s = rows/s
+  state.counters["rows"] = rows;
+  state.counters["T_ms"] = 1e3 * t_sum / n;
+  state.counters["T_best_ms"] = 1e3 * t_best;
+  state.counters["T_over_T1"] = t11_best > 0 ? t_best / t11_best : 0.0;
+  state.counters["GFLOPs"] = flops / t_best / 1e9;
+  state.counters["peak_GFLOPs"] = peak / 1e9;
+  state.counters["peak_frac"] = flops / t_best / peak;
+  state.counters["read_ms"] = 1e3 * read_s;
+  state.counters["arith_ms"] = 1e3 * arith_s;
+  state.counters["floor_ms"] = 1e3 * floor_s;
+  state.counters["floor_frac"] = floor_s / t_best;  // 1: at the machine's limit
+  state.counters["floor_beaten"] = t_best < floor_s ? 1.0 : 0.0;
+  state.SetLabel(matmul_isa());
+}
+
 // One forward of 32 rows (32 slots, one new token each) against one of a single row, on the
 // same runner and interleaved, beside the arithmetic peak of the same threads measured just
 // before and just after (bf16_weights_peak_flops; counter peak_is_bf16_dot says which): the
@@ -176,6 +244,14 @@ const int kRegistered = [] {
       ->Arg(8)
       ->Arg(16)
       ->Arg(32)
+      ->Unit(benchmark::kMillisecond)
+      ->UseManualTime()
+      ->Iterations(3);
+  // b outermost, k innermost: the b:1/k:1 forward (T_over_T1's base) runs first.
+  benchmark::RegisterBenchmark("BM_BatchedVerify/llama-3.2-1b:bf16", BM_BatchedVerify,
+                               std::string("llama-3.2-1b:bf16"))
+      ->ArgNames({"b", "k"})
+      ->ArgsProduct({{1, 2, 4, 8, 16, 32}, {1, 4, 8}})
       ->Unit(benchmark::kMillisecond)
       ->UseManualTime()
       ->Iterations(3);

@@ -252,13 +252,15 @@ const int kRegistered = [] {
   add("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);  // the decode the BF16 targets are about
   add("llama-3.2-3b:bf16", "llama-3.2-3b:bf16", 6);
   for (const auto& [tag, spec] : bench_user_ggufs()) add(tag, spec, 6);  // SPECLAB_BENCH_GGUF
-  benchmark::RegisterBenchmark("BM_ForwardBreakdown/llama-3.2-3b:bf16", BM_ForwardBreakdown,
-                               std::string("llama-3.2-3b:bf16"))
-      ->ArgName("rows")
-      ->Arg(32)
-      ->Unit(benchmark::kMillisecond)
-      ->UseRealTime()
-      ->Iterations(3);
+  for (const char* spec : {"llama-3.2-1b:bf16", "llama-3.2-3b:bf16"}) {
+    benchmark::RegisterBenchmark((std::string("BM_ForwardBreakdown/") + spec).c_str(),
+                                 BM_ForwardBreakdown, std::string(spec))
+        ->ArgName("rows")
+        ->Arg(32)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(3);
+  }
   ab("llama-3.2-1b:q4_1", "llama-3.2-1b:q4_1", 10);
   ab("llama-3.2-1b:q8_0", "llama-3.2-1b:q8_0", 10);
   ab("llama-3.2-1b:bf16", "llama-3.2-1b:bf16", 10);

@@ -2,7 +2,8 @@
 # figures.py flags an impossible figure instead of printing it plainly: a batched forward faster
 # than its floor (the weights read once, or their multiply-adds at the measured peak) is marked
 # as a limit measured wrong, and only that row (a made-up run of two BM_BatchedDecode rows, one
-# beating its floor); so is a 32-row forward faster than the FMA peak measured beside it.
+# beating its floor); so is a 32-row forward faster than the FMA peak measured beside it, and a
+# T(b, k) forward faster than its floor.
 # Usage: tests/bench/figures_flags.sh
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,5 +76,26 @@ fi
 if [[ "$best_over" != *"ABOVE THE PEAK"* || "$best_over" != *"MISSED"* ]]; then
   echo "FAIL forward fastest at 105% of the peak not flagged: '$best_over'"; fail=1
 fi
-[[ $fail == 0 ]] && echo "ok: $line4; $over; $best_met"
+# T(b, k): a fastest forward under its floor is flagged on its own row only.
+verify_row() {  # verify_row B K T_BEST FLOOR BEATEN
+  printf '{"name": "BM_BatchedVerify/llama-3.2-1b:bf16/b:%s/k:%s/iterations:3/manual_time",
+    "run_type": "iteration", "real_time": %s, "time_unit": "ms", "rows": %s, "T_ms": %s,
+    "T_best_ms": %s, "T_over_T1": 1.5, "read_ms": %s, "arith_ms": 10, "peak_GFLOPs": 200,
+    "floor_ms": %s, "floor_frac": %s, "floor_beaten": %s, "peak_frac": 0.5}' "$1" "$2" "$3" \
+    "$(($1 * $2))" "$3" "$3" "$4" "$4" "$(python3 -c "print($4 / $3)")" "$5"
+}
+cat >"$tmp/verify.json" <<JSON
+{"context": {"read_bandwidth_GBps": "30.0", "matmul_isa": "avx512"},
+ "benchmarks": [$(verify_row 4 8 150 100 0), $(verify_row 8 8 90 100 1)]}
+JSON
+vout=$(python3 "$here/figures.py" "$tmp/verify.json") || { echo "FAIL: figures.py exited $?"; exit 1; }
+v32=$(grep -E '^\| llama-3.2-1b:bf16 \| 4 \| 8 \| 32 \|' <<<"$vout")
+v64=$(grep -E '^\| llama-3.2-1b:bf16 \| 8 \| 8 \| 64 \|' <<<"$vout")
+if [[ -z "$v32" || "$v32" == *"BEATS THE FLOOR"* || "$v32" != *"67%"* ]]; then
+  echo "FAIL T(4, 8) (at 67% of its floor's pace, not flagged): '$v32'"; fail=1
+fi
+if [[ "$v64" != *"BEATS THE FLOOR"* ]]; then
+  echo "FAIL T(8, 8) (faster than its floor) not flagged: '$v64'"; fail=1
+fi
+[[ $fail == 0 ]] && echo "ok: $line4; $over; $best_met; $v64"
 exit $fail
