@@ -197,8 +197,6 @@ unsigned cpu_amd_family() {
   return ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
 }
 
-bool cpu_is_amd_family_19h() { return cpu_amd_family() == 0x19; }
-
 // One-token products read rows whole (matmul_avx512::Streaming) for the dtypes and CPUs where
 // that was measured to stream faster (docs/cpu-kernels.md "How a one-token product streams the
 // rows"): on Zen 4 F32, F16, BF16 and Q8_0 with FP32 activations, every dtype with int8 ones
@@ -256,12 +254,15 @@ MatmulStreaming streaming_for(DType dtype, bool int8 = false) {
 }
 
 // Where the avx512 kernels' column segments prefetch the next segment's weights
-// (core/segment_prefetch.h): into L2 only on AMD family 19h (Zen 4), where that was measured to
-// be faster whenever a call does several products per weight and no slower otherwise
-// (docs/cpu-kernels.md "Software prefetch into L1 or L2"); into L1 on every other CPU (the Intel
-// Xeon and Zen 5 were tuned with it; not measured with L2).
+// (core/segment_prefetch.h): into L2 only on AMD families 19h (Zen 4) and 1Ah (Zen 5), where
+// that was measured to be faster whenever a call does several products per weight and no slower
+// otherwise on Zen 4, and 9% faster over the [8192, 3072] products of every dtype and token count
+// on Zen 5 (a 13% faster Q4_1 decode, the 32-row forward level; Q6_K at 8 and 32 tokens 9-18%
+// slower) (docs/cpu-kernels.md "Software prefetch into L1 or L2"); into L1 on every other CPU
+// (the Intel Xeon was tuned with it; not measured with L2).
 SegmentPrefetch default_prefetch() {
-  static const bool l2_cpu = cpu_is_amd_family_19h();
+  static const unsigned family = cpu_amd_family();
+  const bool l2_cpu = family == 0x19 || family == 0x1A;
   return l2_cpu ? SegmentPrefetch::kToL2 : SegmentPrefetch::kToL1;
 }
 

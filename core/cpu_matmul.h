@@ -151,8 +151,9 @@ const char* matmul_one_token_streaming(DType dtype);
 // Where the avx512 paths' column segments prefetch the weights of the next segment in software
 // (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's
 // miss buffers to the tile's own loads). No output changes a bit with it. Default (kDefault):
-// kToL2 on AMD family 19h (Zen 4), where calls of several products per weight ran 10-28% faster
-// with it, kToL1 on every other CPU. SPECLAB_MATMUL_PREFETCH=l1|l2 in the environment sets it
+// kToL2 on AMD families 19h (Zen 4), where calls of several products per weight ran 10-28%
+// faster with it, and 1Ah (Zen 5, 9% over the [8192, 3072] products of every dtype), kToL1 on
+// every other CPU. SPECLAB_MATMUL_PREFETCH=l1|l2 in the environment sets it
 // for a whole run.
 enum class MatmulPrefetch { kDefault, kToL1, kToL2 };
 // For tests and comparisons: force one target (kDefault: back to the environment's or the
