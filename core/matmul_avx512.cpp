@@ -89,15 +89,30 @@ SPECLAB_AVX512 inline float hsum(__m512 v) {
   return _mm_cvtss_f32(a);
 }
 
-// vbroadcastss from memory (a load port only). Written as assembly: with the intrinsic, GCC 12
-// kept a k-quant unit's 16 factors in a register and broadcast each with vpermd, or loaded
-// them early, spilled them and broadcast from a register: either way a uop on the shuffle
-// port that the dequantization's permutes and widenings already fill (Q4_K, one core, one
-// token: 1.80 ms per [8192, 3072] matrix with the intrinsic, 1.55 ms with this, on an Intel
-// Xeon).
-SPECLAB_AVX512 inline __m512 broadcast_from_memory(const float* p) {
+// v * p[0], v + p[0] and v - p[0] in every lane, the operand broadcast inside the instruction
+// (vmulps / vaddps / vsubps m32{1to16}): the load unit broadcasts it, where a broadcast from a
+// register (vpermd, vbroadcastss) takes a uop on the shuffle port, the port that the k-quant steps'
+// permutes and widenings already fill. Written as assembly: with the intrinsics GCC 12 kept a
+// k-quant unit's 16 factors in a register and broadcast each with vpermd (Q4_K, one core, one
+// token, on an Intel Xeon: 1.80 ms per [8192, 3072] matrix, 1.55 ms with a vbroadcastss from
+// memory); and on the Zen 5 guest even a vbroadcastss from memory costs: one thread, one token,
+// [256, 2048] from L2, Q4_K's tables built as one FMA of two vbroadcastss against this
+// multiply-and-subtract, and Q6_K's scales applied by a vbroadcastss against this multiply:
+// Q4_K 32.9 -> 26.9 us, Q6_K 40.8 -> 34.7, Q4_1 29.5 -> 24.6 (fastest of 11 runs in turn);
+// BM_MatmulOneCore Q4_1 / Q4_K / Q6_K one token, geometric mean 0.89 of before (6 pairs).
+SPECLAB_AVX512 inline __m512 mul_broadcast(__m512 v, const float* p) {
   __m512 r;
-  asm("vbroadcastss %1, %0" : "=v"(r) : "m"(*p));
+  asm("vmulps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(v), "m"(*p));
+  return r;
+}
+SPECLAB_AVX512 inline __m512 add_broadcast(__m512 v, const float* p) {
+  __m512 r;
+  asm("vaddps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(v), "m"(*p));
+  return r;
+}
+SPECLAB_AVX512 inline __m512 sub_broadcast(__m512 v, const float* p) {
+  __m512 r;
+  asm("vsubps %2%{1to16%}, %1, %0" : "=v"(r) : "v"(v), "m"(*p));
   return r;
 }
 
@@ -198,10 +213,11 @@ struct LoadQ8_0 : OneStepUnits {
 // Q4_0 / Q4_1: a block's 16 possible weights, table[q] = d * (q - 8) or d * q + m (rounded as
 // dtype_to_f32 rounds them: a product, then a sum), are computed once per block; the nibbles
 // pick them with vpermps (which reads the low 4 bits of each index), so the dequantization of
-// 32 weights is one widening load, one shift and two permutes. Q4_1's table is one FMA: d has at
-// most 11 significant bits (FP16) and q 4, so the product d * q is exact in FP32 (15 bits of 24,
-// and FP16's range is far inside FP32's), and fma(d, q, m), rounded once, equals the
-// reference's round(round(d * q) + m).
+// 32 weights is one widening load, one shift and two permutes. d has at most 11 significant bits
+// (FP16) and q 4, so the product d * q is exact in FP32 (15 bits of 24, and FP16's range is far
+// inside FP32's): Q4_1's table d * q + m, the product exact and the sum rounded once, is the
+// reference's round(round(d * q) + m). d and m are converted to FP32 once into memory and
+// broadcast inside the multiply and the addition (mul_broadcast, add_broadcast).
 template <bool kHasMin>
 struct LoadQ4 : OneStepUnits {
   struct Block {
@@ -219,17 +235,16 @@ struct LoadQ4 : OneStepUnits {
     if (kHasMin) {
       uint32_t dm;
       std::memcpy(&dm, p, 4);
-      const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm)));  // d, m, 0, 0
-      const __m512 d = _mm512_broadcastss_ps(f);
-      const __m512 m = _mm512_broadcastss_ps(_mm_movehdup_ps(f));
+      alignas(16) float f[4];
+      _mm_store_ps(f, _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dm))));  // d, m, 0, 0
       const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-      b.table = _mm512_fmadd_ps(d, iota, m);  // exact product: see above
+      b.table = add_broadcast(mul_broadcast(iota, f), f + 1);  // exact product: see above
     } else {
       uint16_t dbits;
       std::memcpy(&dbits, p, 2);
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(dbits));
+      const float d = _cvtsh_ss(dbits);
       const __m512 iota = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-      b.table = _mm512_mul_ps(d, iota);
+      b.table = mul_broadcast(iota, &d);
     }
     return b;
   }
@@ -243,9 +258,11 @@ struct LoadQ4 : OneStepUnits {
 // possible weights table[q] = (d * sc_j) * q - dmin * m_j (a product, then a difference:
 // dtype_to_f32's rounding) are computed once per step; its nibbles (the low ones of 32 bytes of
 // qs for even j, the high ones for odd j) pick them with vpermps, which reads only the low 4
-// bits of each index. The table is one FMA: d * sc_j has at most 11 + 6 significant bits, times
-// q 21 <= 24, so the product is exact in FP32 and fms(d * sc_j, q, dmin * m_j) rounds as the
-// reference does. The factors d * sc_j and dmin * m_j of all 8 sub-blocks are decoded once per
+// bits of each index. d * sc_j has at most 11 + 6 significant bits, times q 21 <= 24, so the
+// product is exact in FP32 and the difference, rounded once, is the reference's value; the table
+// is a multiply and a subtraction whose factors are broadcast inside them (mul_broadcast,
+// sub_broadcast: no shuffle uop, where one FMA of two vbroadcastss took 22% longer). The
+// factors d * sc_j and dmin * m_j of all 8 sub-blocks are decoded once per
 // unit: decoding the 6-bit scales and converting d and dmin for every step, with j known only
 // at run time, was most of the work of a step (1B Q4_K_M decode at 1.6x llama.cpp's time).
 struct LoadQ4_K {
@@ -282,8 +299,7 @@ struct LoadQ4_K {
   }
   SPECLAB_AVX512 static inline Block block(const Unit& u, const uint8_t*, int64_t, int j) {
     const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    return {_mm512_fmsub_ps(broadcast_from_memory(u.dm + j), iota,  // an exact product
-                            broadcast_from_memory(u.dm + 8 + j)),
+    return {sub_broadcast(mul_broadcast(iota, u.dm + j), u.dm + 8 + j),  // an exact product
             u.qs + 32 * (j / 2), j % 2 != 0};
   }
   SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
@@ -341,8 +357,7 @@ struct LoadQ6_K {
   }
   SPECLAB_AVX512 static inline __m512 half(const Block& b, const uint8_t*, int64_t, int h) {
     const __m128i q16 = _mm_load_si128(reinterpret_cast<const __m128i*>(b.q + 16 * h));
-    return _mm512_mul_ps(broadcast_from_memory(b.s + h),
-                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q16)));
+    return mul_broadcast(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q16)), b.s + h);
   }
   static inline float scalar(const uint8_t*, int64_t) { return 0.0f; }
 };
