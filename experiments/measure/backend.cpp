@@ -8,6 +8,7 @@
 #include "models/llama/llama_runner.h"
 #ifdef SPECLAB_HAVE_CUDA
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/cuda_graph_book.h"
 #include "models/llama/cuda/cuda_batched_llama_runner.h"
 #include "models/llama/cuda/cuda_llama_runner.h"
 #endif
@@ -43,6 +44,17 @@ std::unique_ptr<TokenRunner> backend_create_runner(const std::string& backend,
 #endif
   }
   fail_input(what, ": '", backend, "' (expected cpu or cuda)");
+}
+
+std::string backend_cuda_graphs(const std::string& backend, bool batched) {
+  if (backend != "cuda") return "none";
+#ifdef SPECLAB_HAVE_CUDA
+  if (batched) return "off";
+  return cuda_graphs_from_env() ? "on" : "off";
+#else
+  (void)batched;
+  return "none";
+#endif
 }
 
 TokenRunnerFactory backend_runner_factory(const std::string& backend, const std::string& what) {

@@ -44,6 +44,13 @@ BatchTokenRunnerFactory backend_batched_runner_factory(const std::string& backen
 void backend_check_batched_drafter(const std::string& backend, const std::string& spec,
                                    const std::string& what);
 
+// Whether a cell on `backend` ran with CUDA graphs, for its row (run_cuda_graphs): on cuda "on"
+// or "off" as SPECLAB_CUDA_GRAPHS sets the one-request runners (the target's and a draft
+// model's alike; InputError for a value other than unset, empty, 0 or 1), "off" for a batched
+// cell (concurrency > 1: the batched runners capture no graphs); "none" on cpu and in a build
+// without the CUDA backend.
+std::string backend_cuda_graphs(const std::string& backend, bool batched);
+
 // Where the batched runners of a backend allocate their caches, and how much room is there:
 // cpu: host memory, memory_available_bytes() ("MemAvailable"); cuda: the device's free memory
 // (cudaMemGetInfo), where each batched runner also keeps its own copy of its model's weights.

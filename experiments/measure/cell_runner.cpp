@@ -140,6 +140,7 @@ ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   r.run_cpu_model = rc.cpu_model;
   r.run_build_type = rc.build_type;
   r.run_matmul_isa = rc.matmul_isa;
+  r.run_cuda_graphs = backend_cuda_graphs(cfg.generation.backend, cell.concurrency > 1);
 
   const ModelIdentity& t = ctx.target_identity;
   r.target_spec = t.spec;

@@ -41,6 +41,42 @@ TEST(Backend, CudaWithoutDeviceOrBuildExitsTwo) {
       << r.err;
 }
 
+// The row's run_cuda_graphs: "none" on cpu; on cuda the SPECLAB_CUDA_GRAPHS switch of the
+// one-request runners, "off" for batched cells. A build without the CUDA backend says "none"
+// for cuda too (its cuda cells are refused before any row is written).
+TEST(Backend, CudaGraphsAsRecordedInRows) {
+  const char* saved = std::getenv("SPECLAB_CUDA_GRAPHS");
+  const std::string restore = saved ? saved : "";
+  EXPECT_EQ(backend_cuda_graphs("cpu", false), "none");
+  EXPECT_EQ(backend_cuda_graphs("cpu", true), "none");
+  setenv("SPECLAB_CUDA_GRAPHS", "1", 1);
+  const bool cuda_build = backend_cuda_graphs("cuda", true) != "none";
+  if (cuda_build) {
+    EXPECT_EQ(backend_cuda_graphs("cuda", false), "on");
+    EXPECT_EQ(backend_cuda_graphs("cuda", true), "off");  // the batched runners capture none
+    setenv("SPECLAB_CUDA_GRAPHS", "0", 1);
+    EXPECT_EQ(backend_cuda_graphs("cuda", false), "off");
+    unsetenv("SPECLAB_CUDA_GRAPHS");
+    EXPECT_EQ(backend_cuda_graphs("cuda", false), "off");  // the default
+    setenv("SPECLAB_CUDA_GRAPHS", "yes", 1);
+    try {
+      backend_cuda_graphs("cuda", false);
+      ADD_FAILURE() << "SPECLAB_CUDA_GRAPHS=yes accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("SPECLAB_CUDA_GRAPHS must be 0 or 1, got 'yes'"),
+                std::string::npos)
+          << e.what();
+    }
+  } else {
+    EXPECT_EQ(backend_cuda_graphs("cuda", false), "none");
+  }
+  if (saved) {
+    setenv("SPECLAB_CUDA_GRAPHS", restore.c_str(), 1);
+  } else {
+    unsetenv("SPECLAB_CUDA_GRAPHS");
+  }
+}
+
 TEST(Backend, ConfigKeyIsValidated) {
   const auto r = testing_util::run_speclab(std::string("run '") + SPECLAB_SOURCE_DIR +
                                            "/configs/gate.yaml' --set generation.backend=gpu "

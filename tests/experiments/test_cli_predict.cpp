@@ -278,27 +278,15 @@ TEST(CliRunPrediction, AlphaProfileIsOneNumberAcrossGammaCellsWithItsInterval) {
     alpha[key].insert(row["alpha_profile"].get<double>());
     EXPECT_LE(row["alpha_profile_ci_lo"].get<double>(), row["alpha_profile"].get<double>());
     EXPECT_GE(row["alpha_profile_ci_hi"].get<double>(), row["alpha_profile"].get<double>());
-    for (const char* k : {"predicted_speedup",
-                          "prediction_error",
-                          "thm38_speedup",
-                          "c_profile",
-                          "alpha_empirical",
-                          "draft_s",
-                          "verify_s",
-                          "sample_s",
-                          "flags",
-                          "run_utc",
-                          "run_load_before",
-                          "run_load_after",
-                          "run_mem_free_gb",
-                          "run_git_describe",
-                          "run_cpu_family",
-                          "run_cpu_model",
-                          "run_cpu_model_name",
-                          "run_build_type",
-                          "run_matmul_isa",
-                          "repeated_4gram_share"})
+    for (const char* k : {"predicted_speedup", "prediction_error",   "thm38_speedup",
+                          "c_profile",         "alpha_empirical",    "draft_s",
+                          "verify_s",          "sample_s",           "flags",
+                          "run_utc",           "run_load_before",    "run_load_after",
+                          "run_mem_free_gb",   "run_git_describe",   "run_cpu_family",
+                          "run_cpu_model",     "run_cpu_model_name", "run_build_type",
+                          "run_matmul_isa",    "run_cuda_graphs",    "repeated_4gram_share"})
       EXPECT_TRUE(row.contains(k)) << k;
+    EXPECT_EQ(row["run_cuda_graphs"], "none");  // a cpu run
     EXPECT_FALSE(row.contains("predicted_speedup_refined"));
     // Greedy: the profile walks the very text the decoder emits, so tokens per round agree.
     if (row["temperature"] == 0) {
