@@ -197,20 +197,38 @@ unsigned cpu_amd_family() {
   return ((eax >> 8) & 0xf) + ((eax >> 20) & 0xff);
 }
 
+// The longest rows a one-token Q8_0 product with FP32 activations reads whole on Zen 4; longer
+// ones go in segments. Measured on a 2-core Zen 4 guest, decodes pair by pair (docs/findings.md,
+// 2026-12-03): the 3B Q8_0 file (3072- and 8192-column rows) 0.86 of its time with whole rows
+// everywhere, and 1.08 slower again with its 8192-column down projection read whole; the 1B
+// (2048-column rows, the down projection 8192) level with whole rows everywhere (1.03 and
+// 1.01), and 1.04 slower with its 2048-column rows in segments too (its head and [512, 2048]
+// 10-15% slower that way in BM_MatmulShape1B).
+constexpr int64_t kZen4Q8WholeRowsMaxCols = 2048;
+
+// matmul_default_streaming on this CPU.
+MatmulStreaming default_streaming(DType dtype, bool int8, int64_t n_in) {
+  static const unsigned amd_family = cpu_amd_family();
+  return matmul_default_streaming(dtype, int8, n_in, amd_family);
+}
+
+}  // namespace
+
 // One-token products read rows whole (matmul_avx512::Streaming) for the dtypes and CPUs where
 // that was measured to stream faster (docs/cpu-kernels.md "How a one-token product streams the
-// rows"): on Zen 4 F32, F16, BF16 and Q8_0 with FP32 activations, every dtype with int8 ones
-// (avx512vnni: Q4_K twice as fast there, Q4_1 0-15% faster); on Zen 5 BF16 with FP32
-// activations (Q8_0 slower that way there; F32 and F16 not measured at the decode), Q8_0, Q4_K
-// and Q6_K with int8 ones (Q4_1 20% slower). Elsewhere (an Intel Xeon was tuned with segments;
-// not measured with whole rows) and for the other formats, segments.
-MatmulStreaming default_streaming(DType dtype, bool int8) {
-  static const unsigned amd_family = cpu_amd_family();
+// rows"): on Zen 4 F32, F16, BF16 and Q8_0 of up to kZen4Q8WholeRowsMaxCols columns with FP32
+// activations, every dtype with int8 ones (avx512vnni: Q4_K twice as fast there, Q4_1 0-15%
+// faster); on Zen 5 BF16 with FP32 activations (Q8_0 slower that way there; F32 and F16 not
+// measured at the decode), Q8_0, Q4_K and Q6_K with int8 ones (Q4_1 20% slower). Elsewhere (an
+// Intel Xeon was tuned with segments; not measured with whole rows) and for the other formats,
+// segments.
+MatmulStreaming matmul_default_streaming(DType dtype, bool int8, int64_t n_in,
+                                         unsigned amd_family) {
   constexpr MatmulStreaming kWhole = MatmulStreaming::kWholeRows;
   constexpr MatmulStreaming kSegments = MatmulStreaming::kSegments;
   if (amd_family == 0x19) {  // Zen 4
     const bool whole = int8 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
-                       dtype == DType::Q8_0;
+                       (dtype == DType::Q8_0 && n_in <= kZen4Q8WholeRowsMaxCols);
     return whole ? kWhole : kSegments;
   }
   if (amd_family == 0x1A) {  // Zen 5
@@ -222,6 +240,8 @@ MatmulStreaming default_streaming(DType dtype, bool int8) {
   }
   return kSegments;
 }
+
+namespace {
 
 // A per-run setting named in the environment variable `var`: the setting of the first of
 // `names` equal to its value; unset or anything else: Setting::kDefault.
@@ -247,10 +267,10 @@ MatmulStreaming env_streaming() {
 
 MatmulStreaming g_streaming = MatmulStreaming::kDefault;  // set by matmul_force_streaming
 
-MatmulStreaming streaming_for(DType dtype, bool int8 = false) {
+MatmulStreaming streaming_for(DType dtype, bool int8, int64_t n_in) {
   static const MatmulStreaming from_env = env_streaming();
   const MatmulStreaming s = g_streaming != MatmulStreaming::kDefault ? g_streaming : from_env;
-  return s != MatmulStreaming::kDefault ? s : default_streaming(dtype, int8);
+  return s != MatmulStreaming::kDefault ? s : default_streaming(dtype, int8, n_in);
 }
 
 // Where the avx512 kernels' column segments prefetch the next segment's weights
@@ -284,8 +304,9 @@ SegmentPrefetch segment_prefetch() {
 }
 
 // The int8-activation kernel for weights of dtype (matmul_vnni).
-matmul_vnni::RowsFn int8_kernel(DType dtype) {
-  return matmul_vnni::rows_fn(dtype, streaming_for(dtype, true) != MatmulStreaming::kSegments,
+matmul_vnni::RowsFn int8_kernel(const TensorView& w) {
+  return matmul_vnni::rows_fn(w.dtype,
+                              streaming_for(w.dtype, true, w.cols()) != MatmulStreaming::kSegments,
                               segment_prefetch());
 }
 
@@ -302,15 +323,16 @@ matmul_avx512::Streaming kernel_streaming(MatmulStreaming s) {
 }
 
 // The fused kernel for w on path k (null: the path does not fuse this dtype).
-matmul_avx512::RowsFn fused_kernel(const Kernels& k, DType dtype) {
+matmul_avx512::RowsFn fused_kernel(const Kernels& k, const TensorView& w) {
   if (k.fused == nullptr) return nullptr;
-  return k.fused(dtype, kernel_streaming(streaming_for(dtype)), segment_prefetch());
+  return k.fused(w.dtype, kernel_streaming(streaming_for(w.dtype, false, w.cols())),
+                 segment_prefetch());
 }
 
 // How the vdpbf16ps kernel (avx512bf16 on BF16 weights) streams a one-token product: as the
 // FP32 kernel of BF16 weights would (rows_bf16dot reads kWholeRowsAhead as plain whole rows).
 matmul_avx512::Streaming bf16dot_streaming() {
-  return kernel_streaming(streaming_for(DType::BF16));
+  return kernel_streaming(streaming_for(DType::BF16, false, 0));  // BF16's: any row length
 }
 
 const Kernels& kernels() {
@@ -441,7 +463,7 @@ void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_
   const int64_t n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  const matmul_vnni::RowsFn kernel = int8_kernel(w.dtype);
+  const matmul_vnni::RowsFn kernel = int8_kernel(w);
   const int64_t chunk = token_chunk(n_in);
   const int64_t values = matmul_vnni::record_values(w.dtype);
   const int64_t bytes = matmul_vnni::record_bytes(w.dtype);  // a token's record in one step
@@ -507,11 +529,11 @@ const char* matmul_segment_prefetch() {
   return segment_prefetch() == SegmentPrefetch::kToL2 ? "L2" : "L1";
 }
 
-const char* matmul_one_token_streaming(DType dtype) {
+const char* matmul_one_token_streaming(DType dtype, int64_t n_in) {
   const bool int8 = matmul_quantizes_activations(dtype);
   if (kernels().fused == nullptr) return "n/a";
   if (kernels().amx && dtype == DType::BF16) return "AMX tiles";
-  switch (streaming_for(dtype, int8)) {
+  switch (streaming_for(dtype, int8, n_in)) {
     case MatmulStreaming::kWholeRows:
       return "whole rows";
     case MatmulStreaming::kWholeRowsAhead:
@@ -563,7 +585,7 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
     matmul_weights_amx(out, x, w, n_tokens, parallel);
     return;
   }
-  const matmul_avx512::RowsFn fused = fused_kernel(k, w.dtype);
+  const matmul_avx512::RowsFn fused = fused_kernel(k, w);
   if (fused != nullptr) {
     // Prompts (hundreds of tokens) go in chunks of tokens whose packed activations fit in L2
     // (~256 KB), rereading the weights once per chunk; a decode or verification call
@@ -691,7 +713,7 @@ int64_t matmul_item_rows(const TensorView& w) {
   const Kernels& k = kernels();
   if (k.int8_dot && dtype_has_int8_dot(w.dtype)) return kFusedRowBlock;
   if (uses_amx(k, w)) return matmul_amx::kRowBlock;
-  if (fused_kernel(k, w.dtype) != nullptr) return kFusedRowBlock;
+  if (fused_kernel(k, w) != nullptr) return kFusedRowBlock;
   return unfused_item_rows(k);
 }
 
@@ -726,7 +748,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       matmul_vnni::pack(xq.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps, w.dtype);
       a.packed_[MatmulActivations::kInt8 + kind] = true;
     }
-    const matmul_vnni::RowsFn rows = int8_kernel(w.dtype);
+    const matmul_vnni::RowsFn rows = int8_kernel(w);
     for (int64_t b = i0; b < i1; b++) {
       const int64_t r0 = b * kFusedRowBlock;
       const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
@@ -751,7 +773,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
     }
     return;
   }
-  const matmul_avx512::RowsFn fused = fused_kernel(k, w.dtype);
+  const matmul_avx512::RowsFn fused = fused_kernel(k, w);
   if (fused != nullptr) {
     const bool bf16_dot = k.bf16_dot && w.dtype == DType::BF16;
     const matmul_avx512::Streaming bf16_streaming = bf16dot_streaming();

@@ -140,14 +140,20 @@ bool matmul_quantizes_activations(DType dtype);
 //               kWholeRows). Default for BF16 on Zen 5, where it kept up with a fast memory
 //               state better (docs/cpu-kernels.md)
 enum class MatmulStreaming { kDefault, kSegments, kWholeRows, kWholeRowsAhead };
+// The default streaming of a one-token product (what kDefault resolves to): `dtype` weights in
+// rows of n_in columns, with int8 activations or FP32 ones, on a CPU of AMD family amd_family
+// (0x19 Zen 4, 0x1A Zen 5; 0: not AMD). Never kDefault.
+MatmulStreaming matmul_default_streaming(DType dtype, bool int8_activations, int64_t n_in,
+                                         unsigned amd_family);
 // For tests and comparisons: force one streaming for every dtype (kDefault: back to the
 // environment's or the default). Not thread-safe, like matmul_force_isa.
 void matmul_force_streaming(MatmulStreaming streaming);
-// The streaming of a one-token product of `dtype` weights on the path in use: "whole rows",
+// The streaming of a one-token product of `dtype` weights in rows of n_in columns (it depends on
+// the length for Q8_0 on Zen 4) on the path in use: "whole rows",
 // "whole rows, prefetched ahead", "segments", "AMX tiles" (BF16 on amxbf16: 64-row items, four
 // 16-row tiles a step, core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps
 // streams as on avx512bf16), or "n/a" (the generic and avx2 paths).
-const char* matmul_one_token_streaming(DType dtype);
+const char* matmul_one_token_streaming(DType dtype, int64_t n_in);
 // Where the avx512 paths' column segments prefetch the weights of the next segment in software
 // (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's
 // miss buffers to the tile's own loads). No output changes a bit with it. Default (kDefault):

@@ -387,10 +387,10 @@ TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream)
         std::vector<float> segments(n * n_out, NAN), whole(n * n_out, NAN);
         matmul_force_streaming(MatmulStreaming::kSegments);
         matmul_weights(segments.data(), x.data(), w.view, n);
-        const std::string segments_name = matmul_one_token_streaming(c.dtype);
+        const std::string segments_name = matmul_one_token_streaming(c.dtype, c.n_in);
         matmul_force_streaming(MatmulStreaming::kWholeRows);
         matmul_weights(whole.data(), x.data(), w.view, n);
-        const std::string whole_name = matmul_one_token_streaming(c.dtype);
+        const std::string whole_name = matmul_one_token_streaming(c.dtype, c.n_in);
         matmul_force_streaming(MatmulStreaming::kDefault);
         // "AMX tiles": BF16 on amxbf16, which reads rows it cannot tile as avx512bf16 does.
         if (segments_name != "n/a" && segments_name != "AMX tiles") {
@@ -407,7 +407,7 @@ TEST_P(CpuMatmulPaths, FewTokenProductsHaveTheSameBitsWhicheverWayTheRowsStream)
         std::vector<float> ahead(n * n_out, NAN);
         matmul_force_streaming(MatmulStreaming::kWholeRowsAhead);
         matmul_weights(ahead.data(), x.data(), w.view, n);
-        const std::string ahead_name = matmul_one_token_streaming(c.dtype);
+        const std::string ahead_name = matmul_one_token_streaming(c.dtype, c.n_in);
         matmul_force_streaming(MatmulStreaming::kDefault);
         if (segments_name != "n/a" && segments_name != "AMX tiles") {
           const bool plain_rows =
@@ -533,7 +533,7 @@ TEST(CpuMatmulAmx, WholeStepBf16MatricesGoOnTheTilesTheRestAsAvx512Bf16) {
     GTEST_SKIP() << "this CPU lacks AMX-BF16, or Linux did not grant the tile state";
   }
   EXPECT_STREQ(matmul_isa(), "amxbf16");
-  EXPECT_STREQ(matmul_one_token_streaming(DType::BF16), "AMX tiles");
+  EXPECT_STREQ(matmul_one_token_streaming(DType::BF16, 4096), "AMX tiles");
   EXPECT_TRUE(matmul_rounds_activations_to_bf16(DType::BF16));
   for (int64_t n_in : {1024, 1031}) {
     OwnedWeights w = random_weights(DType::BF16, 70, n_in, 91);
@@ -555,6 +555,33 @@ TEST(CpuMatmulAmx, WholeStepBf16MatricesGoOnTheTilesTheRestAsAvx512Bf16) {
     }
   }
   matmul_force_isa(MatmulIsa::kBest);
+}
+
+// The one-token streaming each CPU family gets by default (the measured choices of
+// docs/cpu-kernels.md), as a pure function of dtype, activations, row length and family: on
+// Zen 4 Q8_0 with FP32 activations reads rows whole up to 2048 columns and in segments beyond.
+TEST(MatmulDefaultStreaming, FollowsDtypeRowLengthAndCpuFamily) {
+  using S = MatmulStreaming;
+  constexpr unsigned kZen4 = 0x19, kZen5 = 0x1A, kOther = 0;
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 2048, kZen4), S::kWholeRows);
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 2049, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 3072, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 8192, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, 8192, kZen4), S::kWholeRows);  // int8
+  for (int64_t n_in : {2048, 3072, 8192}) {
+    for (DType d : {DType::F32, DType::F16, DType::BF16}) {
+      EXPECT_EQ(matmul_default_streaming(d, false, n_in, kZen4), S::kWholeRows) << n_in;
+    }
+    for (DType d : {DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
+      EXPECT_EQ(matmul_default_streaming(d, false, n_in, kZen4), S::kSegments) << n_in;
+    }
+    EXPECT_EQ(matmul_default_streaming(DType::BF16, false, n_in, kZen5), S::kWholeRowsAhead);
+    EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, n_in, kZen5), S::kSegments);
+    EXPECT_EQ(matmul_default_streaming(DType::Q4_K, true, n_in, kZen5), S::kWholeRows);
+    EXPECT_EQ(matmul_default_streaming(DType::Q4_1, true, n_in, kZen5), S::kSegments);
+    EXPECT_EQ(matmul_default_streaming(DType::BF16, false, n_in, kOther), S::kSegments);
+    EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, n_in, kOther), S::kSegments);
+  }
 }
 
 }  // namespace
