@@ -205,6 +205,12 @@ unsigned cpu_amd_family() {
 // 1.01), and 1.04 slower with its 2048-column rows in segments too (its head and [512, 2048]
 // 10-15% slower that way in BM_MatmulShape1B).
 constexpr int64_t kZen4Q8WholeRowsMaxCols = 2048;
+// The same for Q8_0 with int8 activations (avx512vnni): the 8192-column down projections in
+// segments, every other Zen 4 int8 product whole. Decodes pair by pair against whole rows
+// everywhere (docs/findings.md, 2026-12-03): 1B Q8_0 0.87 and 0.90, 3B 0.95 and 0.95 (10 pairs
+// each); all Q8_0 products in segments was unresolved (3B 0.88, then 1.07) and Q4_K_M 1.22-1.24
+// slower.
+constexpr int64_t kZen4Int8Q8WholeRowsMaxCols = 4096;
 
 // matmul_default_streaming on this CPU.
 MatmulStreaming default_streaming(DType dtype, bool int8, int64_t n_in) {
@@ -217,17 +223,19 @@ MatmulStreaming default_streaming(DType dtype, bool int8, int64_t n_in) {
 // One-token products read rows whole (matmul_avx512::Streaming) for the dtypes and CPUs where
 // that was measured to stream faster (docs/cpu-kernels.md "How a one-token product streams the
 // rows"): on Zen 4 F32, F16, BF16 and Q8_0 of up to kZen4Q8WholeRowsMaxCols columns with FP32
-// activations, every dtype with int8 ones (avx512vnni: Q4_K twice as fast there, Q4_1 0-15%
-// faster); on Zen 5 BF16 with FP32 activations (Q8_0 slower that way there; F32 and F16 not
-// measured at the decode), Q8_0, Q4_K and Q6_K with int8 ones (Q4_1 20% slower). Elsewhere (an
-// Intel Xeon was tuned with segments; not measured with whole rows) and for the other formats,
-// segments.
+// activations, every dtype with int8 ones but Q8_0 rows longer than kZen4Int8Q8WholeRowsMaxCols
+// (avx512vnni: Q4_K twice as fast there, Q4_1 0-15% faster); on Zen 5 BF16 with FP32 activations
+// (Q8_0 slower that way there; F32 and F16 not measured at the decode), Q8_0, Q4_K and Q6_K with
+// int8 ones (Q4_1 20% slower). Elsewhere (an Intel Xeon was tuned with segments; not measured with
+// whole rows) and for the other formats, segments.
 MatmulStreaming matmul_default_streaming(DType dtype, bool int8, int64_t n_in,
                                          unsigned amd_family) {
   constexpr MatmulStreaming kWhole = MatmulStreaming::kWholeRows;
   constexpr MatmulStreaming kSegments = MatmulStreaming::kSegments;
   if (amd_family == 0x19) {  // Zen 4
-    const bool whole = int8 || dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+    if (int8)
+      return dtype == DType::Q8_0 && n_in > kZen4Int8Q8WholeRowsMaxCols ? kSegments : kWhole;
+    const bool whole = dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
                        (dtype == DType::Q8_0 && n_in <= kZen4Q8WholeRowsMaxCols);
     return whole ? kWhole : kSegments;
   }

@@ -559,7 +559,8 @@ TEST(CpuMatmulAmx, WholeStepBf16MatricesGoOnTheTilesTheRestAsAvx512Bf16) {
 
 // The one-token streaming each CPU family gets by default (the measured choices of
 // docs/cpu-kernels.md), as a pure function of dtype, activations, row length and family: on
-// Zen 4 Q8_0 with FP32 activations reads rows whole up to 2048 columns and in segments beyond.
+// Zen 4 Q8_0 reads rows whole up to 2048 columns (FP32 activations) or 4096 (int8) and in
+// segments beyond.
 TEST(MatmulDefaultStreaming, FollowsDtypeRowLengthAndCpuFamily) {
   using S = MatmulStreaming;
   constexpr unsigned kZen4 = 0x19, kZen5 = 0x1A, kOther = 0;
@@ -567,7 +568,12 @@ TEST(MatmulDefaultStreaming, FollowsDtypeRowLengthAndCpuFamily) {
   EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 2049, kZen4), S::kSegments);
   EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 3072, kZen4), S::kSegments);
   EXPECT_EQ(matmul_default_streaming(DType::Q8_0, false, 8192, kZen4), S::kSegments);
-  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, 8192, kZen4), S::kWholeRows);  // int8
+  // int8: Q8_0 rows whole up to 4096 columns, every other dtype whole at every length.
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, 4096, kZen4), S::kWholeRows);
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, 4097, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, 8192, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::Q4_K, true, 8192, kZen4), S::kWholeRows);
+  EXPECT_EQ(matmul_default_streaming(DType::Q6_K, true, 8192, kZen4), S::kWholeRows);
   for (int64_t n_in : {2048, 3072, 8192}) {
     for (DType d : {DType::F32, DType::F16, DType::BF16}) {
       EXPECT_EQ(matmul_default_streaming(d, false, n_in, kZen4), S::kWholeRows) << n_in;
