@@ -199,11 +199,11 @@ unsigned cpu_amd_family() {
 
 // The longest rows a one-token Q8_0 product with FP32 activations reads whole on Zen 4; longer
 // ones go in segments. Measured on a 2-core Zen 4 guest, decodes pair by pair (docs/findings.md,
-// 2026-12-03): the 3B Q8_0 file (3072- and 8192-column rows) 0.86 of its time with whole rows
-// everywhere, and 1.08 slower again with its 8192-column down projection read whole; the 1B
-// (2048-column rows, the down projection 8192) level with whole rows everywhere (1.03 and
-// 1.01), and 1.04 slower with its 2048-column rows in segments too (its head and [512, 2048]
-// 10-15% slower that way in BM_MatmulShape1B).
+// 2026-12-03): the 3B Q8_0 file (3072- and 8192-column rows) took 0.86 of the time it took with
+// whole rows everywhere, and 1.08 times as long again with its 8192-column down projection read
+// whole; the 1B (2048-column rows, the down projection 8192) level with whole rows everywhere
+// (1.03 and 1.01), and 1.04 times as long with its 2048-column rows in segments too (its head and
+// [512, 2048] 10-15% slower that way in BM_MatmulShape1B).
 constexpr int64_t kZen4Q8WholeRowsMaxCols = 2048;
 // The same for Q8_0 with int8 activations (avx512vnni): the 8192-column down projections in
 // segments, every other Zen 4 int8 product whole. Decodes pair by pair against whole rows
