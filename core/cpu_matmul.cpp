@@ -211,6 +211,13 @@ constexpr int64_t kZen4Q8WholeRowsMaxCols = 2048;
 // each); all Q8_0 products in segments was unresolved (3B 0.88, then 1.07) and Q4_K_M 1.22-1.24
 // slower.
 constexpr int64_t kZen4Int8Q8WholeRowsMaxCols = 4096;
+// The same for BF16 with FP32 activations (the exact default path): rows of up to 3072 columns
+// whole, the 8192-column down projections in segments (their 32 KB of FP32 activations fill a
+// Zen 4 L1 by themselves). Decoded token by token against whole rows everywhere, in one process
+// (BM_DecodeStreamingPairs, 150 rounds, docs/findings.md 2026-12-03): whole rows everywhere took
+// 1.027 and 1.037 times as long on the 3B BF16 file, 1.012 on the 1B; segments everywhere 1.031
+// and 1.018 on the 3B, 1.23 on the 1B (its 2048-column rows are faster whole).
+constexpr int64_t kZen4Bf16WholeRowsMaxCols = 3072;
 
 // matmul_default_streaming on this CPU.
 MatmulStreaming default_streaming(DType dtype, bool int8, int64_t n_in) {
@@ -222,12 +229,12 @@ MatmulStreaming default_streaming(DType dtype, bool int8, int64_t n_in) {
 
 // One-token products read rows whole (matmul_avx512::Streaming) for the dtypes and CPUs where
 // that was measured to stream faster (docs/cpu-kernels.md "How a one-token product streams the
-// rows"): on Zen 4 F32, F16, BF16 and Q8_0 of up to kZen4Q8WholeRowsMaxCols columns with FP32
-// activations, every dtype with int8 ones but Q8_0 rows longer than kZen4Int8Q8WholeRowsMaxCols
-// (avx512vnni: Q4_K twice as fast there, Q4_1 0-15% faster); on Zen 5 BF16 with FP32 activations
-// (Q8_0 slower that way there; F32 and F16 not measured at the decode), Q8_0, Q4_K and Q6_K with
-// int8 ones (Q4_1 20% slower). Elsewhere (an Intel Xeon was tuned with segments; not measured with
-// whole rows) and for the other formats, segments.
+// rows"): on Zen 4 F32, F16, BF16 of up to kZen4Bf16WholeRowsMaxCols columns and Q8_0 of up to
+// kZen4Q8WholeRowsMaxCols with FP32 activations, every dtype with int8 ones but Q8_0 rows longer
+// than kZen4Int8Q8WholeRowsMaxCols (avx512vnni: Q4_K twice as fast there, Q4_1 0-15% faster); on
+// Zen 5 BF16 with FP32 activations (Q8_0 slower that way there; F32 and F16 not measured at the
+// decode), Q8_0, Q4_K and Q6_K with int8 ones (Q4_1 20% slower). Elsewhere (an Intel Xeon was tuned
+// with segments; not measured with whole rows) and for the other formats, segments.
 MatmulStreaming matmul_default_streaming(DType dtype, bool int8, int64_t n_in,
                                          unsigned amd_family) {
   constexpr MatmulStreaming kWhole = MatmulStreaming::kWholeRows;
@@ -235,7 +242,8 @@ MatmulStreaming matmul_default_streaming(DType dtype, bool int8, int64_t n_in,
   if (amd_family == 0x19) {  // Zen 4
     if (int8)
       return dtype == DType::Q8_0 && n_in > kZen4Int8Q8WholeRowsMaxCols ? kSegments : kWhole;
-    const bool whole = dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 ||
+    const bool whole = dtype == DType::F32 || dtype == DType::F16 ||
+                       (dtype == DType::BF16 && n_in <= kZen4Bf16WholeRowsMaxCols) ||
                        (dtype == DType::Q8_0 && n_in <= kZen4Q8WholeRowsMaxCols);
     return whole ? kWhole : kSegments;
   }

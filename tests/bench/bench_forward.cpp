@@ -6,6 +6,9 @@
 //                              memory state each token's read found (the run's fast state,
 //                              bench_fast_state_threshold, or not): read_frac_fast,
 //                              read_frac_rest, fast_read_GBps.
+//   BM_DecodeStreamingPairs/<model>  the decode with each one-token streaming forced (rows,
+//                              rows_ahead, segments) against the default, token by token in
+//                              one process: S_over_default and its quartiles S_q1, S_q3.
 //   BM_Verify/<model>/<k>      k tokens per call (verifying k - 1 drafts plus one), all k rows
 //                              of logits; counter T_k/T_1 against 1-token calls interleaved
 //                              with them.
@@ -22,7 +25,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_matmul.h"
@@ -138,6 +143,67 @@ void BM_DecodeByMemoryState(benchmark::State& state, const std::string& spec) {
   state.counters["read_frac_rest"] = rest_decode > 0 ? rest_read / rest_decode : 0.0;
   state.counters["read_rate_spread"] = slowest > 0 ? fastest / slowest : 0.0;
   state.counters["weight_MB"] = bytes / 1e6;
+  state.SetLabel(matmul_isa());
+}
+
+// The q-quantile (0..1) of `v`, linear between order statistics (as tests/bench/alternate.sh).
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double p = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(p);
+  return lo + 1 < v.size() ? v[lo] + (p - lo) * (v[lo + 1] - v[lo]) : v[lo];
+}
+
+// The one-token streamings BM_DecodeStreamingPairs compares with the default, and their counter
+// names.
+constexpr std::pair<MatmulStreaming, const char*> kForcedStreamings[] = {
+    {MatmulStreaming::kWholeRows, "rows"},
+    {MatmulStreaming::kWholeRowsAhead, "rows_ahead"},
+    {MatmulStreaming::kSegments, "segments"}};
+
+// Decode tokens with the default streaming of one-token products and with each streaming forced
+// for every product (matmul_force_streaming), one token each in turn, the order reversed every
+// round, in one process: a token's time is compared with the default's token of the same round,
+// a fraction of a second apart. On a machine whose memory speed flips within seconds, whole runs
+// in turn (tests/bench/alternate.sh) resolve about 5% on the 3B decode (quartiles of an A/A run
+// 1.00-1.10); adjacent tokens resolve differences of 1-2% in a few hundred. Each iteration is one
+// round (four tokens). Counters per forced streaming S: S_over_default (the median of the rounds'
+// ratios S / default), S_q1 and S_q3 (their quartiles); default_ms (the default's median token).
+void BM_DecodeStreamingPairs(benchmark::State& state, const std::string& spec) {
+  threads_set(2);
+  const LlamaModel& model = bench_model(spec);
+  LlamaRunner runner(model, kContext);
+  fill_prompt(runner);
+  constexpr size_t kForced = std::size(kForcedStreamings);
+  // arm 0: the default; arm 1 + i: kForcedStreamings[i].
+  std::vector<std::vector<double>> seconds(kForced + 1);
+  int32_t token = 1;
+  int64_t round = 0;
+  for (auto _ : state) {
+    for (size_t j = 0; j <= kForced; j++) {
+      const size_t arm = round % 2 == 0 ? j : kForced - j;
+      matmul_force_streaming(arm == 0 ? MatmulStreaming::kDefault
+                                      : kForcedStreamings[arm - 1].first);
+      if (runner.n_past() + 1 > 256) runner.truncate(kPrompt);
+      const auto a = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(runner.forward(&token, 1, /*last_only=*/true));
+      seconds[arm].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+      token = (token + 101) % static_cast<int32_t>(runner.vocab());
+    }
+    round++;
+  }
+  matmul_force_streaming(MatmulStreaming::kDefault);
+  if (round == 0) return;
+  for (size_t i = 0; i < kForced; i++) {
+    std::vector<double> ratios;
+    for (int64_t r = 0; r < round; r++) ratios.push_back(seconds[1 + i][r] / seconds[0][r]);
+    const std::string name = kForcedStreamings[i].second;
+    state.counters[name + "_over_default"] = quantile(ratios, 0.5);
+    state.counters[name + "_q1"] = quantile(ratios, 0.25);
+    state.counters[name + "_q3"] = quantile(ratios, 0.75);
+  }
+  state.counters["default_ms"] = 1e3 * quantile(seconds[0], 0.5);
   state.SetLabel(matmul_isa());
 }
 
@@ -289,11 +355,15 @@ void BM_CostRatio(benchmark::State& state, const std::string& draft_spec,
 // Tokens of BM_DecodeByMemoryState: enough that each state of a flipping machine gets some
 // (on the Zen 4 guest about a third of the tokens read in the fast state).
 constexpr int kMemoryStateTokens = 60;
+// Rounds of BM_DecodeStreamingPairs (four tokens each): 150 rounds put the quartiles of the 3B
+// decode's ratios about 3-6% from their median on the Zen 4 guest.
+constexpr int kStreamingPairRounds = 150;
 
 // Registration order = run order; bench_model keeps one model at a time, so each model's
 // benchmarks are grouped.
 // by_memory_state: also BM_DecodeByMemoryState (the BF16 Llama shapes and users' GGUF files,
-// the shapes whose read-limit targets it checks).
+// the shapes whose read-limit targets it checks) and BM_DecodeStreamingPairs (how their
+// one-token products stream).
 void register_model(const char* tag, const std::string& spec, bool verify, bool prefill,
                     int decode_iters, bool every_k = false, bool by_memory_state = false) {
   benchmark::RegisterBenchmark((std::string("BM_Decode/") + tag).c_str(), BM_Decode, spec)
@@ -308,6 +378,11 @@ void register_model(const char* tag, const std::string& spec, bool verify, bool 
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->Iterations(kMemoryStateTokens);
+    benchmark::RegisterBenchmark((std::string("BM_DecodeStreamingPairs/") + tag).c_str(),
+                                 BM_DecodeStreamingPairs, spec)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(kStreamingPairRounds);
   }
   if (verify) {
     auto* b =

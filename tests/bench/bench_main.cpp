@@ -216,16 +216,20 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("amx_bf16_peak_GFLOPs", std::to_string(amx / 1e9));
   }
   benchmark::AddCustomContext("matmul_isa", speclab::matmul_isa());
-  // How one-token products read each dtype's rows (core/cpu_matmul.h, MatmulStreaming), in
-  // the 1B's 2048-column rows and the 3B's 3072-column ones where the two differ.
+  // How one-token products read each dtype's rows (core/cpu_matmul.h, MatmulStreaming): the
+  // 1B's 2048-column rows, the 3B's 3072-column ones and both down projections' 8192, each
+  // length named where they differ.
   std::string streaming;
   for (speclab::DType d :
        {speclab::DType::F32, speclab::DType::F16, speclab::DType::BF16, speclab::DType::Q8_0,
         speclab::DType::Q4_0, speclab::DType::Q4_1, speclab::DType::Q4_K, speclab::DType::Q6_K}) {
     const std::string s2048 = speclab::matmul_one_token_streaming(d, 2048);
     const std::string s3072 = speclab::matmul_one_token_streaming(d, 3072);
-    streaming += std::string(streaming.empty() ? "" : ", ") + speclab::dtype_name(d) + " " +
-                 (s2048 == s3072 ? s2048 : s2048 + " (2048 columns) / " + s3072 + " (3072)");
+    const std::string s8192 = speclab::matmul_one_token_streaming(d, 8192);
+    const bool same = s2048 == s3072 && s3072 == s8192;
+    streaming +=
+        std::string(streaming.empty() ? "" : ", ") + speclab::dtype_name(d) + " " +
+        (same ? s2048 : s2048 + " (2048 columns) / " + s3072 + " (3072) / " + s8192 + " (8192)");
   }
   benchmark::AddCustomContext("matmul_one_token_streaming", streaming);
   // Where column segments prefetch the next segment's weights (core/cpu_matmul.h, MatmulPrefetch).

@@ -89,6 +89,21 @@ def main(path):
                        f"{paired_note(b['read_frac_fast'], False)} | {rest} | "
                        f"{b['read_rate_spread']:.2f} |")
         out.append("")
+    pairs = {model: b for (family, model, arg), b in rows.items()
+             if family == "BM_DecodeStreamingPairs"}
+    if pairs:
+        # Each streaming forced for every one-token product against the default, token by token
+        # in one process: a ratio above 1 is slower than the default.
+        names = (("whole rows", "rows"), ("whole rows, prefetched ahead", "rows_ahead"),
+                 ("segments", "segments"))
+        out.append("| decode, streaming forced / default (token pairs: median (quartiles)) "
+                   "| default ms | " + " | ".join(n for n, _ in names) + " |")
+        out.append("| --- | ---: |" + " ---: |" * len(names))
+        for model, b in pairs.items():
+            cells = [f"{b[k + '_over_default']:.3f} ({b[k + '_q1']:.3f}-{b[k + '_q3']:.3f})"
+                     for _, k in names]
+            out.append(f"| {model} | {b['default_ms']:.1f} | " + " | ".join(cells) + " |")
+        out.append("")
     by_length = [b for (family, model, arg), b in rows.items() if family == "BM_OneTokenByRowLength"]
     if by_length:
         b = by_length[0]

@@ -574,8 +574,15 @@ TEST(MatmulDefaultStreaming, FollowsDtypeRowLengthAndCpuFamily) {
   EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, 8192, kZen4), S::kSegments);
   EXPECT_EQ(matmul_default_streaming(DType::Q4_K, true, 8192, kZen4), S::kWholeRows);
   EXPECT_EQ(matmul_default_streaming(DType::Q6_K, true, 8192, kZen4), S::kWholeRows);
+  // BF16 with FP32 activations: whole up to 3072 columns (the 8192-column down projections in
+  // segments).
+  EXPECT_EQ(matmul_default_streaming(DType::BF16, false, 2048, kZen4), S::kWholeRows);
+  EXPECT_EQ(matmul_default_streaming(DType::BF16, false, 3072, kZen4), S::kWholeRows);
+  EXPECT_EQ(matmul_default_streaming(DType::BF16, false, 3073, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::BF16, false, 8192, kZen4), S::kSegments);
+  EXPECT_EQ(matmul_default_streaming(DType::BF16, true, 8192, kZen4), S::kWholeRows);
   for (int64_t n_in : {2048, 3072, 8192}) {
-    for (DType d : {DType::F32, DType::F16, DType::BF16}) {
+    for (DType d : {DType::F32, DType::F16}) {
       EXPECT_EQ(matmul_default_streaming(d, false, n_in, kZen4), S::kWholeRows) << n_in;
     }
     for (DType d : {DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
