@@ -208,6 +208,15 @@ double stats_variance(const std::vector<double>& v) {
   return m2 / (n - 1);
 }
 
+double stats_quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
 Interval stats_wilson_interval(int64_t successes, int64_t n, double alpha) {
   SPECLAB_ASSERT(n > 0 && successes >= 0 && successes <= n);
   const double z = stats_normal_quantile(1.0 - 0.5 * alpha);

@@ -56,6 +56,9 @@ GofResult stats_g_test(const std::vector<int64_t>& observed,
 
 double stats_mean(const std::vector<double>& v);
 double stats_variance(const std::vector<double>& v);  // unbiased (n - 1), Welford
+// The q-quantile (q in [0, 1]) of v, linear between order statistics (the sample at position
+// q (n - 1) of the sorted values); 0 for an empty v.
+double stats_quantile(std::vector<double> v, double q);
 
 // Wilson score interval for successes / n at two-sided level 1 - alpha.
 Interval stats_wilson_interval(int64_t successes, int64_t n, double alpha);

@@ -23,16 +23,6 @@ namespace speclab {
 
 namespace {
 
-// The q-quantile of v by linear interpolation (0 for an empty v).
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
 // Per-request times of one loop: time per output token (requests of 2+ tokens) and time to
 // first token (requests of 1+ tokens).
 void request_times(const BatchedGeneration& g, std::vector<double>* tpot,
@@ -230,9 +220,9 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
 
   std::vector<double> tpot_spec, ttft_spec;
   request_times(out, &tpot_spec, &ttft_spec);
-  row.tpot_spec_median_s = quantile(tpot_spec, 0.5);
-  row.tpot_spec_p90_s = quantile(tpot_spec, 0.9);
-  row.ttft_spec_median_s = quantile(ttft_spec, 0.5);
+  row.tpot_spec_median_s = stats_quantile(tpot_spec, 0.5);
+  row.tpot_spec_p90_s = stats_quantile(tpot_spec, 0.9);
+  row.ttft_spec_median_s = stats_quantile(ttft_spec, 0.5);
   row.throughput_spec_tokens_per_s = out.total_s > 0 ? out.total_tokens() / out.total_s : 0.0;
 
   double speedup = 0;
@@ -240,9 +230,9 @@ ResultRow cell_run_concurrent(RunContext& ctx, const Cell& cell, PreparedDrafter
     const uint64_t seed = static_cast<uint64_t>(cfg.generation.seed);
     std::vector<double> tpot_base, ttft_base;
     request_times(base, &tpot_base, &ttft_base);
-    row.tpot_baseline_median_s = quantile(tpot_base, 0.5);
-    row.tpot_baseline_p90_s = quantile(tpot_base, 0.9);
-    row.ttft_baseline_median_s = quantile(ttft_base, 0.5);
+    row.tpot_baseline_median_s = stats_quantile(tpot_base, 0.5);
+    row.tpot_baseline_p90_s = stats_quantile(tpot_base, 0.9);
+    row.ttft_baseline_median_s = stats_quantile(ttft_base, 0.5);
     row.batch_steps_baseline = static_cast<int64_t>(base.steps.size());
     const double base_tput = base.total_tokens() / base.total_s;
     row.throughput_baseline_tokens_per_s = base_tput;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/cpu_matmul.h"
+#include "core/stats.h"
 #include "core/threads.h"
 #include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
@@ -146,14 +147,6 @@ void BM_DecodeByMemoryState(benchmark::State& state, const std::string& spec) {
   state.SetLabel(matmul_isa());
 }
 
-// The q-quantile (0..1) of `v`, linear between order statistics (as tests/bench/alternate.sh).
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double p = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(p);
-  return lo + 1 < v.size() ? v[lo] + (p - lo) * (v[lo + 1] - v[lo]) : v[lo];
-}
-
 // The one-token streamings BM_DecodeStreamingPairs compares with the default, and their counter
 // names.
 constexpr std::pair<MatmulStreaming, const char*> kForcedStreamings[] = {
@@ -199,11 +192,11 @@ void BM_DecodeStreamingPairs(benchmark::State& state, const std::string& spec) {
     std::vector<double> ratios;
     for (int64_t r = 0; r < round; r++) ratios.push_back(seconds[1 + i][r] / seconds[0][r]);
     const std::string name = kForcedStreamings[i].second;
-    state.counters[name + "_over_default"] = quantile(ratios, 0.5);
-    state.counters[name + "_q1"] = quantile(ratios, 0.25);
-    state.counters[name + "_q3"] = quantile(ratios, 0.75);
+    state.counters[name + "_over_default"] = stats_quantile(ratios, 0.5);
+    state.counters[name + "_q1"] = stats_quantile(ratios, 0.25);
+    state.counters[name + "_q3"] = stats_quantile(ratios, 0.75);
   }
-  state.counters["default_ms"] = 1e3 * quantile(seconds[0], 0.5);
+  state.counters["default_ms"] = 1e3 * stats_quantile(seconds[0], 0.5);
   state.SetLabel(matmul_isa());
 }
 
@@ -356,7 +349,7 @@ void BM_CostRatio(benchmark::State& state, const std::string& draft_spec,
 // (on the Zen 4 guest about a third of the tokens read in the fast state).
 constexpr int kMemoryStateTokens = 60;
 // Rounds of BM_DecodeStreamingPairs (four tokens each): 150 rounds put the quartiles of the 3B
-// decode's ratios about 3-6% from their median on the Zen 4 guest.
+// decode's ratios 5-7% from their median (the 1B's 2-3%) on the Zen 4 guest.
 constexpr int kStreamingPairRounds = 150;
 
 // Registration order = run order; bench_model keeps one model at a time, so each model's

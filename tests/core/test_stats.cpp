@@ -51,6 +51,18 @@ TEST(Stats, Chi2TableValues) {
   }
 }
 
+TEST(Stats, SampleQuantilesInterpolateBetweenOrderStatistics) {
+  // Unsorted on purpose: 1, 2, 4, 10 sorted; position q * 3.
+  const std::vector<double> v = {10.0, 2.0, 4.0, 1.0};
+  EXPECT_DOUBLE_EQ(stats_quantile(v, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(stats_quantile(v, 1.0), 10.0);
+  EXPECT_DOUBLE_EQ(stats_quantile(v, 0.5), 3.0);    // halfway from 2 to 4
+  EXPECT_DOUBLE_EQ(stats_quantile(v, 0.25), 1.75);  // position 0.75: 1 + 0.75 * (2 - 1)
+  EXPECT_DOUBLE_EQ(stats_quantile(v, 0.9), 8.2);    // position 2.7: 4 + 0.7 * (10 - 4)
+  EXPECT_DOUBLE_EQ(stats_quantile({7.0}, 0.75), 7.0);
+  EXPECT_DOUBLE_EQ(stats_quantile({}, 0.5), 0.0);
+}
+
 TEST(Stats, NormalQuantiles) {
   EXPECT_NEAR(stats_normal_quantile(0.975), 1.959963984540054, 1e-9);
   EXPECT_NEAR(stats_normal_quantile(0.9995), 3.2905267314918945, 1e-9);
