@@ -13,20 +13,107 @@
 namespace speclab {
 namespace {
 
-constexpr int kBlock = 1024;
+// The row-parallel kernels split each row into chunks of kRowChunk logits, one block of
+// kRowBlock threads per (chunk, row), so that a call's rows and a row's 128,256 logits spread
+// over the whole chip (one block per row left 5 rows of the 3B vocabulary on 5 of 132
+// multiprocessors: 394 us on an H200, docs/device.md). Every reduction runs in a fixed order
+// (threads strided within a chunk, warps, then chunks in order), so a row's result depends
+// neither on the other rows of the call nor on run-to-run scheduling.
+constexpr int kRowBlock = 256;
+constexpr int64_t kRowChunk = 4096;
 
-// One block per row: best[row] = argmax of the row.
-__global__ void argmax_rows_kernel(int32_t* best, const float* logits, int64_t vocab) {
-  __shared__ CudaArgmax shared[32];
-  const int32_t b = cuda_block_argmax(logits + blockIdx.x * vocab, vocab, shared);
-  if (threadIdx.x == 0) best[blockIdx.x] = b;
+int64_t row_chunks(int64_t vocab) { return (vocab + kRowChunk - 1) / kRowChunk; }
+
+// Argmax over the block of each thread's (value, id); every thread gets the result. The
+// pick rule (larger value, ties to the lower id; NaN never wins) is associative and
+// commutative, so partial results combine in any order to the row's argmax.
+__device__ inline CudaArgmax block_argmax_pick(CudaArgmax best, CudaArgmax* shared) {
+  for (int off = 16; off > 0; off >>= 1) {
+    CudaArgmax o;
+    o.value = __shfl_xor_sync(0xffffffffu, best.value, off);
+    o.id = __shfl_xor_sync(0xffffffffu, best.id, off);
+    best = cuda_argmax_pick(best, o);
+  }
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = best;
+  __syncthreads();
+  CudaArgmax r = shared[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x / 32); w++) r = cuda_argmax_pick(r, shared[w]);
+  return r;
 }
 
-// One block per row: probs = one-hot at best[row].
-__global__ void one_hot_kernel(float* probs, const int32_t* best, int64_t vocab) {
-  float* pr = probs + blockIdx.x * vocab;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-    pr[i] = i == best[blockIdx.x] ? 1.0f : 0.0f;
+// partial[row, c] = (max, its lowest id) over chunk c of the row.
+//   grid (n_chunks, n_rows); partial: [n_rows, n_chunks]
+__global__ void argmax_partial_kernel(CudaArgmax* partial, const float* logits, int64_t vocab) {
+  __shared__ CudaArgmax shared[32];
+  const int64_t row = blockIdx.y, c = blockIdx.x;
+  const float* lr = logits + row * vocab;
+  const int64_t end = min(vocab, (c + 1) * kRowChunk);
+  CudaArgmax best{-INFINITY, 2147483647};
+  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x) {
+    best = cuda_argmax_pick(best, CudaArgmax{lr[i], static_cast<int32_t>(i)});
+  }
+  best = block_argmax_pick(best, shared);
+  if (threadIdx.x == 0) partial[row * gridDim.x + c] = best;
+}
+
+// best[row] = the argmax of the row's n_chunks partials. One warp per row.
+__global__ void argmax_final_kernel(int32_t* best, const CudaArgmax* partial, int64_t n_chunks) {
+  const int64_t row = blockIdx.x;
+  CudaArgmax b{-INFINITY, 2147483647};
+  for (int64_t c = threadIdx.x; c < n_chunks; c += blockDim.x)
+    b = cuda_argmax_pick(b, partial[row * n_chunks + c]);
+  for (int off = 16; off > 0; off >>= 1) {
+    CudaArgmax o;
+    o.value = __shfl_xor_sync(0xffffffffu, b.value, off);
+    o.id = __shfl_xor_sync(0xffffffffu, b.id, off);
+    b = cuda_argmax_pick(b, o);
+  }
+  // All values -inf (or NaN): the lowest id, as sampling_argmax returns 0.
+  if (threadIdx.x == 0) best[row] = b.id == 2147483647 ? 0 : b.id;
+}
+
+// probs[row, :] = one-hot at best[row].   grid (n_chunks, n_rows)
+__global__ void one_hot_rows_kernel(float* probs, const int32_t* best, int64_t vocab) {
+  const int64_t row = blockIdx.y, c = blockIdx.x;
+  float* pr = probs + row * vocab;
+  const int64_t end = min(vocab, (c + 1) * kRowChunk);
+  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x)
+    pr[i] = i == best[row] ? 1.0f : 0.0f;
+}
+
+__device__ inline double row_weight(const float* lr, const int32_t* best, int64_t row, int64_t i,
+                                    double inv_t) {
+  return exp((static_cast<double>(lr[i]) - static_cast<double>(lr[best[row]])) * inv_t);
+}
+
+// psum[row, c] = sum over chunk c of exp((logit - max) / T), in double.   grid (n_chunks, n_rows)
+__global__ void weight_sum_partial_kernel(double* psum, const float* logits, const int32_t* best,
+                                          int64_t vocab, double inv_t) {
+  __shared__ double shared[32];
+  const int64_t row = blockIdx.y, c = blockIdx.x;
+  const float* lr = logits + row * vocab;
+  const int64_t end = min(vocab, (c + 1) * kRowChunk);
+  double s = 0.0;
+  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x)
+    s += row_weight(lr, best, row, i, inv_t);
+  s = cuda_block_sum(s, shared);
+  if (threadIdx.x == 0) psum[row * gridDim.x + c] = s;
+}
+
+// probs[row, i] = exp((logit_i - max) / T) / (the row's psum added in chunk order): the
+// weights recomputed (the same expression, hence the same doubles) rather than stored.
+//   grid (n_chunks, n_rows)
+__global__ void normalize_rows_kernel(float* probs, const float* logits, const int32_t* best,
+                                      const double* psum, int64_t vocab, double inv_t) {
+  const int64_t row = blockIdx.y, c = blockIdx.x, n_chunks = gridDim.x;
+  double total = 0.0;
+  for (int64_t j = 0; j < n_chunks; j++) total += psum[row * n_chunks + j];
+  const float* lr = logits + row * vocab;
+  float* pr = probs + row * vocab;
+  const int64_t end = min(vocab, (c + 1) * kRowChunk);
+  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x)
+    pr[i] = static_cast<float>(row_weight(lr, best, row, i, inv_t) / total);
 }
 
 // weight[i] = exp((logit_i - max) / T) for one row.   weight: [vocab]
@@ -36,16 +123,6 @@ __global__ void weights_kernel(double* weight, const float* logits, const int32_
   if (i >= vocab) return;
   const double max_logit = logits[*best];
   weight[i] = exp((static_cast<double>(logits[i]) - max_logit) * inv_t);
-}
-
-// Single block: probs = weight / sum(weight) (no top-k / top-p).
-__global__ void normalize_kernel(float* probs, const double* weight, int64_t vocab) {
-  __shared__ double shared[32];
-  double s = 0.0;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) s += weight[i];
-  s = cuda_block_sum(s, shared);
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-    probs[i] = static_cast<float>(weight[i] / s);
 }
 
 // sorted_weight[j] = weight[ids[j]]
@@ -92,19 +169,49 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
                                const SamplingParams& sp, cudaStream_t stream) {
   sampling_validate(sp);
   SPECLAB_INPUT_CHECK(vocab > 0 && n_rows >= 1, "cuda_sampling_standardize: empty input");
-  int32_t* best = nullptr;  // [n_rows]
+  SPECLAB_INPUT_CHECK(n_rows <= kCudaMaxGridY && vocab <= INT32_MAX,
+                      "cuda_sampling_standardize: ", n_rows, " rows of ", vocab,
+                      " logits exceed the kernels' grid");
+  const int64_t n_chunks = row_chunks(vocab);
+  const dim3 rows_grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(n_rows));
+  // Row scratch: best [n_rows] int32, partial [n_rows, n_chunks] (max, id), psum [n_rows,
+  // n_chunks] double; 8-byte members first.
+  uint8_t* scratch = nullptr;
+  const size_t n_part = static_cast<size_t>(n_rows * n_chunks);
   SPECLAB_CUDA_CHECK(
-      cudaMallocAsync(reinterpret_cast<void**>(&best), sizeof(int32_t) * n_rows, stream),
+      cudaMallocAsync(reinterpret_cast<void**>(&scratch),
+                      n_part * (sizeof(double) + sizeof(CudaArgmax)) + sizeof(int32_t) * n_rows,
+                      stream),
       "device out of memory (sampling)");
-  argmax_rows_kernel<<<n_rows, kBlock, 0, stream>>>(best, logits, vocab);
-  SPECLAB_CUDA_CHECK_LAUNCH("argmax_rows_kernel: bad launch configuration");
+  double* psum = reinterpret_cast<double*>(scratch);
+  CudaArgmax* partial = reinterpret_cast<CudaArgmax*>(psum + n_part);
+  int32_t* best = reinterpret_cast<int32_t*>(partial + n_part);
+  argmax_partial_kernel<<<rows_grid, kRowBlock, 0, stream>>>(partial, logits, vocab);
+  SPECLAB_CUDA_CHECK_LAUNCH("argmax_partial_kernel: bad launch configuration");
+  argmax_final_kernel<<<static_cast<unsigned>(n_rows), 32, 0, stream>>>(best, partial, n_chunks);
+  SPECLAB_CUDA_CHECK_LAUNCH("argmax_final_kernel: bad launch configuration");
   if (sp.temperature == 0.0f) {
-    one_hot_kernel<<<n_rows, kBlock, 0, stream>>>(probs, best, vocab);
-    SPECLAB_CUDA_CHECK_LAUNCH("one_hot_kernel: bad launch configuration");
-    SPECLAB_CUDA_CHECK(cudaFreeAsync(best, stream), "sampling free failed");
+    one_hot_rows_kernel<<<rows_grid, kRowBlock, 0, stream>>>(probs, best, vocab);
+    SPECLAB_CUDA_CHECK_LAUNCH("one_hot_rows_kernel: bad launch configuration");
+    SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
     return;
   }
-  // Workspace per row (reused): see cuda_sampling_workspace_bytes.
+  const double inv_t = 1.0 / static_cast<double>(sp.temperature);
+  const bool use_top_k = sp.top_k > 0 && sp.top_k < vocab;
+  const bool use_top_p = sp.top_p < 1.0f;
+  if (!use_top_k && !use_top_p) {
+    // Temperature only: every row at once, two passes over the logits.
+    weight_sum_partial_kernel<<<rows_grid, kRowBlock, 0, stream>>>(psum, logits, best, vocab,
+                                                                   inv_t);
+    SPECLAB_CUDA_CHECK_LAUNCH("weight_sum_partial_kernel: bad launch configuration");
+    normalize_rows_kernel<<<rows_grid, kRowBlock, 0, stream>>>(probs, logits, best, psum, vocab,
+                                                               inv_t);
+    SPECLAB_CUDA_CHECK_LAUNCH("normalize_rows_kernel: bad launch configuration");
+    SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
+    return;
+  }
+  // Top-k / top-p: a row at a time through a sort. Workspace per row (reused): see
+  // cuda_sampling_workspace_bytes.
   uint8_t* ws = nullptr;
   SPECLAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws),
                                      cuda_sampling_workspace_bytes(vocab) + 64, stream),
@@ -116,21 +223,13 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
   int64_t* n_keep = reinterpret_cast<int64_t*>(ws + cuda_sampling_workspace_bytes(vocab));
   double* kept_mass = reinterpret_cast<double*>(n_keep + 1);
 
-  const bool use_top_k = sp.top_k > 0 && sp.top_k < vocab;
-  const bool use_top_p = sp.top_p < 1.0f;
   const CudaLaunch l = cuda_launch_elementwise(vocab);
-  const double inv_t = 1.0 / static_cast<double>(sp.temperature);
   auto policy = thrust::cuda::par.on(stream);
   for (int64_t r = 0; r < n_rows; r++) {
     const float* lr = logits + r * vocab;
     float* pr = probs + r * vocab;
     weights_kernel<<<l.grid_x, l.block, 0, stream>>>(weight, lr, best + r, vocab, inv_t);
     SPECLAB_CUDA_CHECK_LAUNCH("weights_kernel: bad launch configuration");
-    if (!use_top_k && !use_top_p) {
-      normalize_kernel<<<1, kBlock, 0, stream>>>(pr, weight, vocab);
-      SPECLAB_CUDA_CHECK_LAUNCH("normalize_kernel: bad launch configuration");
-      continue;
-    }
     // Candidate order: larger logit first, ties -> lower id (stable sort of ids 0..n-1).
     SPECLAB_CUDA_CHECK(
         cudaMemcpyAsync(keys, lr, sizeof(float) * vocab, cudaMemcpyDeviceToDevice, stream),
@@ -148,7 +247,7 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
     SPECLAB_CUDA_CHECK_LAUNCH("scatter_kept_kernel: bad launch configuration");
   }
   SPECLAB_CUDA_CHECK(cudaFreeAsync(ws, stream), "sampling free failed");
-  SPECLAB_CUDA_CHECK(cudaFreeAsync(best, stream), "sampling free failed");
+  SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
 }
 
 }  // namespace speclab

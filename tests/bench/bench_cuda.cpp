@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cuda/cuda_attention.h"
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/cuda_kernel_timeline.h"
 #include "core/cuda/cuda_matmul.h"
 #include "core/cuda/cuda_sampling.h"
 #include "models/decode/speculative_decoder.h"
@@ -266,6 +269,89 @@ void step_graphs_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_CudaStepGraphs)
     ->ArgNames({"model", "graphs", "n_tokens"})
     ->Apply(step_graphs_args)
+    ->UseManualTime();
+
+// Where a step's device time goes: the 1B and 3B BF16 steps of BM_CudaStepGraphs (n_tokens
+// after 128 cached, last row), each kernel class timed by events between the launches
+// (CudaKernelTimeline; plain launches). Counters per label L: L_us = device microseconds per
+// step, L_share = of the timed sum; for the products (qkv, wo_add, gate_up, down_add, head)
+// L_GBps = the weight bytes they read over that time and L_of_copy = that over BM_CudaCopy's
+// rate of the same run. sum_us = the labels' sum, plain_us = the same step timed as a whole
+// without events (graphs off, measured before), sum_over_plain = what the events and the
+// gaps between launches add (near 1: the breakdown is the step's).
+void BM_CudaStepKernels(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  const char* specs[] = {"llama-3.2-1b:BF16", "llama-3.2-3b:BF16"};
+  const int64_t which = state.range(0);
+  const int64_t n_tokens = state.range(1);
+  static int64_t held = -1;
+  static std::unique_ptr<LlamaModel> model;
+  static std::unique_ptr<CudaLlamaRunner> runner;
+  if (held != which) {
+    runner.reset();
+    model.reset();
+    model = llama_make_synthetic(specs[which]);
+    runner = std::make_unique<CudaLlamaRunner>(*model, 512);
+    held = which;
+  }
+  runner->set_cuda_graphs(false);
+  runner->set_kernel_timeline(nullptr);
+  std::vector<int32_t> ctx(128, 1), batch(static_cast<size_t>(n_tokens), 2);
+  runner->truncate(0);
+  runner->forward_device(ctx.data(), ctx.size(), true);
+  CudaEventTimer timer;
+  double plain_s = 0;
+  const int kPlainSteps = 10;
+  for (int i = 0; i < kPlainSteps + 2; i++) {  // 2 warm-up steps, then timed whole
+    runner->truncate(128);
+    timer.start(runner->stream());
+    runner->forward_device(batch.data(), n_tokens, true);
+    const double s = timer.stop_ms(runner->stream()) / 1e3;
+    if (i >= 2) plain_s += s / kPlainSteps;
+  }
+  CudaKernelTimeline timeline;
+  runner->set_kernel_timeline(&timeline);
+  for (auto _ : state) {
+    runner->truncate(128);
+    timer.start(runner->stream());
+    runner->forward_device(batch.data(), n_tokens, true);
+    state.SetIterationTime(timer.stop_ms(runner->stream()) / 1e3);
+  }
+  runner->set_kernel_timeline(nullptr);
+  const LlamaConfig& c = model->config;
+  const double b = 2.0;  // BF16 weights
+  const double layers = static_cast<double>(c.n_layers);
+  const double q = static_cast<double>(c.n_heads * c.head_dim),
+               kv = static_cast<double>(c.n_kv_heads * c.head_dim),
+               dim = static_cast<double>(c.dim), hid = static_cast<double>(c.hidden_dim);
+  const std::map<std::string, double> weight_bytes = {
+      {"qkv", layers * (q + 2 * kv) * dim * b},
+      {"wo_add", layers * dim * q * b},
+      {"gate_up", layers * 2 * hid * dim * b},
+      {"down_add", layers * dim * hid * b},
+      {"head", static_cast<double>(c.vocab_size) * dim * b}};
+  const double passes = static_cast<double>(std::max<int64_t>(1, timeline.passes()));
+  double sum_ms = 0;
+  for (const auto& [label, ms] : timeline.totals_ms()) sum_ms += ms / passes;
+  for (const std::string& label : timeline.order()) {
+    const double ms = timeline.totals_ms().at(label) / passes;
+    state.counters[label + "_us"] = ms * 1e3;
+    state.counters[label + "_share"] = sum_ms > 0 ? ms / sum_ms : 0.0;
+    const auto wb = weight_bytes.find(label);
+    if (wb != weight_bytes.end() && ms > 0) {
+      const double rate = wb->second / (ms / 1e3);
+      state.counters[label + "_GBps"] = rate / 1e9;
+      state.counters[label + "_of_copy"] = g_copy_bytes_per_s > 0 ? rate / g_copy_bytes_per_s : 0;
+    }
+  }
+  state.counters["sum_us"] = sum_ms * 1e3;
+  state.counters["plain_us"] = plain_s * 1e6;
+  state.counters["sum_over_plain"] = plain_s > 0 ? sum_ms / 1e3 / plain_s : 0.0;
+  state.SetLabel(specs[which]);
+}
+BENCHMARK(BM_CudaStepKernels)
+    ->ArgNames({"model", "n_tokens"})
+    ->ArgsProduct({{0, 1}, {1, 4, 5}})
     ->UseManualTime();
 
 // A CudaLlamaRunner with its device hooks (verify_on_device, draft_on_device) switched on

@@ -93,7 +93,7 @@ def eager_loop(model, n_tokens, n_prompt, device):
             cache.crop(base)
             times.append(dt)
         tk[k] = statistics.median(times[2:])
-    return steps[WARM_STEPS:], tk, None
+    return steps[WARM_STEPS:], tk, (None, None)
 
 
 def static_cache_rollback(cache, n):
@@ -146,10 +146,18 @@ def compiled_loop(cfg, model, n_tokens, n_prompt, device):
         steps.append(dt)
     # The compiled step computes the model: its last logits against one eager forward over
     # the whole history without a cache (a timing of the wrong work would mean nothing).
+    # BF16 over 28 layers leaves the cached and uncached paths a little apart (seen on an
+    # H200, 2026-12-04: cosine 0.99959 on the 1B shape, 0.99897 on the 3B), so the bar is
+    # 0.99, and the check must also tell a step that lost its cache from one that kept it: the
+    # compiled step must be closer to the full forward than the full forward of the last
+    # token alone (the context dropped) is.
     full = model(torch.cat(history[:-1], dim=1), use_cache=False).logits[:, -1].float()
     cos = torch.nn.functional.cosine_similarity(full, logits[:, -1].float()).item()
-    if cos < 0.999:
-        raise SystemExit(f"compiled step disagrees with the eager model: cosine {cos:.6f}")
+    alone = model(history[-2], use_cache=False).logits[:, -1].float()
+    cos_alone = torch.nn.functional.cosine_similarity(full, alone).item()
+    if cos < 0.99 or cos <= cos_alone:
+        raise SystemExit(f"compiled step disagrees with the eager model: cosine {cos:.6f} "
+                         f"(the last token without its context: {cos_alone:.6f})")
     # T(k): k tokens at the next positions, the cache rolled back to `pos` after each call
     # (as speclab truncates), so every call writes the same slots.
     tk = {}
@@ -162,7 +170,7 @@ def compiled_loop(cfg, model, n_tokens, n_prompt, device):
             static_cache_rollback(cache, pos)
             times.append(dt)
         tk[k] = statistics.median(times[4:])
-    return steps[WARM_STEPS:], tk, cos
+    return steps[WARM_STEPS:], tk, (cos, cos_alone)
 
 
 def measure(name, shape, mode, n_tokens, n_prompt, device):
@@ -183,7 +191,7 @@ def measure(name, shape, mode, n_tokens, n_prompt, device):
             "transformers": transformers.__version__,
             "device": torch.cuda.get_device_name(0) if device.startswith("cuda") else device,
             "ms_per_token": 1e3 * t1, "steps_timed": len(steps),
-            "cosine_vs_eager": cos,
+            "cosine_vs_eager": cos[0], "cosine_without_context": cos[1],
             "weight_GB": weight_bytes / 1e9, "GB_per_s": weight_bytes / t1 / 1e9,
             "T_k_over_T_1": {k: tk[k] / tk[1] for k in tk},
             "T_k_ms": {k: 1e3 * v for k, v in tk.items()}}

@@ -3,7 +3,9 @@
 model and k of BM_CudaStepGraphs (step time off and on, their ratio, the weight rate as a
 fraction of BM_CudaCopy's rate in the same run, T(k)/T(1) off and on), then the
 BM_CudaSpeculativeRound rows of paths 2 (device draft step by step, device verify) and 3 (the
-round's draft steps in one chain) with graphs off and on.
+round's draft steps in one chain) with graphs off and on, then BM_CudaStepKernels: each kernel
+class's device time per step (us, share, and for the products their weights' rate as a
+fraction of the copy rate), the sum against the step timed whole.
 
     python3 tests/bench/step_graphs_table.py build-device/bench_cuda.json
 
@@ -58,6 +60,32 @@ def main(path):
             label = (f"path {a['path']} gamma {a['gamma']} T {a['T_pct'] / 100:g} "
                      f"graphs {a.get('graphs', 0)}")
             print(f"{label:40} {b['round_s'] * 1e3:9.3f} {b['overhead_over_T1']:11.3f}")
+
+    kernel_table(rows)
+
+
+KERNEL_LABELS = ("embedding", "attn_norm", "qkv", "rope_kv", "attention", "wo_add", "ffn_norm",
+                 "gate_up", "down_add", "final_norm", "head")
+
+
+def kernel_table(rows):
+    """BM_CudaStepKernels: one block of lines per (model, k)."""
+    kernels = [b for b in rows if b["name"].startswith("BM_CudaStepKernels/")]
+    if not kernels:
+        print("no BM_CudaStepKernels rows")
+        return
+    names = {0: "1B BF16", 1: "3B BF16"}
+    for b in kernels:
+        a = args_of(b["name"])
+        print(f"{names.get(a['model'], a['model'])} k {a['n_tokens']}: sum {b['sum_us']:.0f} us, "
+              f"step alone {b['plain_us']:.0f} us (sum/step {b['sum_over_plain']:.3f})")
+        print(f"  {'kernel':11} {'us':>8} {'share':>6} {'GB/s':>7} {'%copy':>6}")
+        for label in KERNEL_LABELS:
+            if label + "_us" not in b:
+                continue
+            rate = b.get(label + "_GBps")
+            rate_s = f"{rate:7.0f} {100 * b[label + '_of_copy']:5.1f}%" if rate else ""
+            print(f"  {label:11} {b[label + '_us']:8.1f} {100 * b[label + '_share']:5.1f}% {rate_s}")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,41 @@ TEST(CudaGraphBook, OneGraphPerTokenCountAndLastOnly) {
   EXPECT_EQ(book.n_graphs(), 3u);
 }
 
+// CudaGraphs.LogitsBitIdenticalToPlainLaunches's schedule (tests/cuda/test_cuda_graphs.cpp)
+// with the runner's rule that a step of more tokens than the buffers hold reallocates them
+// and invalidates every graph (CudaLlamaRunner::ensure_batch_capacity): the counts that the
+// device test expects, worked out by the book itself.
+TEST(CudaGraphBook, RunnerScheduleOfTheDeviceTest) {
+  CudaGraphBook book(on());
+  int64_t capacity = 0;
+  std::string actions;
+  auto step = [&](int64_t n, bool last_only) {
+    if (n > capacity) {
+      book.invalidate();
+      capacity = n;
+    }
+    actions += run(book, {{n, last_only}});
+  };
+  step(7, false);  // the prompt
+  for (int rep = 0; rep < 4; rep++) {
+    for (int64_t n : {1, 1, 2, 4, 5, 8}) {
+      for (bool last_only : {true, false}) step(n, last_only);
+    }
+    actions += '|';
+  }
+  // Rep 0's 8-token step drops the 1-token graphs captured earlier in rep 0.
+  EXPECT_EQ(actions,
+            "p"
+            "ppccpppppppp|"
+            "ppccppppppcc|"
+            "rrrrccccccrr|"
+            "rrrrrrrrrrrr|");
+  EXPECT_EQ(book.stats().plain, 19);
+  EXPECT_EQ(book.stats().captures, 12);
+  EXPECT_EQ(book.stats().replays, 18);
+  EXPECT_EQ(book.stats().invalidations, 1);
+}
+
 TEST(CudaGraphBook, LongStepsStayPlain) {
   CudaGraphPolicy p = on();
   p.max_tokens = 8;

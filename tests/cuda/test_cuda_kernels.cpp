@@ -2,7 +2,9 @@
 // tolerance of each dtype stated where it is used. Skips without a device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -199,6 +201,57 @@ TEST(CudaKernels, SamplingStandardizeTable) {
     expect_close(to_host(dp, ref.size()), ref, 1e-7, 1e-5,
                  "standardize T=" + std::to_string(c.t) + " k=" + std::to_string(c.k) +
                      " p=" + std::to_string(c.p));
+  }
+}
+
+// The Llama-3 vocabulary (31 chunks of 4,096 logits and a partial one of 1,280), 5 rows
+// standardized in one call: each row equals the CPU's, the argmax takes the lowest id of a
+// tie that spans chunks, and each row is bit for bit what a call of that row alone gives
+// (the reductions run in a fixed order that ignores the other rows). The tolerance is shown
+// to discriminate: the CPU's distribution at a temperature 5% off lies outside it.
+TEST(CudaKernels, SamplingStandardizeRowsInChunks) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t vocab = 128256, rows = 5;
+  std::vector<float> logits = random_floats(rows * vocab, 11, 3.0f);
+  logits[4095] = logits[4096] = logits[100000] = 25.0f;  // row 0: a tie across chunks
+  logits[1 * vocab + vocab - 1] = 30.0f;                 // row 1: the maximum in the last id
+  logits[2 * vocab + 124000] = 28.0f;                    // row 2: in the partial chunk
+  for (int64_t i = 0; i < vocab; i += 7) logits[3 * vocab + i] = -INFINITY;  // row 3: masked ids
+  for (const float t : {0.0f, 1.0f, 0.7f}) {
+    SamplingParams sp;
+    sp.temperature = t;
+    std::vector<float> ref(rows * vocab);
+    for (int64_t r = 0; r < rows; r++)
+      sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+    CudaBuffer<float> dl = to_device(logits), dp(rows * vocab), one(vocab);
+    cuda_sampling_standardize(dp.data(), dl.data(), rows, vocab, sp, nullptr);
+    const std::vector<float> got = to_host(dp, ref.size());
+    const std::string what = "rows in chunks, T=" + std::to_string(t);
+    expect_close(got, ref, 1e-7, 1e-5, what);
+    if (t == 0.0f) {
+      EXPECT_EQ(got[4095], 1.0f) << what;
+      EXPECT_EQ(got[4096], 0.0f) << what;
+      EXPECT_EQ(got[1 * vocab + vocab - 1], 1.0f) << what;
+      EXPECT_EQ(got[2 * vocab + 124000], 1.0f) << what;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+      cuda_sampling_standardize(one.data(), dl.data() + r * vocab, 1, vocab, sp, nullptr);
+      const std::vector<float> alone = to_host(one, vocab);
+      EXPECT_EQ(std::memcmp(alone.data(), got.data() + r * vocab, vocab * sizeof(float)), 0)
+          << what << ": row " << r << " alone differs from the same row among " << rows;
+    }
+    if (t == 1.0f) {
+      SamplingParams off = sp;
+      off.temperature = 1.05f;
+      std::vector<float> wrong(vocab);
+      // Row 4 (no planted maximum: its mass is spread, so the temperature shows).
+      sampling_standardize(wrong.data(), logits.data() + 4 * vocab, vocab, off);
+      double worst = 0.0;
+      for (int64_t i = 0; i < vocab; i++)
+        worst = std::max(worst, std::abs(static_cast<double>(got[4 * vocab + i]) - wrong[i]) /
+                                    (1e-7 + 1e-5 * std::abs(static_cast<double>(wrong[i]))));
+      EXPECT_GT(worst, 1.0) << "the tolerance does not tell T 1 from T 1.05";
+    }
   }
 }
 

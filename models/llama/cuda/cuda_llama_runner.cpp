@@ -90,6 +90,13 @@ const float* CudaLlamaRunner::forward_device(const int32_t* tokens, int64_t n_to
 }
 
 const float* CudaLlamaRunner::run_step(int64_t n_tokens, bool last_only) {
+  if (timeline_ != nullptr) {  // timed kernel by kernel: plain launches, no graph counted
+    timeline_->begin(stream_);
+    enqueue_forward(n_tokens, last_only);
+    timeline_->end();
+    kv_.commit_linear(n_tokens);
+    return logits_.data();
+  }
   const CudaGraphKey key{n_tokens, last_only};
   switch (graph_book_.next(key)) {
     case CudaGraphAction::kPlain:
@@ -144,7 +151,12 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
         "device out of memory (attention scores): lower max_ctx");
   }
 
+  // With a timeline (set_kernel_timeline), the device time before each mark goes to its label.
+  auto mark = [this, s](const char* label) {
+    if (timeline_ != nullptr) timeline_->mark(label, s);
+  };
   cuda_embedding_lookup(x, d_tokens, w_.tok_embeddings.view(), n_tokens, s);
+  mark("embedding");
 
   for (int64_t l = 0; l < c.n_layers; l++) {
     if (skip_layers_[l]) continue;
@@ -158,21 +170,29 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
     // gate-up-SwiGLU, down + add = 8, down from 15; otherwise each fusion falls back to its
     // unfused launches.
     cuda_rmsnorm(xb_.data(), x, lw.attn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
+    mark("attn_norm");
     float* const qkv_out[3] = {q_.data(), k_cur_.data(), v_cur_.data()};
     const CudaWeightView qkv_w[3] = {lw.wq.view(), lw.wk.view(), lw.wv.view()};
     cuda_matmul_weights3(qkv_out, xb_.data(), qkv_w, n_tokens, s);  // one launch in BF16
+    mark("qkv");
     cuda_rope_kv_write(q_.data(), k_cur_.data(), v_cur_.data(), kv.key_cache.data(),
                        kv.value_cache.data(), d_n_past, w_.inv_freq.data(), rope, s);
+    mark("rope_kv");
     cuda_attention_at(att_.data(), q_.data(), kv.key_cache.data(), kv.value_cache.data(), n_tokens,
                       d_n_past, c.n_heads, c.n_kv_heads, c.head_dim, scores, score_stride, s);
+    mark("attention");
     cuda_matmul_weights_add(x, att_.data(), lw.wo.view(), n_tokens, xb2_.data(), s);
+    mark("wo_add");
 
     // MLP sublayer: x += w_down · (silu(w_gate·xb) * (w_up·xb)), the first half one fused
     // launch where the BF16 kernel serves it (cuda_matmul_swiglu).
     cuda_rmsnorm(xb_.data(), x, lw.ffn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
+    mark("ffn_norm");
     cuda_matmul_swiglu(hb_.data(), xb_.data(), lw.w_gate.view(), lw.w_up.view(), hb2_.data(),
                        n_tokens, s);
+    mark("gate_up");
     cuda_matmul_weights_add(x, hb_.data(), lw.w_down.view(), n_tokens, xb2_.data(), s);
+    mark("down_add");
   }
   if (own_scores) {
     SPECLAB_CUDA_CHECK(cudaFreeAsync(scores, s), "attention scratch free failed");
@@ -182,7 +202,9 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
   const int64_t n_rows = last_only ? 1 : n_tokens;
   const float* head_in = x + (n_tokens - n_rows) * dim;
   cuda_rmsnorm(xb_.data(), head_in, w_.final_norm.data(), n_rows, dim, c.rms_norm_eps, s);
+  mark("final_norm");
   cuda_matmul_weights(logits_.data(), xb_.data(), w_.head(), n_rows, s);
+  mark("head");
 }
 
 const float* CudaLlamaRunner::forward(const int32_t* tokens, int64_t n_tokens, bool last_only) {

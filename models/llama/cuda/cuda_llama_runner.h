@@ -14,6 +14,7 @@
 #include "core/cuda/cuda_draft_sample.h"
 #include "core/cuda/cuda_graph.h"
 #include "core/cuda/cuda_graph_book.h"
+#include "core/cuda/cuda_kernel_timeline.h"
 #include "core/cuda/cuda_weights.h"
 #include "core/kv_cache_book.h"
 #include "models/llama/cuda/cuda_llama_weights.h"
@@ -79,6 +80,12 @@ class CudaLlamaRunner : public TokenRunner {
   // The last capture failure's message ("" if none); the failed shape runs plain.
   const std::string& cuda_graph_failure() const { return graph_failure_; }
 
+  // Times each kernel class of every following step on the device (core/cuda/
+  // cuda_kernel_timeline.h: "embedding", "attn_norm", "qkv", "rope_kv", "attention",
+  // "wo_add", "ffn_norm", "gate_up", "down_add", "final_norm", "head"); such steps run plain
+  // launches even with graphs on. nullptr stops it. The timeline outlives the steps it times.
+  void set_kernel_timeline(CudaKernelTimeline* timeline) { timeline_ = timeline; }
+
   // O(1): forgets cache positions >= n (n <= n_past).
   void truncate(int64_t n) override { kv_.truncate(n); }
 
@@ -134,6 +141,7 @@ class CudaLlamaRunner : public TokenRunner {
   CudaGraphBook graph_book_;
   std::map<CudaGraphKey, CudaGraphExec> graphs_;  // one per captured step shape
   std::string graph_failure_;
+  CudaKernelTimeline* timeline_ = nullptr;  // set_kernel_timeline
 };
 
 }  // namespace speclab

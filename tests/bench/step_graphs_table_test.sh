@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# tests/bench/step_graphs_table.py on the H200 record of 2026-12-04 (graphs on/off, rounds;
+# that run had no BM_CudaStepKernels) and on a one-row BM_CudaStepKernels file: the rows it
+# prints carry the JSON's figures.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+table=$root/tests/bench/step_graphs_table.py
+out=$(python3 "$table" "$root/results/device/2026-12-04-h200/bench_cuda.json")
+grep -q '^1B BF16   1    2.376    2.196   0.924' <<<"$out" || { echo "FAIL: 1B k 1 row"; echo "$out"; exit 1; }
+grep -q '^graph capture failures: 0' <<<"$out" || { echo "FAIL: failures line"; exit 1; }
+grep -q '^path 2 gamma 1 T 0 graphs 1 .* 6.425       0.184' <<<"$out" || { echo "FAIL: round row"; echo "$out"; exit 1; }
+grep -q '^no BM_CudaStepKernels rows' <<<"$out" || { echo "FAIL: no kernels line"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/k.json" <<'JSON'
+{"benchmarks": [{"name": "BM_CudaStepKernels/model:1/n_tokens:4/manual_time",
+  "sum_us": 4100.0, "plain_us": 4000.0, "sum_over_plain": 1.025,
+  "qkv_us": 310.5, "qkv_share": 0.0757, "qkv_GBps": 1716.0, "qkv_of_copy": 0.411,
+  "attention_us": 880.0, "attention_share": 0.2146}]}
+JSON
+out=$(python3 "$table" "$tmp/k.json")
+grep -q '^3B BF16 k 4: sum 4100 us, step alone 4000 us (sum/step 1.025)' <<<"$out" ||
+  { echo "FAIL: kernels header"; echo "$out"; exit 1; }
+grep -q '^  qkv            310.5   7.6%    1716  41.1%' <<<"$out" || { echo "FAIL: qkv row"; echo "$out"; exit 1; }
+grep -q '^  attention      880.0  21.5%' <<<"$out" || { echo "FAIL: attention row"; echo "$out"; exit 1; }
+grep -q 'embedding' <<<"$out" && { echo "FAIL: a label the JSON lacks was printed"; exit 1; }
+echo "step_graphs_table: ok"
