@@ -32,10 +32,47 @@ __device__ inline int cuda_bf16_segment_of(const Bf16VecSegments& seg, int64_t* 
   return s;
 }
 
+// acc[t] += the products of one 16-byte vector of the row (8 BF16 weights, p) with the
+// activations of vector v of each token; one fmaf chain per token in element order. Tokens
+// t >= n_tokens read token 0's activations and their sums are never stored: no branch in the
+// loop, so the loads of several vectors can be in flight together.
+template <int kMaxT>
+__device__ inline void cuda_bf16_vec_fma(const uint4 p, const float* __restrict__ x, int64_t n_in,
+                                         int64_t v, int n_tokens, float (&acc)[kMaxT]) {
+  // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
+  const float wf[8] = {__uint_as_float(p.x << 16), __uint_as_float(p.x & 0xffff0000u),
+                       __uint_as_float(p.y << 16), __uint_as_float(p.y & 0xffff0000u),
+                       __uint_as_float(p.z << 16), __uint_as_float(p.z & 0xffff0000u),
+                       __uint_as_float(p.w << 16), __uint_as_float(p.w & 0xffff0000u)};
+#pragma unroll
+  for (int t = 0; t < kMaxT; t++) {
+    const int tt = t < n_tokens ? t : 0;
+    const float4* xv = reinterpret_cast<const float4*>(x + tt * n_in) + 2 * v;
+    const float4 a = __ldg(xv), b = __ldg(xv + 1);
+    float s = acc[t];
+    s = fmaf(wf[0], a.x, s);
+    s = fmaf(wf[1], a.y, s);
+    s = fmaf(wf[2], a.z, s);
+    s = fmaf(wf[3], a.w, s);
+    s = fmaf(wf[4], b.x, s);
+    s = fmaf(wf[5], b.y, s);
+    s = fmaf(wf[6], b.z, s);
+    s = fmaf(wf[7], b.w, s);
+    acc[t] = s;
+  }
+}
+
+// Vectors of a row a lane loads before it uses them: with one load in flight per lane and
+// 8 warps per block, the H200 streamed a decode step's products at 36% of its copy rate
+// (docs/device.md); four in flight quadruple the bytes a multiprocessor waits on at once.
+constexpr int kBf16DotVectorsInFlight = 4;
+
 // acc[t] = sum_i row[i] * x[t, i] for t < n_tokens, reduced over the warp (every lane gets
-// the sums). Lane l reads 16-byte vectors l, l + 32, ... of the row: 8 BF16 weights each,
-// against two float4 of each token's activations; one fmaf chain per token in a fixed order
-// that depends only on n_in (batch invariance: an output does not depend on n_tokens).
+// the sums). Lane l takes 16-byte vectors l, l + 32, ... of the row, loading
+// kBf16DotVectorsInFlight of them before the first is used, then each against two float4 of
+// each token's activations; one fmaf chain per token in the order v = l, l + 32, ... that
+// depends only on n_in (batch invariance: an output does not depend on n_tokens, nor on how
+// many loads are in flight).
 //   row: [n_in / 8] uint4 (n_in BF16)   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0
 template <int kMaxT>
 __device__ inline void cuda_bf16_row_dot(const uint4* __restrict__ row, const float* __restrict__ x,
@@ -44,31 +81,18 @@ __device__ inline void cuda_bf16_row_dot(const uint4* __restrict__ row, const fl
 #pragma unroll
   for (int t = 0; t < kMaxT; t++) acc[t] = 0.0f;
   const int64_t n_vec = n_in / 8;
-  for (int64_t v = lane; v < n_vec; v += kCudaWarp) {
-    const uint4 p = __ldg(row + v);
-    // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
-    const float wf[8] = {__uint_as_float(p.x << 16), __uint_as_float(p.x & 0xffff0000u),
-                         __uint_as_float(p.y << 16), __uint_as_float(p.y & 0xffff0000u),
-                         __uint_as_float(p.z << 16), __uint_as_float(p.z & 0xffff0000u),
-                         __uint_as_float(p.w << 16), __uint_as_float(p.w & 0xffff0000u)};
+  constexpr int kU = kBf16DotVectorsInFlight;
+  int64_t v = lane;
+  for (; v + (kU - 1) * kCudaWarp < n_vec; v += kU * kCudaWarp) {
+    uint4 p[kU];
 #pragma unroll
-    for (int t = 0; t < kMaxT; t++) {
-      if (t < n_tokens) {
-        const float4* xv = reinterpret_cast<const float4*>(x + t * n_in) + 2 * v;
-        const float4 a = __ldg(xv), b = __ldg(xv + 1);
-        float s = acc[t];
-        s = fmaf(wf[0], a.x, s);
-        s = fmaf(wf[1], a.y, s);
-        s = fmaf(wf[2], a.z, s);
-        s = fmaf(wf[3], a.w, s);
-        s = fmaf(wf[4], b.x, s);
-        s = fmaf(wf[5], b.y, s);
-        s = fmaf(wf[6], b.z, s);
-        s = fmaf(wf[7], b.w, s);
-        acc[t] = s;
-      }
-    }
+    for (int u = 0; u < kU; u++) p[u] = __ldg(row + v + u * kCudaWarp);
+#pragma unroll
+    for (int u = 0; u < kU; u++)
+      cuda_bf16_vec_fma<kMaxT>(p[u], x, n_in, v + u * kCudaWarp, n_tokens, acc);
   }
+  for (; v < n_vec; v += kCudaWarp)
+    cuda_bf16_vec_fma<kMaxT>(__ldg(row + v), x, n_in, v, n_tokens, acc);
 #pragma unroll
   for (int t = 0; t < kMaxT; t++) acc[t] = cuda_warp_sum(acc[t]);
 }
