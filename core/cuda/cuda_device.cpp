@@ -19,6 +19,16 @@ int cuda_device_count(std::string* error) {
   return n;
 }
 
+void cuda_keep_stream_ordered_memory() {
+  int dev = 0;
+  SPECLAB_CUDA_CHECK(cudaGetDevice(&dev), "no CUDA device? see speclab_cuda_device_info()");
+  cudaMemPool_t pool = nullptr;
+  SPECLAB_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev), "no default memory pool");
+  uint64_t keep = kCudaPoolKeepBytes;
+  SPECLAB_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                     "memory pool release threshold not settable");
+}
+
 std::string speclab_cuda_device_info() {
   std::string why;
   if (cuda_device_count(&why) == 0)

@@ -4,6 +4,7 @@
 
 #include "core/cuda/cuda_attention_rows.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_device.h"
 #include "core/cuda/cuda_matmul_rows.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/cuda_rope_kv_rows.h"
@@ -24,6 +25,7 @@ CudaBatchedLlamaRunner::CudaBatchedLlamaRunner(const LlamaModel& model, int64_t 
                 kv_cache_book_make(max_ctx_, c.n_kv_heads, c.head_dim));
   kv_dim_ = c.n_kv_heads * c.head_dim;
 
+  cuda_keep_stream_ordered_memory();  // per-step scratch reuses pool memory
   SPECLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                      "no CUDA device? see speclab_cuda_device_info()");
   w_ = cuda_llama_weights_upload(model, no_skip);

@@ -4,6 +4,7 @@
 
 #include "core/cuda/cuda_attention.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/cuda_device.h"
 #include "core/cuda/cuda_draft_sample.h"
 #include "core/cuda/cuda_launch_config.h"
 #include "core/cuda/cuda_matmul.h"
@@ -25,6 +26,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
   const int64_t ctx = token_runner_check_setup(model, max_ctx, &skip_layers_);
   kv_ = kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
 
+  cuda_keep_stream_ordered_memory();  // per-step scratch reuses pool memory
   SPECLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                      "no CUDA device? see speclab_cuda_device_info()");
   w_ = cuda_llama_weights_upload(model, skip_layers_);
