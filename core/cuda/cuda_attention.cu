@@ -18,13 +18,14 @@ __global__ void attention_kernel(float* out, const float* q, const float* k_cach
                                  int64_t head_dim, int64_t n_ctx_max, float scale) {
   __shared__ float red_f[32];
   __shared__ double red_d[32];
+  __shared__ float part[kCudaAttentionBlock];
   const int64_t n_past = n_past_dev ? static_cast<int64_t>(*n_past_dev) : n_past_value;
   const int64_t w = blockIdx.x;  // t * n_heads + h
   const int64_t t = w / n_heads, h = w % n_heads;
   const int64_t kv_h = h / (n_heads / n_kv_heads);
   cuda_attention_head(out + w * head_dim, q + w * head_dim, k_cache, v_cache,
                       scores + w * n_ctx_max, n_past + t + 1, kv_h, n_kv_heads, head_dim, scale,
-                      red_f, red_d);
+                      red_f, red_d, part);
 }
 
 }  // namespace

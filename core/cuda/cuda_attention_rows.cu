@@ -17,13 +17,14 @@ __global__ void attention_rows_kernel(float* out, const float* q, const float* k
                                       float scale) {
   __shared__ float red_f[32];
   __shared__ double red_d[32];
+  __shared__ float part[kCudaAttentionBlock];
   const int64_t w = blockIdx.x;  // r * n_heads + h
   const int64_t r = w / n_heads, h = w % n_heads;
   const int64_t kv_h = h / (n_heads / n_kv_heads);
   const int64_t base = static_cast<int64_t>(slot[r]) * max_ctx * n_kv_heads * head_dim;
   cuda_attention_head(out + w * head_dim, q + w * head_dim, k_cache + base, v_cache + base,
                       scores + w * score_stride, static_cast<int64_t>(pos[r]) + 1, kv_h, n_kv_heads,
-                      head_dim, scale, red_f, red_d);
+                      head_dim, scale, red_f, red_d, part);
 }
 
 }  // namespace

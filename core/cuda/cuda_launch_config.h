@@ -52,10 +52,12 @@ constexpr int kCudaMatmulTokensPerWarp = 8;
 constexpr int kCudaMatmulWarpsPerBlock = 4;
 CudaLaunch cuda_launch_matmul_dequant(int64_t n_out, int64_t n_tokens);
 
-// Attention: one block of 128 threads per (token, head); the scores of a block live in a
-// global scratch buffer [n_tokens * n_heads, n_ctx_max] (n_ctx_max = n_past + n_tokens), so
-// the context length is bounded by device memory, not by shared memory.
-constexpr int kCudaAttentionBlock = 128;
+// Attention: one block of 512 threads per (token, head): 16 warps share the positions' scores
+// and 512 / head_dim groups the positions of the weighted sum of V (cuda_attention_head); the
+// scores of a block live in a global scratch buffer [n_tokens * n_heads, n_ctx_max] (n_ctx_max
+// = n_past + n_tokens), so the context length is bounded by device memory, not by shared
+// memory. Every attention kernel takes this block size, so all sum in the same order.
+constexpr int kCudaAttentionBlock = 512;
 CudaLaunch cuda_launch_attention(int64_t n_tokens, int64_t n_heads);
 size_t cuda_attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int64_t n_past);
 
