@@ -59,25 +59,42 @@ __device__ inline CudaArgmax cuda_argmax_pick(CudaArgmax a, CudaArgmax b) {
   return a;
 }
 
-// Argmax of values[n] over the whole block; every thread gets the result.
-__device__ inline int32_t cuda_block_argmax(const float* values, int64_t n, CudaArgmax* shared) {
-  CudaArgmax best{-INFINITY, 2147483647};
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    best = cuda_argmax_pick(best, CudaArgmax{values[i], static_cast<int32_t>(i)});
-  }
+// No value yet: loses to every (value, id) but NaN (cuda_argmax_pick never picks NaN).
+constexpr int32_t kCudaArgmaxNoId = 2147483647;
+
+// The pick over the warp's 32 (value, id); every lane gets it.
+__device__ inline CudaArgmax cuda_warp_argmax(CudaArgmax best) {
   for (int off = 16; off > 0; off >>= 1) {
     CudaArgmax o;
     o.value = __shfl_xor_sync(0xffffffffu, best.value, off);
     o.id = __shfl_xor_sync(0xffffffffu, best.id, off);
     best = cuda_argmax_pick(best, o);
   }
+  return best;
+}
+
+// The pick over the block's threads' (value, id); every thread gets it. The rule (larger
+// value, ties to the lower id) is associative and commutative, so partial picks of a row's
+// chunks combine in any order to the row's.
+__device__ inline CudaArgmax cuda_block_argmax_pick(CudaArgmax best, CudaArgmax* shared) {
+  best = cuda_warp_argmax(best);
   __syncthreads();
   if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = best;
   __syncthreads();
   CudaArgmax r = shared[0];
   for (int w = 1; w < static_cast<int>(blockDim.x / 32); w++) r = cuda_argmax_pick(r, shared[w]);
+  return r;
+}
+
+// Argmax of values[n] over the whole block; every thread gets the result.
+__device__ inline int32_t cuda_block_argmax(const float* values, int64_t n, CudaArgmax* shared) {
+  CudaArgmax best{-INFINITY, kCudaArgmaxNoId};
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    best = cuda_argmax_pick(best, CudaArgmax{values[i], static_cast<int32_t>(i)});
+  }
+  const CudaArgmax r = cuda_block_argmax_pick(best, shared);
   // All values -inf (or n == 0): the lowest id, as sampling_argmax returns 0.
-  return r.id == 2147483647 ? 0 : r.id;
+  return r.id == kCudaArgmaxNoId ? 0 : r.id;
 }
 
 }  // namespace speclab

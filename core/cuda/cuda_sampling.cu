@@ -24,24 +24,6 @@ constexpr int64_t kRowChunk = 4096;
 
 int64_t row_chunks(int64_t vocab) { return (vocab + kRowChunk - 1) / kRowChunk; }
 
-// Argmax over the block of each thread's (value, id); every thread gets the result. The
-// pick rule (larger value, ties to the lower id; NaN never wins) is associative and
-// commutative, so partial results combine in any order to the row's argmax.
-__device__ inline CudaArgmax block_argmax_pick(CudaArgmax best, CudaArgmax* shared) {
-  for (int off = 16; off > 0; off >>= 1) {
-    CudaArgmax o;
-    o.value = __shfl_xor_sync(0xffffffffu, best.value, off);
-    o.id = __shfl_xor_sync(0xffffffffu, best.id, off);
-    best = cuda_argmax_pick(best, o);
-  }
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = best;
-  __syncthreads();
-  CudaArgmax r = shared[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / 32); w++) r = cuda_argmax_pick(r, shared[w]);
-  return r;
-}
-
 // partial[row, c] = (max, its lowest id) over chunk c of the row.
 //   grid (n_chunks, n_rows); partial: [n_rows, n_chunks]
 __global__ void argmax_partial_kernel(CudaArgmax* partial, const float* logits, int64_t vocab) {
@@ -49,28 +31,23 @@ __global__ void argmax_partial_kernel(CudaArgmax* partial, const float* logits, 
   const int64_t row = blockIdx.y, c = blockIdx.x;
   const float* lr = logits + row * vocab;
   const int64_t end = min(vocab, (c + 1) * kRowChunk);
-  CudaArgmax best{-INFINITY, 2147483647};
+  CudaArgmax best{-INFINITY, kCudaArgmaxNoId};
   for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x) {
     best = cuda_argmax_pick(best, CudaArgmax{lr[i], static_cast<int32_t>(i)});
   }
-  best = block_argmax_pick(best, shared);
+  best = cuda_block_argmax_pick(best, shared);
   if (threadIdx.x == 0) partial[row * gridDim.x + c] = best;
 }
 
 // best[row] = the argmax of the row's n_chunks partials. One warp per row.
 __global__ void argmax_final_kernel(int32_t* best, const CudaArgmax* partial, int64_t n_chunks) {
   const int64_t row = blockIdx.x;
-  CudaArgmax b{-INFINITY, 2147483647};
+  CudaArgmax b{-INFINITY, kCudaArgmaxNoId};
   for (int64_t c = threadIdx.x; c < n_chunks; c += blockDim.x)
     b = cuda_argmax_pick(b, partial[row * n_chunks + c]);
-  for (int off = 16; off > 0; off >>= 1) {
-    CudaArgmax o;
-    o.value = __shfl_xor_sync(0xffffffffu, b.value, off);
-    o.id = __shfl_xor_sync(0xffffffffu, b.id, off);
-    b = cuda_argmax_pick(b, o);
-  }
+  b = cuda_warp_argmax(b);
   // All values -inf (or NaN): the lowest id, as sampling_argmax returns 0.
-  if (threadIdx.x == 0) best[row] = b.id == 2147483647 ? 0 : b.id;
+  if (threadIdx.x == 0) best[row] = b.id == kCudaArgmaxNoId ? 0 : b.id;
 }
 
 // probs[row, :] = one-hot at best[row].   grid (n_chunks, n_rows)

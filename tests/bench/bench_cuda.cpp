@@ -202,6 +202,25 @@ BENCHMARK(BM_CudaForward)
     ->ArgsProduct({{0, 1}, benchmark::CreateDenseRange(1, 17, 1)})
     ->UseManualTime();
 
+// The 1B (which 0) or 3B (1) BF16 synthetic model and a CudaLlamaRunner of 512 positions on
+// it, kept between cases (the 3B's weights take seconds to build) and rebuilt when `which`
+// changes: the step benchmarks below share it, their cases ordered model outermost.
+const char* const kStepSpecs[] = {"llama-3.2-1b:BF16", "llama-3.2-3b:BF16"};
+CudaLlamaRunner& step_runner(int64_t which, const LlamaModel** model_out) {
+  static int64_t held = -1;
+  static std::unique_ptr<LlamaModel> model;
+  static std::unique_ptr<CudaLlamaRunner> runner;
+  if (held != which) {
+    runner.reset();
+    model.reset();
+    model = llama_make_synthetic(kStepSpecs[which]);
+    runner = std::make_unique<CudaLlamaRunner>(*model, 512);
+    held = which;
+  }
+  *model_out = model.get();
+  return *runner;
+}
+
 // One decode or verification step (n_tokens after 128 cached, last row's logits) of the 1B
 // and 3B shapes in BF16 with CUDA graphs off (graphs:0, every kernel launched from the host)
 // and on (graphs:1, one graph launch per step, captured before the timing), k = 1..8.
@@ -214,21 +233,12 @@ BENCHMARK(BM_CudaForward)
 // n_tokens:1 step of the same model and graphs setting (the <= 1.1 aim up to k = 8).
 void BM_CudaStepGraphs(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  const char* specs[] = {"llama-3.2-1b:BF16", "llama-3.2-3b:BF16"};
   const int64_t which = state.range(0);
   const bool graphs = state.range(1) == 1;
   const int64_t n_tokens = state.range(2);
-  static int64_t held = -1;
-  static std::unique_ptr<LlamaModel> model;
-  static std::unique_ptr<CudaLlamaRunner> runner;
   static double t1_s[2][2] = {{0, 0}, {0, 0}};  // [model][graphs] the n_tokens:1 step
-  if (held != which) {
-    runner.reset();
-    model.reset();
-    model = llama_make_synthetic(specs[which]);
-    runner = std::make_unique<CudaLlamaRunner>(*model, 512);
-    held = which;
-  }
+  const LlamaModel* model = nullptr;
+  CudaLlamaRunner* runner = &step_runner(which, &model);
   runner->set_cuda_graphs(graphs);
   std::vector<int32_t> ctx(128, 1), batch(static_cast<size_t>(n_tokens), 2);
   runner->truncate(0);
@@ -264,7 +274,7 @@ void BM_CudaStepGraphs(benchmark::State& state) {
   state.counters["T_over_T1"] = t1_s[which][graphs] > 0 ? step_s / t1_s[which][graphs] : 0.0;
   const CudaGraphStats& g = runner->cuda_graph_stats();
   state.counters["graph_failures"] = static_cast<double>(g.failures);
-  state.SetLabel(std::string(specs[which]) + (graphs ? " graphs on" : " graphs off"));
+  state.SetLabel(std::string(kStepSpecs[which]) + (graphs ? " graphs on" : " graphs off"));
 }
 // Model outermost (one model build each), n_tokens innermost (T(1) before T(k)).
 void step_graphs_args(benchmark::internal::Benchmark* b) {
@@ -287,19 +297,10 @@ BENCHMARK(BM_CudaStepGraphs)
 // gaps between launches add (near 1: the breakdown is the step's).
 void BM_CudaStepKernels(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  const char* specs[] = {"llama-3.2-1b:BF16", "llama-3.2-3b:BF16"};
   const int64_t which = state.range(0);
   const int64_t n_tokens = state.range(1);
-  static int64_t held = -1;
-  static std::unique_ptr<LlamaModel> model;
-  static std::unique_ptr<CudaLlamaRunner> runner;
-  if (held != which) {
-    runner.reset();
-    model.reset();
-    model = llama_make_synthetic(specs[which]);
-    runner = std::make_unique<CudaLlamaRunner>(*model, 512);
-    held = which;
-  }
+  const LlamaModel* model = nullptr;
+  CudaLlamaRunner* runner = &step_runner(which, &model);
   runner->set_cuda_graphs(false);
   runner->set_kernel_timeline(nullptr);
   std::vector<int32_t> ctx(128, 1), batch(static_cast<size_t>(n_tokens), 2);
@@ -353,7 +354,7 @@ void BM_CudaStepKernels(benchmark::State& state) {
   state.counters["sum_us"] = sum_ms * 1e3;
   state.counters["plain_us"] = plain_s * 1e6;
   state.counters["sum_over_plain"] = plain_s > 0 ? sum_ms / 1e3 / plain_s : 0.0;
-  state.SetLabel(specs[which]);
+  state.SetLabel(kStepSpecs[which]);
 }
 BENCHMARK(BM_CudaStepKernels)
     ->ArgNames({"model", "n_tokens"})
