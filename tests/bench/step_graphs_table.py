@@ -7,7 +7,11 @@ round's draft steps in one chain) with graphs off and on, then BM_CudaStepKernel
 class's device time per step (us, share, and for the products their weights' rate as a
 fraction of the copy rate), the sum against the step timed whole.
 
-    python3 tests/bench/step_graphs_table.py build-device/bench_cuda.json
+    python3 tests/bench/step_graphs_table.py build-device/bench_cuda.json [--before RECORD.json]
+
+--before: an earlier run's bench JSON (a committed device record): the kernels and steps both
+runs timed (BF16 products, attention, standardization, one decode step each way) side by side,
+now over before, so a change's effect on the chip reads off the first lines of the next run.
 
 The device kit's bench stage prints it (and writes $OUT/graphs.txt). Reads only the JSON;
 prints "no BM_CudaStepGraphs rows" when there are none (a run without a device reports its
@@ -23,12 +27,46 @@ def args_of(name):
     return {k: int(v) for k, v in re.findall(r"(\w+):(-?\d+)", name)}
 
 
-def main(path):
+def load_rows(path):
     with open(path) as f:
-        rows = [b for b in json.load(f).get("benchmarks", []) if not b.get("error_occurred")]
+        return [b for b in json.load(f).get("benchmarks", []) if not b.get("error_occurred")]
+
+
+# The cases compared with an earlier record: the BF16 products (dtype:2), attention,
+# standardization, and the decode step of each model with graphs off and on at 1 token.
+BEFORE_PATTERNS = (r"^BM_CudaMatmul/.*/dtype:2/", r"^BM_CudaAttention/", r"^BM_CudaStandardize/",
+                   r"^BM_CudaStepGraphs/model:\d/graphs:\d/n_tokens:1/")
+
+
+def ms(b):
+    scale = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+    return b["real_time"] * scale
+
+
+def before_table(rows, before_path):
+    before = {b["name"]: b for b in load_rows(before_path)}
+    pairs = [(b, before[b["name"]]) for b in rows
+             if b["name"] in before and any(re.search(p, b["name"]) for p in BEFORE_PATTERNS)]
+    if not pairs:
+        print(f"no case in common with {before_path}")
+        return
+    print(f"against {before_path}:")
+    print(f"  {'case':62} {'before ms':>10} {'now ms':>9} {'now/before':>10}")
+    for now, old in pairs:
+        name = now["name"].replace("/manual_time", "")
+        print(f"  {name:62} {ms(old):10.4f} {ms(now):9.4f} {ms(now) / ms(old):10.3f}")
+
+
+def main(path, before_path=None):
+    rows = load_rows(path)
+    if before_path:
+        before_table(rows, before_path)
     copy = [b["copy_GB/s"] for b in rows if b["name"].startswith("BM_CudaCopy")]
     if copy:
-        print(f"BM_CudaCopy: {copy[0]:.0f} GB/s (read + written), the ceiling of this run")
+        # BM_CudaCopy's counter is a rate (bytes per second); the step cases' copies of it are
+        # already in GB/s.
+        rate = copy[0] / 1e9 if copy[0] > 1e6 else copy[0]
+        print(f"BM_CudaCopy: {rate:.0f} GB/s (read + written), the ceiling of this run")
     steps = {}
     for b in rows:
         if b["name"].startswith("BM_CudaStepGraphs/"):
@@ -89,4 +127,12 @@ def kernel_table(rows):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "build-device/bench_cuda.json")
+    args = sys.argv[1:]
+    before_path = None
+    if "--before" in args:
+        i = args.index("--before")
+        if i + 1 >= len(args):
+            sys.exit("step_graphs_table.py: --before needs a bench JSON file")
+        before_path = args[i + 1]
+        del args[i:i + 2]
+    main(args[0] if args else "build-device/bench_cuda.json", before_path)
