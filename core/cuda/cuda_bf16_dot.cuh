@@ -25,11 +25,29 @@ struct Bf16VecSegments {
 };
 
 // The segment that output row *r (counted over all segments) falls in, with *r made relative
-// to it; seg.n when *r lies past the last segment.
+// to it; seg.n when *r lies past the last segment. The members are read with constant indices
+// only (here and in the pickers below): a kernel argument indexed at run time is copied to
+// local memory (an 80-byte stack frame in every BF16 product kernel of the H200 build), and
+// each warp then waited on that copy before its first weight load.
 __device__ inline int cuda_bf16_segment_of(const Bf16VecSegments& seg, int64_t* r) {
-  int s = 0;
-  while (s < seg.n && *r >= seg.rows[s]) *r -= seg.rows[s++];
-  return s;
+  if (seg.n < 1 || *r < seg.rows[0]) return 0;
+  *r -= seg.rows[0];
+  if (seg.n < 2 || *r < seg.rows[1]) return 1;
+  *r -= seg.rows[1];
+  if (seg.n < 3 || *r < seg.rows[2]) return 2;
+  *r -= seg.rows[2];
+  return 3;
+}
+
+// seg.w[s], seg.out[s], seg.rows[s] for s in 0..2, by constant indices.
+__device__ inline const uint4* cuda_bf16_segment_w(const Bf16VecSegments& seg, int s) {
+  return s == 0 ? seg.w[0] : s == 1 ? seg.w[1] : seg.w[2];
+}
+__device__ inline float* cuda_bf16_segment_out(const Bf16VecSegments& seg, int s) {
+  return s == 0 ? seg.out[0] : s == 1 ? seg.out[1] : seg.out[2];
+}
+__device__ inline int64_t cuda_bf16_segment_rows(const Bf16VecSegments& seg, int s) {
+  return s == 0 ? seg.rows[0] : s == 1 ? seg.rows[1] : seg.rows[2];
 }
 
 // acc[t] += the products of one 16-byte vector of the row (8 BF16 weights, p) with the
@@ -95,6 +113,81 @@ __device__ inline void cuda_bf16_row_dot(const uint4* __restrict__ row, const fl
     cuda_bf16_vec_fma<kMaxT>(__ldg(row + v), x, n_in, v, n_tokens, acc);
 #pragma unroll
   for (int t = 0; t < kMaxT; t++) acc[t] = cuda_warp_sum(acc[t]);
+}
+
+// kRows rows of the same activations at once: acc[r][t] is exactly what cuda_bf16_row_dot
+// gives for rows[r] (each row's vectors in the same lane order, each token's fmaf chain in
+// the same element order), but each token's two float4 of activations are loaded once for
+// all kRows rows. At 3-4 tokens one row a warp read 8 float4 of activations from L1 per 16
+// bytes of weights, more than L1 serves per weight byte the HBM delivers (the H200's T(k)
+// bump at 3-4 tokens, docs/device.md); two rows halve it.
+//   rows[r]: [n_in / 8] uint4 (a row may repeat another: its sums are simply not stored)
+template <int kRows, int kMaxT>
+__device__ inline void cuda_bf16_rows_dot(const uint4* const (&rows)[kRows],
+                                          const float* __restrict__ x, int64_t n_in, int n_tokens,
+                                          int lane, float (&acc)[kRows][kMaxT]) {
+#pragma unroll
+  for (int r = 0; r < kRows; r++) {
+#pragma unroll
+    for (int t = 0; t < kMaxT; t++) acc[r][t] = 0.0f;
+  }
+  const int64_t n_vec = n_in / 8;
+  constexpr int kU = kBf16DotVectorsInFlight;
+  int64_t v = lane;
+  auto step = [&](const uint4(&p)[kRows], int64_t vv) {
+    float wf[kRows][8];
+#pragma unroll
+    for (int r = 0; r < kRows; r++) {
+      wf[r][0] = __uint_as_float(p[r].x << 16);
+      wf[r][1] = __uint_as_float(p[r].x & 0xffff0000u);
+      wf[r][2] = __uint_as_float(p[r].y << 16);
+      wf[r][3] = __uint_as_float(p[r].y & 0xffff0000u);
+      wf[r][4] = __uint_as_float(p[r].z << 16);
+      wf[r][5] = __uint_as_float(p[r].z & 0xffff0000u);
+      wf[r][6] = __uint_as_float(p[r].w << 16);
+      wf[r][7] = __uint_as_float(p[r].w & 0xffff0000u);
+    }
+#pragma unroll
+    for (int t = 0; t < kMaxT; t++) {
+      const int tt = t < n_tokens ? t : 0;
+      const float4* xv = reinterpret_cast<const float4*>(x + tt * n_in) + 2 * vv;
+      const float4 a = __ldg(xv), b = __ldg(xv + 1);
+#pragma unroll
+      for (int r = 0; r < kRows; r++) {
+        float s = acc[r][t];
+        s = fmaf(wf[r][0], a.x, s);
+        s = fmaf(wf[r][1], a.y, s);
+        s = fmaf(wf[r][2], a.z, s);
+        s = fmaf(wf[r][3], a.w, s);
+        s = fmaf(wf[r][4], b.x, s);
+        s = fmaf(wf[r][5], b.y, s);
+        s = fmaf(wf[r][6], b.z, s);
+        s = fmaf(wf[r][7], b.w, s);
+        acc[r][t] = s;
+      }
+    }
+  };
+  for (; v + (kU - 1) * kCudaWarp < n_vec; v += kU * kCudaWarp) {
+    uint4 p[kU][kRows];
+#pragma unroll
+    for (int u = 0; u < kU; u++) {
+#pragma unroll
+      for (int r = 0; r < kRows; r++) p[u][r] = __ldg(rows[r] + v + u * kCudaWarp);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; u++) step(p[u], v + u * kCudaWarp);
+  }
+  for (; v < n_vec; v += kCudaWarp) {
+    uint4 p[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; r++) p[r] = __ldg(rows[r] + v);
+    step(p, v);
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; r++) {
+#pragma unroll
+    for (int t = 0; t < kMaxT; t++) acc[r][t] = cuda_warp_sum(acc[r][t]);
+  }
 }
 
 }  // namespace speclab

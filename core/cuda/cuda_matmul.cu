@@ -52,9 +52,10 @@ __global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView
 // 512 contiguous bytes of its row; cuBLAS's GemmEx took ~60 us per call at these sizes on an
 // H100 whatever the matrix (the activations' rounding kernel, the stream-ordered workspace and
 // the GEMM launch), which made a 3B decode step launch-bound. Activations stay FP32 (no
-// rounding to BF16). One warp per output row, one partial sum per token in a fixed order that
-// depends only on n_in, then a fixed warp reduction: an output does not depend on n_tokens
-// (batch invariance, as on the CPU).
+// rounding to BF16). One warp per output row (two rows from 2 tokens on, sharing the
+// activations' loads), one partial sum per token in a fixed order that depends only on n_in,
+// then a fixed warp reduction: an output does not depend on n_tokens nor on how many rows its
+// warp computes (batch invariance, as on the CPU).
 //
 // One launch may serve up to three products of the same activations (the Q, K, V projections),
 // and may add its result into its output (the residual add after wo and w_down): a decode
@@ -62,24 +63,45 @@ __global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView
 // is the same warp-per-row product; out += s is add_kernel's x += y). Bf16VecSegments:
 // core/cuda/cuda_bf16_dot.cuh.
 //   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0; n_tokens <= kMaxT <= kBf16VecMaxTokens
-template <int kMaxT>
+template <int kMaxT, int kRows>
 __global__ void matmul_bf16_vec_kernel(Bf16VecSegments seg, const float* __restrict__ x,
                                        int64_t n_in, int n_tokens) {
   const int lane = threadIdx.x % kCudaWarp;
-  int64_t r = static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
-  const int s = cuda_bf16_segment_of(seg, &r);
-  if (s == seg.n) return;  // whole warp leaves together
-  float acc[kMaxT];
-  cuda_bf16_row_dot<kMaxT>(seg.w[s] + r * (n_in / 8), x, n_in, n_tokens, lane, acc);
-  float* out = seg.out[s];
-  const int64_t n_out = seg.rows[s];
+  // This warp's kRows consecutive output rows (counted over all segments), each resolved to
+  // its segment on its own: a warp's rows may straddle two segments. Rows past the last
+  // segment read the warp's first row again and are not stored.
+  const int64_t r0 =
+      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp) *
+      kRows;
+  int64_t rr[kRows];
+  int ss[kRows];
+  const uint4* rows[kRows];
 #pragma unroll
-  for (int t = 0; t < kMaxT; t++) {
-    if (lane == 0 && t < n_tokens) {
-      if (seg.accumulate) {
-        out[t * n_out + r] += acc[t];
-      } else {
-        out[t * n_out + r] = acc[t];
+  for (int i = 0; i < kRows; i++) {
+    rr[i] = r0 + i;
+    ss[i] = cuda_bf16_segment_of(seg, &rr[i]);
+  }
+  if (ss[0] == seg.n) return;  // whole warp leaves together
+#pragma unroll
+  for (int i = 0; i < kRows; i++) {
+    const bool past = ss[i] == seg.n;
+    rows[i] = cuda_bf16_segment_w(seg, past ? ss[0] : ss[i]) + (past ? rr[0] : rr[i]) * (n_in / 8);
+  }
+  float acc[kRows][kMaxT];
+  cuda_bf16_rows_dot<kRows, kMaxT>(rows, x, n_in, n_tokens, lane, acc);
+#pragma unroll
+  for (int i = 0; i < kRows; i++) {
+    if (ss[i] == seg.n) continue;
+    float* out = cuda_bf16_segment_out(seg, ss[i]);
+    const int64_t n_out = cuda_bf16_segment_rows(seg, ss[i]);
+#pragma unroll
+    for (int t = 0; t < kMaxT; t++) {
+      if (lane == 0 && t < n_tokens) {
+        if (seg.accumulate) {
+          out[t * n_out + rr[i]] += acc[i][t];
+        } else {
+          out[t * n_out + rr[i]] = acc[i][t];
+        }
       }
     }
   }
@@ -99,15 +121,19 @@ void matmul_bf16_vec(const Bf16VecSegments& seg, const float* x, int64_t n_in, i
   int64_t rows = 0;
   for (int s = 0; s < seg.n; s++) rows += seg.rows[s];
   const int block = kBf16VecWarpsPerBlock * kCudaWarp;
-  const int64_t grid = cuda_ceil_div(rows, kBf16VecWarpsPerBlock);
   const int n = static_cast<int>(n_tokens);
-  // The smallest register tile that holds the call's tokens.
+  // The smallest register tile that holds the call's tokens; from 2 tokens on, two rows a
+  // warp (cuda_bf16_rows_dot: the activations loaded once for both rows).
   if (n <= 1) {
-    matmul_bf16_vec_kernel<1><<<grid, block, 0, stream>>>(seg, x, n_in, n);
-  } else if (n <= 2) {
-    matmul_bf16_vec_kernel<2><<<grid, block, 0, stream>>>(seg, x, n_in, n);
+    const int64_t grid = cuda_ceil_div(rows, kBf16VecWarpsPerBlock);
+    matmul_bf16_vec_kernel<1, 1><<<grid, block, 0, stream>>>(seg, x, n_in, n);
   } else {
-    matmul_bf16_vec_kernel<4><<<grid, block, 0, stream>>>(seg, x, n_in, n);
+    const int64_t grid = cuda_ceil_div(rows, 2 * kBf16VecWarpsPerBlock);
+    if (n <= 2) {
+      matmul_bf16_vec_kernel<2, 2><<<grid, block, 0, stream>>>(seg, x, n_in, n);
+    } else {
+      matmul_bf16_vec_kernel<4, 2><<<grid, block, 0, stream>>>(seg, x, n_in, n);
+    }
   }
   SPECLAB_CUDA_CHECK_LAUNCH("matmul_bf16_vec_kernel: bad launch configuration");
 }

@@ -31,10 +31,10 @@ __global__ void matmul_rows_bf16_kernel(Bf16VecSegments seg, const float* __rest
   const int64_t left = n_rows - t0;
   const int n_t = static_cast<int>(left < kCudaMatmulRowsChunk ? left : kCudaMatmulRowsChunk);
   float acc[kCudaMatmulRowsChunk];
-  cuda_bf16_row_dot<kCudaMatmulRowsChunk>(seg.w[s] + r * (n_in / 8), x + t0 * n_in, n_in, n_t, lane,
-                                          acc);
-  float* out = seg.out[s];
-  const int64_t n_out = seg.rows[s];
+  cuda_bf16_row_dot<kCudaMatmulRowsChunk>(cuda_bf16_segment_w(seg, s) + r * (n_in / 8),
+                                          x + t0 * n_in, n_in, n_t, lane, acc);
+  float* out = cuda_bf16_segment_out(seg, s);
+  const int64_t n_out = cuda_bf16_segment_rows(seg, s);
 #pragma unroll
   for (int t = 0; t < kCudaMatmulRowsChunk; t++) {
     if (lane == 0 && t < n_t) {

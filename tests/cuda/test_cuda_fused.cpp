@@ -87,7 +87,9 @@ TEST(CudaFused, QkvProductsEqualThreeProducts) {
     int64_t q_rows, kv_rows, dim;
   };
   for (DType dt : {DType::BF16, DType::F32, DType::Q8_0}) {
-    for (const Shape sh : {Shape{100, 20, 64}, Shape{256, 64, 256}}) {
+    // 37 and 11 rows: odd segments, so from 2 tokens on (two rows a warp) warps straddle two
+    // segments and the last warp has a row past the end.
+    for (const Shape sh : {Shape{100, 20, 64}, Shape{256, 64, 256}, Shape{37, 11, 64}}) {
       const CudaWeight wq = device_weight(dt, sh.q_rows, sh.dim, 21);
       const CudaWeight wk = device_weight(dt, sh.kv_rows, sh.dim, 22);
       const CudaWeight wv = device_weight(dt, sh.kv_rows, sh.dim, 23);
