@@ -66,7 +66,7 @@ bool cuda_graphs_env_value(const char* value, bool fallback) {
 }
 
 bool cuda_graphs_from_env() {
-  return cuda_graphs_env_value(std::getenv("SPECLAB_CUDA_GRAPHS"), false);
+  return cuda_graphs_env_value(std::getenv("SPECLAB_CUDA_GRAPHS"), true);
 }
 
 }  // namespace speclab

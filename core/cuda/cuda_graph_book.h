@@ -83,7 +83,9 @@ class CudaGraphBook {
 // SPECLAB_CUDA_GRAPHS: unset or empty -> `fallback`, "0" -> off, "1" -> on; anything else is
 // an InputError naming the variable and the value.
 bool cuda_graphs_env_value(const char* value, bool fallback);
-// The environment's SPECLAB_CUDA_GRAPHS (default off until a device run has compared both).
+// The environment's SPECLAB_CUDA_GRAPHS; unset or empty: on (an H200 run of 2026-12-04 found
+// every replayed step's logits bit-identical to plain launches, whole speculative requests
+// equal, no capture failing, and steps 5-20% faster; docs/device.md). 0 turns them off.
 bool cuda_graphs_from_env();
 
 }  // namespace speclab

@@ -46,7 +46,8 @@ void backend_check_batched_drafter(const std::string& backend, const std::string
 
 // Whether a cell on `backend` ran with CUDA graphs, for its row (run_cuda_graphs): on cuda "on"
 // or "off" as SPECLAB_CUDA_GRAPHS sets the one-request runners (the target's and a draft
-// model's alike; InputError for a value other than unset, empty, 0 or 1), "off" for a batched
+// model's alike; unset or empty: on; InputError for a value other than unset, empty, 0 or 1),
+// "off" for a batched
 // cell (concurrency > 1: the batched runners capture no graphs); "none" on cpu and in a build
 // without the CUDA backend.
 std::string backend_cuda_graphs(const std::string& backend, bool batched);

@@ -168,7 +168,7 @@ BENCHMARK(BM_CudaStandardize)
 // Whole forward pass of a synthetic model: n_tokens new tokens after 128 cached ones.
 // T(k)/T(1) is BM_CudaForward/model:M/n_tokens:k over n_tokens:1 of the same model. The
 // model and its runner are kept between cases (building the 3B weights takes seconds). CUDA
-// graphs as SPECLAB_CUDA_GRAPHS says (unset: off); BM_CudaStepGraphs compares both.
+// graphs off (the series of the device records; BM_CudaStepGraphs compares both).
 void BM_CudaForward(benchmark::State& state) {
   if (skip_without_device(state)) return;
   const char* specs[] = {"synthetic:llama-3.2-1b", "synthetic:llama-3.2-3b"};
@@ -182,6 +182,7 @@ void BM_CudaForward(benchmark::State& state) {
     runner = std::make_unique<CudaLlamaRunner>(*model, 512);
     held = state.range(0);
   }
+  runner->set_cuda_graphs(false);  // plain launches: the series of the device records
   std::vector<int32_t> ctx(128, 1), batch(state.range(1), 2);
   runner->truncate(0);
   runner->forward_device(ctx.data(), ctx.size(), true);
@@ -441,6 +442,7 @@ void BM_CudaDraftStep(benchmark::State& state) {
   SamplingParams sp;
   sp.temperature = state.range(1) / 100.0f;
   CudaLlamaRunner runner(*round_models().draft, 512);
+  runner.set_cuda_graphs(false);  // plain launches: the series of the device records
   const int64_t n_ctx = 64;
   const double fwd_s = forward_device_s(runner, n_ctx, 1);
   const int32_t tok = 2;

@@ -144,7 +144,7 @@ TEST(CudaGraphs, SpeculativeRequestsEqualPlainLaunches) {
   }
 }
 
-// SPECLAB_CUDA_GRAPHS sets the constructor's default; set_cuda_graphs(false) drops the
+// SPECLAB_CUDA_GRAPHS sets the constructor's default (unset: on); set_cuda_graphs(false) drops the
 // graphs and later steps run plain.
 TEST(CudaGraphs, EnvironmentDefaultAndSwitchingOff) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
@@ -154,8 +154,10 @@ TEST(CudaGraphs, EnvironmentDefaultAndSwitchingOff) {
   setenv("SPECLAB_CUDA_GRAPHS", "0", 1);
   CudaLlamaRunner off(*model, 64);
   unsetenv("SPECLAB_CUDA_GRAPHS");
+  CudaLlamaRunner by_default(*model, 64);
   EXPECT_TRUE(on.cuda_graphs());
   EXPECT_FALSE(off.cuda_graphs());
+  EXPECT_TRUE(by_default.cuda_graphs());
   const int32_t tok = 3;
   for (int i = 0; i < 3; i++) on.forward(&tok, 1, true);
   EXPECT_EQ(on.cuda_graph_stats().captures, 1);

@@ -57,7 +57,7 @@ TEST(Backend, CudaGraphsAsRecordedInRows) {
     setenv("SPECLAB_CUDA_GRAPHS", "0", 1);
     EXPECT_EQ(backend_cuda_graphs("cuda", false), "off");
     unsetenv("SPECLAB_CUDA_GRAPHS");
-    EXPECT_EQ(backend_cuda_graphs("cuda", false), "off");  // the default
+    EXPECT_EQ(backend_cuda_graphs("cuda", false), "on");  // the default
     setenv("SPECLAB_CUDA_GRAPHS", "yes", 1);
     try {
       backend_cuda_graphs("cuda", false);

@@ -29,7 +29,7 @@ class CudaLlamaRunner : public TokenRunner {
   // skipped entirely (neither uploaded nor cached). Uploads every used matrix as stored
   // (any DType) and the norms as F32; throws InputError for bad shapes, CudaError when the
   // device is missing or out of memory. The model may be freed after construction.
-  // CUDA graphs start as SPECLAB_CUDA_GRAPHS says (unset: off; see set_cuda_graphs).
+  // CUDA graphs start as SPECLAB_CUDA_GRAPHS says (unset: on; see set_cuda_graphs).
   CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx = 0, std::vector<bool> skip_layers = {});
   ~CudaLlamaRunner();
   CudaLlamaRunner(const CudaLlamaRunner&) = delete;
