@@ -102,7 +102,8 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(conditions, std::string, run_build_type, "", "CMake build type of the binary")                 \
   X(conditions, std::string, run_matmul_isa, "", "the matmul kernel path dispatched at run time")  \
   X(conditions, std::string, run_cuda_graphs, "",                                                  \
-    "CUDA graphs of the one-request runners (SPECLAB_CUDA_GRAPHS): on or off on the cuda "         \
+    "CUDA graphs of the one-request runners (SPECLAB_CUDA_GRAPHS, unset: on since 2026-12-04): "   \
+    "on or off on the cuda "                                                                       \
     "backend (off in every concurrency > 1 cell: the batched runners capture none), none on cpu")  \
   X(conditions, std::string, run_utc, "", "when the cell's timed runs started (UTC)")              \
   X(conditions, double, run_load_before, "",                                                       \
