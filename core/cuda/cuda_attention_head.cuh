@@ -14,7 +14,8 @@ namespace speclab {
 // Called by every thread of a block (it synchronizes the block). Phase 1: a warp per cache
 // position computes its score (lanes split head_dim). Phase 2: block softmax over the n_ctx
 // scores (max in float, sum of the exponentials in double). Phase 3: the block's threads
-// form G = blockDim / head_dim groups (1 when head_dim does not divide the block); thread
+// form G = blockDim / head_dim groups (rounded down; head_dim > blockDim: one thread walks
+// several dimensions); thread
 // (g, d) accumulates output dimension d over positions g, g + G, ... (coalesced reads of V
 // rows), and the G partial sums of d are added in group order. One thread per dimension
 // walking every position left a 3B head (head_dim 128) on 128 threads with one dependent
@@ -55,13 +56,15 @@ __device__ inline void cuda_attention_head(float* oh, const float* qh, const flo
   const float inv = static_cast<float>(1.0 / sum);
 
   const int64_t block = blockDim.x;
-  if (head_dim <= block && block % head_dim == 0) {
-    const int64_t groups = block / head_dim;
+  if (head_dim <= block) {
+    const int64_t groups = block / head_dim;  // threads past groups * head_dim idle here
     const int64_t g = threadIdx.x / head_dim, d = threadIdx.x % head_dim;
-    const float* vh = v_cache + kv_h * head_dim + d;
-    float acc = 0.0f;
-    for (int64_t p = g; p < n_ctx; p += groups) acc += sc[p] * inv * vh[p * kv_stride];
-    part[threadIdx.x] = acc;  // [groups, head_dim]
+    if (g < groups) {
+      const float* vh = v_cache + kv_h * head_dim + d;
+      float acc = 0.0f;
+      for (int64_t p = g; p < n_ctx; p += groups) acc += sc[p] * inv * vh[p * kv_stride];
+      part[threadIdx.x] = acc;  // [groups, head_dim]
+    }
     __syncthreads();
     if (g == 0) {
       float o = part[d];

@@ -50,78 +50,23 @@ __device__ inline int64_t cuda_bf16_segment_rows(const Bf16VecSegments& seg, int
   return s == 0 ? seg.rows[0] : s == 1 ? seg.rows[1] : seg.rows[2];
 }
 
-// acc[t] += the products of one 16-byte vector of the row (8 BF16 weights, p) with the
-// activations of vector v of each token; one fmaf chain per token in element order. Tokens
-// t >= n_tokens read token 0's activations and their sums are never stored: no branch in the
-// loop, so the loads of several vectors can be in flight together.
-template <int kMaxT>
-__device__ inline void cuda_bf16_vec_fma(const uint4 p, const float* __restrict__ x, int64_t n_in,
-                                         int64_t v, int n_tokens, float (&acc)[kMaxT]) {
-  // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
-  const float wf[8] = {__uint_as_float(p.x << 16), __uint_as_float(p.x & 0xffff0000u),
-                       __uint_as_float(p.y << 16), __uint_as_float(p.y & 0xffff0000u),
-                       __uint_as_float(p.z << 16), __uint_as_float(p.z & 0xffff0000u),
-                       __uint_as_float(p.w << 16), __uint_as_float(p.w & 0xffff0000u)};
-#pragma unroll
-  for (int t = 0; t < kMaxT; t++) {
-    const int tt = t < n_tokens ? t : 0;
-    const float4* xv = reinterpret_cast<const float4*>(x + tt * n_in) + 2 * v;
-    const float4 a = __ldg(xv), b = __ldg(xv + 1);
-    float s = acc[t];
-    s = fmaf(wf[0], a.x, s);
-    s = fmaf(wf[1], a.y, s);
-    s = fmaf(wf[2], a.z, s);
-    s = fmaf(wf[3], a.w, s);
-    s = fmaf(wf[4], b.x, s);
-    s = fmaf(wf[5], b.y, s);
-    s = fmaf(wf[6], b.z, s);
-    s = fmaf(wf[7], b.w, s);
-    acc[t] = s;
-  }
-}
-
 // Vectors of a row a lane loads before it uses them: with one load in flight per lane and
 // 8 warps per block, the H200 streamed a decode step's products at 36% of its copy rate
 // (docs/device.md); four in flight quadruple the bytes a multiprocessor waits on at once.
 constexpr int kBf16DotVectorsInFlight = 4;
 
-// acc[t] = sum_i row[i] * x[t, i] for t < n_tokens, reduced over the warp (every lane gets
-// the sums). Lane l takes 16-byte vectors l, l + 32, ... of the row, loading
+// acc[r][t] = sum_i rows[r][i] * x[t, i] for t < n_tokens, reduced over the warp (every lane
+// gets the sums). Lane l takes 16-byte vectors l, l + 32, ... of each row, loading
 // kBf16DotVectorsInFlight of them before the first is used, then each against two float4 of
-// each token's activations; one fmaf chain per token in the order v = l, l + 32, ... that
-// depends only on n_in (batch invariance: an output does not depend on n_tokens, nor on how
-// many loads are in flight).
-//   row: [n_in / 8] uint4 (n_in BF16)   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0
-template <int kMaxT>
-__device__ inline void cuda_bf16_row_dot(const uint4* __restrict__ row, const float* __restrict__ x,
-                                         int64_t n_in, int n_tokens, int lane,
-                                         float (&acc)[kMaxT]) {
-#pragma unroll
-  for (int t = 0; t < kMaxT; t++) acc[t] = 0.0f;
-  const int64_t n_vec = n_in / 8;
-  constexpr int kU = kBf16DotVectorsInFlight;
-  int64_t v = lane;
-  for (; v + (kU - 1) * kCudaWarp < n_vec; v += kU * kCudaWarp) {
-    uint4 p[kU];
-#pragma unroll
-    for (int u = 0; u < kU; u++) p[u] = __ldg(row + v + u * kCudaWarp);
-#pragma unroll
-    for (int u = 0; u < kU; u++)
-      cuda_bf16_vec_fma<kMaxT>(p[u], x, n_in, v + u * kCudaWarp, n_tokens, acc);
-  }
-  for (; v < n_vec; v += kCudaWarp)
-    cuda_bf16_vec_fma<kMaxT>(__ldg(row + v), x, n_in, v, n_tokens, acc);
-#pragma unroll
-  for (int t = 0; t < kMaxT; t++) acc[t] = cuda_warp_sum(acc[t]);
-}
-
-// kRows rows of the same activations at once: acc[r][t] is exactly what cuda_bf16_row_dot
-// gives for rows[r] (each row's vectors in the same lane order, each token's fmaf chain in
-// the same element order), but each token's two float4 of activations are loaded once for
-// all kRows rows. At 3-4 tokens one row a warp read 8 float4 of activations from L1 per 16
-// bytes of weights, more than L1 serves per weight byte the HBM delivers (the H200's T(k)
+// each token's activations, loaded once for all kRows rows; one fmaf chain per (row, token) in
+// the order v = l, l + 32, ... that depends only on n_in (batch invariance: an output does not
+// depend on n_tokens, on kRows, nor on how many loads are in flight). Tokens t >= n_tokens
+// read token 0's activations into sums never stored: no branch in the loop, so several
+// loads are in flight together. At 3-4 tokens one row a warp read 8 float4 of activations from L1
+// per 16 bytes of weights, more than L1 serves per weight byte the HBM delivers (the H200's T(k)
 // bump at 3-4 tokens, docs/device.md); two rows halve it.
 //   rows[r]: [n_in / 8] uint4 (a row may repeat another: its sums are simply not stored)
+//   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0
 template <int kRows, int kMaxT>
 __device__ inline void cuda_bf16_rows_dot(const uint4* const (&rows)[kRows],
                                           const float* __restrict__ x, int64_t n_in, int n_tokens,
@@ -135,17 +80,16 @@ __device__ inline void cuda_bf16_rows_dot(const uint4* const (&rows)[kRows],
   constexpr int kU = kBf16DotVectorsInFlight;
   int64_t v = lane;
   auto step = [&](const uint4(&p)[kRows], int64_t vv) {
+    // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).
     float wf[kRows][8];
 #pragma unroll
     for (int r = 0; r < kRows; r++) {
-      wf[r][0] = __uint_as_float(p[r].x << 16);
-      wf[r][1] = __uint_as_float(p[r].x & 0xffff0000u);
-      wf[r][2] = __uint_as_float(p[r].y << 16);
-      wf[r][3] = __uint_as_float(p[r].y & 0xffff0000u);
-      wf[r][4] = __uint_as_float(p[r].z << 16);
-      wf[r][5] = __uint_as_float(p[r].z & 0xffff0000u);
-      wf[r][6] = __uint_as_float(p[r].w << 16);
-      wf[r][7] = __uint_as_float(p[r].w & 0xffff0000u);
+      const uint32_t word[4] = {p[r].x, p[r].y, p[r].z, p[r].w};
+#pragma unroll
+      for (int k = 0; k < 4; k++) {
+        wf[r][2 * k] = __uint_as_float(word[k] << 16);
+        wf[r][2 * k + 1] = __uint_as_float(word[k] & 0xffff0000u);
+      }
     }
 #pragma unroll
     for (int t = 0; t < kMaxT; t++) {
@@ -188,6 +132,19 @@ __device__ inline void cuda_bf16_rows_dot(const uint4* const (&rows)[kRows],
 #pragma unroll
     for (int t = 0; t < kMaxT; t++) acc[r][t] = cuda_warp_sum(acc[r][t]);
   }
+}
+
+// One row: cuda_bf16_rows_dot with kRows = 1 (the fused SwiGLU product and the batched rows
+// kernel).
+template <int kMaxT>
+__device__ inline void cuda_bf16_row_dot(const uint4* row, const float* __restrict__ x,
+                                         int64_t n_in, int n_tokens, int lane,
+                                         float (&acc)[kMaxT]) {
+  const uint4* const rows[1] = {row};
+  float acc1[1][kMaxT];
+  cuda_bf16_rows_dot<1, kMaxT>(rows, x, n_in, n_tokens, lane, acc1);
+#pragma unroll
+  for (int t = 0; t < kMaxT; t++) acc[t] = acc1[0][t];
 }
 
 }  // namespace speclab

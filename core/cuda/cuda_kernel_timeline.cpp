@@ -1,7 +1,5 @@
 #include "core/cuda/cuda_kernel_timeline.h"
 
-#include <algorithm>
-
 #include "core/cuda/cuda_check.h"
 #include "core/error.h"
 
@@ -47,13 +45,6 @@ void CudaKernelTimeline::end() {
   }
   passes_++;
   used_ = 0;
-}
-
-void CudaKernelTimeline::reset() {
-  SPECLAB_ASSERT(used_ == 0);
-  totals_ms_.clear();
-  order_.clear();
-  passes_ = 0;
 }
 
 }  // namespace speclab

@@ -38,7 +38,6 @@ class CudaKernelTimeline {
   int64_t passes() const { return passes_; }
   // Labels in the order the last pass first marked them (for tables).
   const std::vector<std::string>& order() const { return order_; }
-  void reset();
 
  private:
   cudaEvent_t event_at(size_t i);

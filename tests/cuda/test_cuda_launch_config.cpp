@@ -1,7 +1,11 @@
 // Host-side launch arithmetic of the CUDA backend (no GPU needed).
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "core/cuda/cuda_launch_config.h"
+#include "core/cuda/cuda_sampling.h"
+#include "core/error.h"
 
 namespace speclab {
 namespace {
@@ -76,6 +80,20 @@ TEST(CudaLaunchConfig, SamplingAndVerifyWorkspaces) {
   EXPECT_EQ(cuda_sampling_workspace_bytes(1000), 1000u * (2 * 4 + 2 * 4 + 2 * 8));
   EXPECT_EQ(cuda_verify_scratch_bytes(128256), 4u * 128256);
   EXPECT_EQ(kCudaVerifyBlock % 32, 0);
+}
+
+// More rows than the row-parallel kernels' grid holds (grid y: 65,535) is one InputError,
+// raised on the host before any device work (so it holds without a device too).
+TEST(CudaLaunchConfig, StandardizeRefusesRowsPastTheGrid) {
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  try {
+    cuda_sampling_standardize(nullptr, nullptr, 65536, 1000, sp, nullptr);
+    FAIL() << "65,536 rows accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cuda_sampling_standardize: 65536 rows of 1000 logits exceed the kernels' grid");
+  }
 }
 
 }  // namespace
