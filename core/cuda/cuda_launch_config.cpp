@@ -89,9 +89,13 @@ size_t cuda_attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int64_t n
          static_cast<size_t>(n_past + n_tokens);
 }
 
-size_t cuda_sampling_workspace_bytes(int64_t vocab) {
-  const size_t v = static_cast<size_t>(vocab);
-  return 2 * v * sizeof(float) + 2 * v * sizeof(int32_t) + 2 * v * sizeof(double);
+int64_t cuda_sampling_chunks(int64_t vocab) { return cuda_ceil_div(vocab, kCudaSamplingChunk); }
+
+size_t cuda_top_set_scratch_bytes(int64_t n_rows, int64_t vocab) {
+  const size_t rows = static_cast<size_t>(n_rows);
+  const size_t parts = rows * static_cast<size_t>(cuda_sampling_chunks(vocab));
+  return rows * 256 * sizeof(uint64_t) + 2 * rows * 32 + parts * sizeof(double) +
+         parts * sizeof(uint32_t);
 }
 
 size_t cuda_verify_scratch_bytes(int64_t vocab) {

@@ -61,10 +61,18 @@ constexpr int kCudaAttentionBlock = 512;
 CudaLaunch cuda_launch_attention(int64_t n_tokens, int64_t n_heads);
 size_t cuda_attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int64_t n_past);
 
-// Logits standardization of one row of `vocab` logits on the device:
-//   sort keys float[vocab], sort ids int32[vocab] (x2 for the sorted copies),
-//   weights double[vocab], cumulative weights double[vocab].
-size_t cuda_sampling_workspace_bytes(int64_t vocab);
+// Logits standardization (cuda_sampling_standardize): each row in chunks of
+// kCudaSamplingChunk logits, one block of kCudaSamplingBlock threads per (chunk, row), so a
+// call's rows and a row's 128,256 logits spread over the whole chip.
+constexpr int kCudaSamplingBlock = 256;
+constexpr int64_t kCudaSamplingChunk = 4096;
+int64_t cuda_sampling_chunks(int64_t vocab);
+
+// Scratch of the sort-free top-k / top-p selection (core/cuda/cuda_sampling_top_set.cu) for
+// n_rows rows: histograms uint64[n_rows, 256], two selection states a row (CudaTopSelect,
+// 32 bytes), tie counts uint32[n_rows, chunks] and kept-mass partial sums double[n_rows,
+// chunks]; 8-byte members first.
+size_t cuda_top_set_scratch_bytes(int64_t n_rows, int64_t vocab);
 
 // Verification: one block of kCudaVerifyBlock threads; scratch float[vocab] for the residual.
 constexpr int kCudaVerifyBlock = 1024;

@@ -1,28 +1,23 @@
-#include <thrust/execution_policy.h>
-#include <thrust/functional.h>
-#include <thrust/scan.h>
-#include <thrust/sequence.h>
-#include <thrust/sort.h>
-
 #include "core/cuda/cuda_block_reduce.cuh"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/cuda_launch_config.h"
 #include "core/cuda/cuda_sampling.h"
+#include "core/cuda/cuda_sampling_top_set.h"
+#include "core/cuda/cuda_top_set.h"
 #include "core/error.h"
 
 namespace speclab {
 namespace {
 
-// The row-parallel kernels split each row into chunks of kRowChunk logits, one block of
-// kRowBlock threads per (chunk, row), so that a call's rows and a row's 128,256 logits spread
-// over the whole chip (one block per row left 5 rows of the 3B vocabulary on 5 of 132
-// multiprocessors: 394 us on an H200, docs/device.md). Every reduction runs in a fixed order
-// (threads strided within a chunk, warps, then chunks in order), so a row's result depends
-// neither on the other rows of the call nor on run-to-run scheduling.
-constexpr int kRowBlock = 256;
-constexpr int64_t kRowChunk = 4096;
-
-int64_t row_chunks(int64_t vocab) { return (vocab + kRowChunk - 1) / kRowChunk; }
+// The row-parallel kernels split each row into chunks of kCudaSamplingChunk logits, one block
+// of kCudaSamplingBlock threads per (chunk, row) (core/cuda/cuda_launch_config.h), so that a
+// call's rows and a row's 128,256 logits spread over the whole chip (one block per row left 5
+// rows of the 3B vocabulary on 5 of 132 multiprocessors: 394 us on an H200, docs/device.md).
+// Every reduction runs in a fixed order (threads strided within a chunk, warps, then chunks
+// in order), so a row's result depends neither on the other rows of the call nor on
+// run-to-run scheduling.
+constexpr int kRowBlock = kCudaSamplingBlock;
+constexpr int64_t kRowChunk = kCudaSamplingChunk;
 
 // partial[row, c] = (max, its lowest id) over chunk c of the row.
 //   grid (n_chunks, n_rows); partial: [n_rows, n_chunks]
@@ -61,7 +56,7 @@ __global__ void one_hot_rows_kernel(float* probs, const int32_t* best, int64_t v
 
 __device__ inline double row_weight(const float* lr, const int32_t* best, int64_t row, int64_t i,
                                     double inv_t) {
-  return exp((static_cast<double>(lr[i]) - static_cast<double>(lr[best[row]])) * inv_t);
+  return cuda_top_weight(lr[i], lr[best[row]], inv_t);
 }
 
 // psum[row, c] = sum over chunk c of exp((logit - max) / T), in double.   grid (n_chunks, n_rows)
@@ -93,53 +88,6 @@ __global__ void normalize_rows_kernel(float* probs, const float* logits, const i
     pr[i] = static_cast<float>(row_weight(lr, best, row, i, inv_t) / total);
 }
 
-// weight[i] = exp((logit_i - max) / T) for one row.   weight: [vocab]
-__global__ void weights_kernel(double* weight, const float* logits, const int32_t* best,
-                               int64_t vocab, double inv_t) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= vocab) return;
-  const double max_logit = logits[*best];
-  weight[i] = exp((static_cast<double>(logits[i]) - max_logit) * inv_t);
-}
-
-// sorted_weight[j] = weight[ids[j]]
-__global__ void gather_kernel(double* sorted_weight, const double* weight, const int32_t* ids,
-                              int64_t vocab) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j < vocab) sorted_weight[j] = weight[ids[j]];
-}
-
-// One thread: from the inclusive scan cum[] of the sorted weights, the number of kept ids
-// and their mass, as the CPU computes them.
-__global__ void keep_count_kernel(int64_t* n_keep_out, double* kept_mass_out, const double* cum,
-                                  int64_t vocab, int top_k, float top_p) {
-  int64_t n_keep = (top_k > 0 && top_k < vocab) ? top_k : vocab;
-  double kept_mass = cum[n_keep - 1];
-  if (top_p < 1.0f) {
-    const double need = static_cast<double>(top_p) * kept_mass;
-    int64_t lo = 0, hi = n_keep - 1;  // first j with cum[j] >= need (cum is nondecreasing)
-    while (lo < hi) {
-      const int64_t mid = (lo + hi) / 2;
-      if (cum[mid] >= need)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    n_keep = lo + 1;
-    kept_mass = cum[n_keep - 1];
-  }
-  *n_keep_out = n_keep;
-  *kept_mass_out = kept_mass;
-}
-
-__global__ void scatter_kept_kernel(float* probs, const double* weight, const int32_t* ids,
-                                    const int64_t* n_keep, const double* kept_mass, int64_t vocab) {
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= vocab) return;
-  // probs was zeroed before; only the kept prefix is written.
-  if (j < *n_keep) probs[ids[j]] = static_cast<float>(weight[ids[j]] / *kept_mass);
-}
-
 }  // namespace
 
 void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows, int64_t vocab,
@@ -149,7 +97,7 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
   SPECLAB_INPUT_CHECK(n_rows <= kCudaMaxGridY && vocab <= INT32_MAX,
                       "cuda_sampling_standardize: ", n_rows, " rows of ", vocab,
                       " logits exceed the kernels' grid");
-  const int64_t n_chunks = row_chunks(vocab);
+  const int64_t n_chunks = cuda_sampling_chunks(vocab);
   const dim3 rows_grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(n_rows));
   // Row scratch: best [n_rows] int32, partial [n_rows, n_chunks] (max, id), psum [n_rows,
   // n_chunks] double; 8-byte members first.
@@ -187,43 +135,8 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
     SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
     return;
   }
-  // Top-k / top-p: a row at a time through a sort. Workspace per row (reused): see
-  // cuda_sampling_workspace_bytes.
-  uint8_t* ws = nullptr;
-  SPECLAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&ws),
-                                     cuda_sampling_workspace_bytes(vocab) + 64, stream),
-                     "device out of memory (sampling workspace)");
-  double* weight = reinterpret_cast<double*>(ws);           // [vocab]
-  double* cum = weight + vocab;                             // [vocab]
-  float* keys = reinterpret_cast<float*>(cum + vocab);      // [vocab]
-  int32_t* ids = reinterpret_cast<int32_t*>(keys + vocab);  // [vocab]
-  int64_t* n_keep = reinterpret_cast<int64_t*>(ws + cuda_sampling_workspace_bytes(vocab));
-  double* kept_mass = reinterpret_cast<double*>(n_keep + 1);
-
-  const CudaLaunch l = cuda_launch_elementwise(vocab);
-  auto policy = thrust::cuda::par.on(stream);
-  for (int64_t r = 0; r < n_rows; r++) {
-    const float* lr = logits + r * vocab;
-    float* pr = probs + r * vocab;
-    weights_kernel<<<l.grid_x, l.block, 0, stream>>>(weight, lr, best + r, vocab, inv_t);
-    SPECLAB_CUDA_CHECK_LAUNCH("weights_kernel: bad launch configuration");
-    // Candidate order: larger logit first, ties -> lower id (stable sort of ids 0..n-1).
-    SPECLAB_CUDA_CHECK(
-        cudaMemcpyAsync(keys, lr, sizeof(float) * vocab, cudaMemcpyDeviceToDevice, stream),
-        "logits copy failed");
-    thrust::sequence(policy, ids, ids + vocab);
-    thrust::stable_sort_by_key(policy, keys, keys + vocab, ids, thrust::greater<float>());
-    gather_kernel<<<l.grid_x, l.block, 0, stream>>>(cum, weight, ids, vocab);
-    SPECLAB_CUDA_CHECK_LAUNCH("gather_kernel: bad launch configuration");
-    thrust::inclusive_scan(policy, cum, cum + vocab, cum);
-    keep_count_kernel<<<1, 1, 0, stream>>>(n_keep, kept_mass, cum, vocab, sp.top_k, sp.top_p);
-    SPECLAB_CUDA_CHECK_LAUNCH("keep_count_kernel: bad launch configuration");
-    SPECLAB_CUDA_CHECK(cudaMemsetAsync(pr, 0, sizeof(float) * vocab, stream), "probs clear failed");
-    scatter_kept_kernel<<<l.grid_x, l.block, 0, stream>>>(pr, weight, ids, n_keep, kept_mass,
-                                                          vocab);
-    SPECLAB_CUDA_CHECK_LAUNCH("scatter_kept_kernel: bad launch configuration");
-  }
-  SPECLAB_CUDA_CHECK(cudaFreeAsync(ws, stream), "sampling free failed");
+  // Top-k / top-p: every row at once, without a sort (core/cuda/cuda_top_set.h).
+  cuda_sampling_top_set(probs, logits, best, n_rows, vocab, sp, stream);
   SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
 }
 

@@ -15,11 +15,11 @@ namespace speclab {
 // Greedy (T = 0): one-hot at argmax (ties -> lowest id). Otherwise weights
 // exp((logit - max) / T) in double. Temperature alone: every row at once, each row in
 // chunks of 4,096 logits, sums in a fixed order (a row's result does not depend on the call's
-// other rows). With top-k / top-p, a row at a time: the ids are sorted on the device
-// (thrust stable radix sort: larger logit first, ties -> lower id) and the kept prefix is
-// found from an inclusive scan of the sorted weights. params are validated on the host
-// (InputError). Precondition, not checked on the device: every row has a finite maximum.
-// Asynchronous on `stream`.
+// other rows). With top-k / top-p, every row at once too, without a sort: a radix selection
+// finds each row's kept prefix of the order larger logit first, ties -> lower id
+// (cuda_sampling_top_set, core/cuda/cuda_top_set.h). Kernels only, no host synchronization.
+// params are validated on the host (InputError). Precondition, not checked on the device:
+// every row has a finite maximum. Asynchronous on `stream`.
 void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows, int64_t vocab,
                                const SamplingParams& params, cudaStream_t stream);
 

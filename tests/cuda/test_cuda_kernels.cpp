@@ -255,6 +255,63 @@ TEST(CudaKernels, SamplingStandardizeRowsInChunks) {
   }
 }
 
+// Top-k and top-p without a sort (core/cuda/cuda_top_set.h) on the Llama-3 vocabulary, 5 rows
+// in one call, each built so that a boundary crosses chunks: ties on a grid of 0.25 (both
+// boundaries inside groups of equal logits that span chunks), a tie at the top across
+// chunks, one logit for every id (top-k and top-p keep the lowest ids, ranked across all 32
+// chunks), masked ids, plain random logits. Each row keeps the CPU's set with the CPU's
+// probabilities (1e-7 + 1e-5 relative; the kept mass is summed in id order, not sorted order)
+// and is bit for bit what the row alone gives. The comparison is shown to discriminate: the
+// CPU's set with one id more (top-k + 1) is rejected.
+TEST(CudaKernels, SamplingTopSetRowsInChunks) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t vocab = 128256, rows = 5;
+  std::vector<float> logits = random_floats(rows * vocab, 12, 3.0f);
+  for (int64_t i = 0; i < vocab; i++) logits[i] = std::round(logits[i] * 4.0f) / 4.0f;
+  logits[vocab + 4095] = logits[vocab + 4096] = logits[vocab + 90000] = 25.0f;
+  for (int64_t i = 0; i < vocab; i++) logits[2 * vocab + i] = 0.5f;
+  for (int64_t i = 0; i < vocab; i += 7) logits[3 * vocab + i] = -INFINITY;
+  struct Case {
+    float t;
+    int k;
+    float p;
+  };
+  for (const Case c : {Case{1, 50, 1}, Case{1, 0, 0.9f}, Case{0.7f, 40, 0.5f}, Case{2, 0, 0.05f},
+                       Case{1, 3, 1}, Case{1, 20000, 0.3f}}) {
+    SamplingParams sp;
+    sp.temperature = c.t;
+    sp.top_k = c.k;
+    sp.top_p = c.p;
+    const std::string what = "top set T=" + std::to_string(c.t) + " k=" + std::to_string(c.k) +
+                             " p=" + std::to_string(c.p);
+    std::vector<float> ref(rows * vocab);
+    for (int64_t r = 0; r < rows; r++)
+      sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+    CudaBuffer<float> dl = to_device(logits), dp(rows * vocab), one(vocab);
+    cuda_sampling_standardize(dp.data(), dl.data(), rows, vocab, sp, nullptr);
+    const std::vector<float> got = to_host(dp, ref.size());
+    expect_close(got, ref, 1e-7, 1e-5, what);
+    int64_t set_differs = 0;
+    for (size_t i = 0; i < ref.size(); i++) set_differs += (got[i] > 0.0f) != (ref[i] > 0.0f);
+    EXPECT_EQ(set_differs, 0) << what << ": ids kept by one side only";
+    for (int64_t r = 0; r < rows; r++) {
+      cuda_sampling_standardize(one.data(), dl.data() + r * vocab, 1, vocab, sp, nullptr);
+      const std::vector<float> alone = to_host(one, vocab);
+      EXPECT_EQ(std::memcmp(alone.data(), got.data() + r * vocab, vocab * sizeof(float)), 0)
+          << what << ": row " << r << " alone differs from the same row among " << rows;
+    }
+    if (c.k > 0 && c.p == 1.0f) {
+      SamplingParams more = sp;
+      more.top_k = c.k + 1;
+      std::vector<float> wrong(vocab);
+      sampling_standardize(wrong.data(), logits.data() + 4 * vocab, vocab, more);
+      int64_t seen = 0;
+      for (int64_t i = 0; i < vocab; i++) seen += (got[4 * vocab + i] > 0.0f) != (wrong[i] > 0.0f);
+      EXPECT_EQ(seen, 1) << what << ": the set of top-k + 1 is not told apart";
+    }
+  }
+}
+
 TEST(CudaKernels, VerifyMatchesCpuWithTheSameKeys) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   const int64_t vocab = 500;

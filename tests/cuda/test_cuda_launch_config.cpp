@@ -77,7 +77,10 @@ TEST(CudaLaunchConfig, AttentionOneBlockPerTokenHead) {
 }
 
 TEST(CudaLaunchConfig, SamplingAndVerifyWorkspaces) {
-  EXPECT_EQ(cuda_sampling_workspace_bytes(1000), 1000u * (2 * 4 + 2 * 4 + 2 * 8));
+  // 5 rows of the Llama 3 vocabulary: 32 chunks of 4,096 logits a row.
+  EXPECT_EQ(cuda_sampling_chunks(128256), 32);
+  EXPECT_EQ(cuda_sampling_chunks(4096), 1);
+  EXPECT_EQ(cuda_top_set_scratch_bytes(5, 128256), 5u * 256 * 8 + 2 * 5 * 32 + 5 * 32 * (8 + 4));
   EXPECT_EQ(cuda_verify_scratch_bytes(128256), 4u * 128256);
   EXPECT_EQ(kCudaVerifyBlock % 32, 0);
 }
