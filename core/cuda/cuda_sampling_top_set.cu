@@ -178,6 +178,19 @@ __global__ void top_normalize_kernel(float* probs, const double* psum, TopSetArg
       pr[i] = static_cast<float>(cuda_top_weight(lr[i], max_logit, a.inv_t) / total);
 }
 
+// One selection (top-k: counts; top-p: masses, after top-k's states when given): four
+// histogram passes, each followed by its pick.
+template <bool kMass>
+void select_top_set(unsigned long long* hist, CudaTopSelect* sel, const CudaTopSelect* after,
+                    const TopSetArgs& a, dim3 rows_grid, unsigned row_blocks, cudaStream_t stream) {
+  for (int pass = 0; pass < kCudaTopPasses; pass++) {
+    top_hist_kernel<kMass><<<rows_grid, kCudaSamplingBlock, 0, stream>>>(hist, sel, after, a, pass);
+    SPECLAB_CUDA_CHECK_LAUNCH("top_hist_kernel: bad launch configuration");
+    top_pick_kernel<kMass><<<row_blocks, kCudaTopBuckets, 0, stream>>>(hist, sel, after, a, pass);
+    SPECLAB_CUDA_CHECK_LAUNCH("top_pick_kernel: bad launch configuration");
+  }
+}
+
 }  // namespace
 
 void cuda_sampling_top_set(float* probs, const float* logits, const int32_t* best, int64_t n_rows,
@@ -212,27 +225,9 @@ void cuda_sampling_top_set(float* probs, const float* logits, const int32_t* bes
   a.top_k = sp.top_k;
   const dim3 rows_grid(static_cast<unsigned>(n_chunks), static_cast<unsigned>(n_rows));
   const unsigned row_blocks = static_cast<unsigned>(n_rows);
-  if (use_k) {
-    for (int pass = 0; pass < kCudaTopPasses; pass++) {
-      top_hist_kernel<false>
-          <<<rows_grid, kCudaSamplingBlock, 0, stream>>>(hist, k_sel, nullptr, a, pass);
-      SPECLAB_CUDA_CHECK_LAUNCH("top_hist_kernel (top-k): bad launch configuration");
-      top_pick_kernel<false>
-          <<<row_blocks, kCudaTopBuckets, 0, stream>>>(hist, k_sel, nullptr, a, pass);
-      SPECLAB_CUDA_CHECK_LAUNCH("top_pick_kernel (top-k): bad launch configuration");
-    }
-  }
-  if (use_p) {
-    const CudaTopSelect* after = use_k ? k_sel : nullptr;
-    for (int pass = 0; pass < kCudaTopPasses; pass++) {
-      top_hist_kernel<true>
-          <<<rows_grid, kCudaSamplingBlock, 0, stream>>>(hist, p_sel, after, a, pass);
-      SPECLAB_CUDA_CHECK_LAUNCH("top_hist_kernel (top-p): bad launch configuration");
-      top_pick_kernel<true>
-          <<<row_blocks, kCudaTopBuckets, 0, stream>>>(hist, p_sel, after, a, pass);
-      SPECLAB_CUDA_CHECK_LAUNCH("top_pick_kernel (top-p): bad launch configuration");
-    }
-  }
+  if (use_k) select_top_set<false>(hist, k_sel, nullptr, a, rows_grid, row_blocks, stream);
+  if (use_p)
+    select_top_set<true>(hist, p_sel, use_k ? k_sel : nullptr, a, rows_grid, row_blocks, stream);
   const CudaTopSelect* fin = use_p ? p_sel : k_sel;
   top_tie_count_kernel<<<rows_grid, kCudaSamplingBlock, 0, stream>>>(tie_count, fin, a);
   SPECLAB_CUDA_CHECK_LAUNCH("top_tie_count_kernel: bad launch configuration");

@@ -176,6 +176,15 @@ TEST(CudaKernels, AttentionGqaOverCache) {
   }
 }
 
+// sampling_standardize of each of the rows [rows, vocab].
+std::vector<float> standardize_rows_on_the_cpu(const std::vector<float>& logits, int64_t rows,
+                                               int64_t vocab, const SamplingParams& sp) {
+  std::vector<float> ref(rows * vocab);
+  for (int64_t r = 0; r < rows; r++)
+    sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+  return ref;
+}
+
 TEST(CudaKernels, SamplingStandardizeTable) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   const int64_t vocab = 3000, rows = 3;
@@ -193,9 +202,7 @@ TEST(CudaKernels, SamplingStandardizeTable) {
     sp.temperature = c.t;
     sp.top_k = c.k;
     sp.top_p = c.p;
-    std::vector<float> ref(rows * vocab);
-    for (int64_t r = 0; r < rows; r++)
-      sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+    const std::vector<float> ref = standardize_rows_on_the_cpu(logits, rows, vocab, sp);
     CudaBuffer<float> dl = to_device(logits), dp(rows * vocab);
     cuda_sampling_standardize(dp.data(), dl.data(), rows, vocab, sp, nullptr);
     expect_close(to_host(dp, ref.size()), ref, 1e-7, 1e-5,
@@ -220,9 +227,7 @@ TEST(CudaKernels, SamplingStandardizeRowsInChunks) {
   for (const float t : {0.0f, 1.0f, 0.7f}) {
     SamplingParams sp;
     sp.temperature = t;
-    std::vector<float> ref(rows * vocab);
-    for (int64_t r = 0; r < rows; r++)
-      sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+    const std::vector<float> ref = standardize_rows_on_the_cpu(logits, rows, vocab, sp);
     CudaBuffer<float> dl = to_device(logits), dp(rows * vocab), one(vocab);
     cuda_sampling_standardize(dp.data(), dl.data(), rows, vocab, sp, nullptr);
     const std::vector<float> got = to_host(dp, ref.size());
@@ -284,9 +289,7 @@ TEST(CudaKernels, SamplingTopSetRowsInChunks) {
     sp.top_p = c.p;
     const std::string what = "top set T=" + std::to_string(c.t) + " k=" + std::to_string(c.k) +
                              " p=" + std::to_string(c.p);
-    std::vector<float> ref(rows * vocab);
-    for (int64_t r = 0; r < rows; r++)
-      sampling_standardize(ref.data() + r * vocab, logits.data() + r * vocab, vocab, sp);
+    const std::vector<float> ref = standardize_rows_on_the_cpu(logits, rows, vocab, sp);
     CudaBuffer<float> dl = to_device(logits), dp(rows * vocab), one(vocab);
     cuda_sampling_standardize(dp.data(), dl.data(), rows, vocab, sp, nullptr);
     const std::vector<float> got = to_host(dp, ref.size());
