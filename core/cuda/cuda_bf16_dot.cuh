@@ -54,6 +54,11 @@ __device__ inline int64_t cuda_bf16_segment_rows(const Bf16VecSegments& seg, int
 // 8 warps per block, the H200 streamed a decode step's products at 36% of its copy rate
 // (docs/device.md); four in flight quadruple the bytes a multiprocessor waits on at once.
 constexpr int kBf16DotVectorsInFlight = 4;
+// Vectors of each row loaded ahead with kRows rows a warp: 4 with 1-2 rows (4-8 loads in
+// flight a lane), 2 with 4 rows (8 in flight; registers for 4 x 8 sums beside them).
+constexpr int cuda_bf16_dot_vectors_ahead(int rows) {
+  return rows >= 4 ? kBf16DotVectorsInFlight / 2 : kBf16DotVectorsInFlight;
+}
 
 // acc[r][t] = sum_i rows[r][i] * x[t, i] for t < n_tokens, reduced over the warp (every lane
 // gets the sums). Lane l takes 16-byte vectors l, l + 32, ... of each row, loading
@@ -77,7 +82,7 @@ __device__ inline void cuda_bf16_rows_dot(const uint4* const (&rows)[kRows],
     for (int t = 0; t < kMaxT; t++) acc[r][t] = 0.0f;
   }
   const int64_t n_vec = n_in / 8;
-  constexpr int kU = kBf16DotVectorsInFlight;
+  constexpr int kU = cuda_bf16_dot_vectors_ahead(kRows);
   int64_t v = lane;
   auto step = [&](const uint4(&p)[kRows], int64_t vv) {
     // BF16 -> FP32 is a 16-bit shift; element 2i is the low half of word i (little-endian).

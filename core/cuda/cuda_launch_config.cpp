@@ -1,6 +1,9 @@
 #include "core/cuda/cuda_launch_config.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "core/error.h"
 
@@ -87,6 +90,18 @@ CudaLaunch cuda_launch_attention(int64_t n_tokens, int64_t n_heads) {
 size_t cuda_attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int64_t n_past) {
   return sizeof(float) * static_cast<size_t>(n_tokens * n_heads) *
          static_cast<size_t>(n_past + n_tokens);
+}
+
+int cuda_bf16_vec_tokens_env_value(const char* value) {
+  if (value == nullptr || value[0] == '\0') return kCudaBf16VecMaxTokens;
+  if (std::strcmp(value, "4") == 0) return 4;
+  if (std::strcmp(value, "8") == 0) return 8;
+  throw InputError(std::string("SPECLAB_CUDA_VEC_TOKENS must be 4 or 8, got '") + value + "'");
+}
+
+int cuda_bf16_vec_token_limit() {
+  static const int limit = cuda_bf16_vec_tokens_env_value(std::getenv("SPECLAB_CUDA_VEC_TOKENS"));
+  return limit;
 }
 
 int64_t cuda_sampling_chunks(int64_t vocab) { return cuda_ceil_div(vocab, kCudaSamplingChunk); }

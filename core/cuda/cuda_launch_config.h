@@ -61,6 +61,17 @@ constexpr int kCudaAttentionBlock = 512;
 CudaLaunch cuda_launch_attention(int64_t n_tokens, int64_t n_heads);
 size_t cuda_attention_scratch_bytes(int64_t n_tokens, int64_t n_heads, int64_t n_past);
 
+// The vectorized BF16 kernel (core/cuda/cuda_matmul.cu) serves calls of 1 to
+// cuda_bf16_vec_token_limit() tokens (kCudaBf16VecMaxTokens at most); more go to cuBLAS GemmEx,
+// which rounds the activations to BF16. SPECLAB_CUDA_VEC_TOKENS: unset or empty -> 8, "4" or
+// "8"; anything else is an InputError naming the variable and the value. 8 since the kernel
+// computes four rows a warp from 5 tokens on (the activations loaded once for the four); the
+// H200 record of 2026-12-04 had 4 (GemmEx flat at 5-8 tokens: 4.62-4.65 ms for the 3B step,
+// the vectorized kernel 4.27 ms at 1 token), SPECLAB_CUDA_VEC_TOKENS=4 restores it.
+constexpr int kCudaBf16VecMaxTokens = 8;
+int cuda_bf16_vec_tokens_env_value(const char* value);
+int cuda_bf16_vec_token_limit();  // the environment's, read once
+
 // Logits standardization (cuda_sampling_standardize): each row in chunks of
 // kCudaSamplingChunk logits, one block of kCudaSamplingBlock threads per (chunk, row), so a
 // call's rows and a row's 128,256 logits spread over the whole chip.

@@ -62,7 +62,7 @@ __global__ void matmul_dequant_kernel(float* out, const float* x, CudaWeightView
 // step is launch-bound, and both fusions leave every output's arithmetic as it is (segment s
 // is the same warp-per-row product; out += s is add_kernel's x += y). Bf16VecSegments:
 // core/cuda/cuda_bf16_dot.cuh.
-//   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0; n_tokens <= kMaxT <= kBf16VecMaxTokens
+//   x: [n_tokens, n_in] 16-byte aligned, n_in % 8 == 0; n_tokens <= kMaxT <= kCudaBf16VecMaxTokens
 template <int kMaxT, int kRows>
 __global__ void matmul_bf16_vec_kernel(Bf16VecSegments seg, const float* __restrict__ x,
                                        int64_t n_in, int n_tokens) {
@@ -107,11 +107,11 @@ __global__ void matmul_bf16_vec_kernel(Bf16VecSegments seg, const float* __restr
   }
 }
 
-// Up to 4 tokens: every warp re-reads the call's activations (n_tokens x n_in floats, from L2)
-// for its row, which beyond 4 tokens costs more than GemmEx's fixed overhead (measured on an
-// H100: the 3B shape's forward took 5.7 ms at 1 token, 6.6 at 4, 10.1 at 8 with this kernel,
-// 6.2 at 8 with GemmEx).
-constexpr int kBf16VecMaxTokens = 4;
+// Up to kCudaBf16VecMaxTokens (8) tokens, the cut-over cuda_bf16_vec_token_limit() (8, or 4
+// by SPECLAB_CUDA_VEC_TOKENS): each lane re-reads its tokens' activations (from L1/L2) for the
+// rows of its warp, 2 float4 per token and 16 weight bytes over the warp's rows, so the tiles
+// below keep that at 2-4 float4 per 16 weight bytes (one row a warp re-reading 8 tokens' was
+// 16: the H100's 3B step took 10.1 ms at 8 tokens with one row a warp, 6.2 through GemmEx).
 constexpr int kBf16VecWarpsPerBlock = 8;
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -123,17 +123,20 @@ void matmul_bf16_vec(const Bf16VecSegments& seg, const float* x, int64_t n_in, i
   const int block = kBf16VecWarpsPerBlock * kCudaWarp;
   const int n = static_cast<int>(n_tokens);
   // The smallest register tile that holds the call's tokens; from 2 tokens on, two rows a
-  // warp (cuda_bf16_rows_dot: the activations loaded once for both rows).
+  // warp, from 5 on four (cuda_bf16_rows_dot: the activations loaded once for the warp's rows).
   if (n <= 1) {
     const int64_t grid = cuda_ceil_div(rows, kBf16VecWarpsPerBlock);
     matmul_bf16_vec_kernel<1, 1><<<grid, block, 0, stream>>>(seg, x, n_in, n);
-  } else {
+  } else if (n <= 4) {
     const int64_t grid = cuda_ceil_div(rows, 2 * kBf16VecWarpsPerBlock);
     if (n <= 2) {
       matmul_bf16_vec_kernel<2, 2><<<grid, block, 0, stream>>>(seg, x, n_in, n);
     } else {
       matmul_bf16_vec_kernel<4, 2><<<grid, block, 0, stream>>>(seg, x, n_in, n);
     }
+  } else {
+    const int64_t grid = cuda_ceil_div(rows, 4 * kBf16VecWarpsPerBlock);
+    matmul_bf16_vec_kernel<8, 4><<<grid, block, 0, stream>>>(seg, x, n_in, n);
   }
   SPECLAB_CUDA_CHECK_LAUNCH("matmul_bf16_vec_kernel: bad launch configuration");
 }
@@ -169,7 +172,7 @@ int checked_int(int64_t v, const char* what) {
 }  // namespace
 
 bool cuda_matmul_bf16_vec_applies(const float* x, const CudaWeightView& w, int64_t n_tokens) {
-  return w.dtype == DType::BF16 && n_tokens >= 1 && n_tokens <= kBf16VecMaxTokens &&
+  return w.dtype == DType::BF16 && n_tokens >= 1 && n_tokens <= cuda_bf16_vec_token_limit() &&
          w.cols % 8 == 0 && aligned16(w.data) && aligned16(x);
 }
 
@@ -235,7 +238,7 @@ void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView
 void cuda_matmul_weights(float* out, const float* x, const CudaWeightView& w, int64_t n_tokens,
                          cudaStream_t stream) {
   const CudaMatmulPath path = cuda_matmul_path(w.dtype);
-  if (cuda_matmul_bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..4 tokens: our memory-bound kernel
+  if (cuda_matmul_bf16_vec_applies(x, w, n_tokens)) {  // BF16, 1..8 tokens: our memory-bound kernel
     matmul_bf16_vec(one_segment(out, w, false), x, w.cols, n_tokens, stream);
     return;
   }

@@ -25,7 +25,8 @@ void cuda_matmul_weights_kernel(float* out, const float* x, const CudaWeightView
                                 int64_t n_tokens, cudaStream_t stream);
 
 // Whether cuda_matmul_weights takes its vectorized BF16 kernel for this call (BF16 weights,
-// 1 to 4 tokens, n_in % 8 == 0, x and w 16-byte aligned); else cuBLAS or the dequantizing
+// 1 to cuda_bf16_vec_token_limit() tokens (8; core/cuda/cuda_launch_config.h), n_in % 8 == 0,
+// x and w 16-byte aligned); else cuBLAS or the dequantizing
 // kernel. The fused products (cuda_matmul_swiglu) take their fused kernel exactly then.
 bool cuda_matmul_bf16_vec_applies(const float* x, const CudaWeightView& w, int64_t n_tokens);
 

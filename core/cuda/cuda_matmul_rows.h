@@ -6,13 +6,13 @@
 //
 // cuda_matmul_weights does not promise it: cuBLAS may choose its algorithm (and so its
 // summation order, split-K included) by the shape, and the GemmEx path rounds the activations
-// to BF16; its vectorized BF16 kernel serves only 1 to 4 tokens. Here:
+// to BF16; its vectorized BF16 kernel serves only 1 to 8 tokens. Here:
 //   - BF16 weights (n_in % 8 == 0, 16-byte aligned): the vectorized BF16 kernel's warp-per-row
 //     dot product (cuda_bf16_row_dot, core/cuda/cuda_bf16_dot.cuh; FP32 activations, one fmaf
 //     chain per row in an order fixed by n_in) over chunks of kCudaMatmulRowsChunk rows, all
 //     chunks in one launch. The chunks of one weight row are neighbouring blocks, so a row read
 //     from memory serves the other chunks from L2. A row's floats equal those of
-//     cuda_matmul_weights' BF16 kernel at 1 to 4 tokens.
+//     cuda_matmul_weights' BF16 kernel at 1 to 8 tokens.
 //   - every other dtype or shape: the dequantizing kernel (cuda_matmul_weights_kernel: one
 //     warp per output, a fixed order per output whatever the rows), which is what
 //     cuda_matmul_weights runs for Q8_0/Q4_0/Q4_1/Q4_K/Q6_K too.

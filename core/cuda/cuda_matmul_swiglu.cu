@@ -11,25 +11,40 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;  // as matmul_bf16_vec_kernel
 
-// One warp per hidden row r: the gate and up dot products of every token (the same
-// cuda_bf16_row_dot as the unfused kernel), then lane 0 writes silu(g) * u with swiglu_kernel's
-// expression (core/cuda/cuda_ops.cu).
+// One warp per kHidden consecutive hidden rows: the gate and up rows of each are dot products
+// of the same activations, so the warp computes them together (cuda_bf16_rows_dot over 2 x
+// kHidden weight rows, the activations loaded once for all; each row's sums in the order of
+// the unfused kernel, so the same bits), then lane 0 writes silu(g) * u with swiglu_kernel's
+// expression (core/cuda/cuda_ops.cu). Rows past `hidden` read the warp's first row again and
+// are not stored.
 //   out: [n_tokens, hidden]   x: [n_tokens, dim]   gate, up: [hidden, dim / 8] uint4 (BF16)
-template <int kMaxT>
+template <int kMaxT, int kHidden>
 __global__ void matmul_swiglu_bf16_kernel(float* out, const float* __restrict__ x,
                                           const uint4* __restrict__ gate,
                                           const uint4* __restrict__ up, int64_t hidden, int64_t dim,
                                           int n_tokens) {
   const int lane = threadIdx.x % kCudaWarp;
-  const int64_t r =
-      static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp;
-  if (r >= hidden) return;  // whole warp leaves together
-  float g[kMaxT], u[kMaxT];
-  cuda_bf16_row_dot<kMaxT>(gate + r * (dim / 8), x, dim, n_tokens, lane, g);
-  cuda_bf16_row_dot<kMaxT>(up + r * (dim / 8), x, dim, n_tokens, lane, u);
+  const int64_t r0 =
+      (static_cast<int64_t>(blockIdx.x) * (blockDim.x / kCudaWarp) + threadIdx.x / kCudaWarp) *
+      kHidden;
+  if (r0 >= hidden) return;  // whole warp leaves together
+  const uint4* rows[2 * kHidden];
 #pragma unroll
-  for (int t = 0; t < kMaxT; t++) {
-    if (lane == 0 && t < n_tokens) out[t * hidden + r] = g[t] / (1.0f + expf(-g[t])) * u[t];
+  for (int h = 0; h < kHidden; h++) {
+    const int64_t r = r0 + h < hidden ? r0 + h : r0;
+    rows[2 * h] = gate + r * (dim / 8);
+    rows[2 * h + 1] = up + r * (dim / 8);
+  }
+  float acc[2 * kHidden][kMaxT];
+  cuda_bf16_rows_dot<2 * kHidden, kMaxT>(rows, x, dim, n_tokens, lane, acc);
+#pragma unroll
+  for (int h = 0; h < kHidden; h++) {
+    if (r0 + h >= hidden) continue;
+#pragma unroll
+    for (int t = 0; t < kMaxT; t++) {
+      const float g = acc[2 * h][t], u = acc[2 * h + 1][t];
+      if (lane == 0 && t < n_tokens) out[t * hidden + r0 + h] = g / (1.0f + expf(-g)) * u;
+    }
   }
 }
 
@@ -53,17 +68,25 @@ void cuda_matmul_swiglu(float* out, const float* x, const CudaWeightView& gate,
     return;
   }
   const int block = kWarpsPerBlock * kCudaWarp;
-  const int64_t grid = cuda_ceil_div(gate.rows, kWarpsPerBlock);
   const uint4* g = static_cast<const uint4*>(gate.data);
   const uint4* u = static_cast<const uint4*>(up.data);
   const int n = static_cast<int>(n_tokens);
-  // The smallest register tile that holds the call's tokens (as matmul_bf16_vec).
+  // The smallest register tile that holds the call's tokens (as matmul_bf16_vec): one hidden
+  // row (its gate and up rows) a warp up to 4 tokens, two from 5 on.
+  const int64_t grid1 = cuda_ceil_div(gate.rows, kWarpsPerBlock);
   if (n <= 1) {
-    matmul_swiglu_bf16_kernel<1><<<grid, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
+    matmul_swiglu_bf16_kernel<1, 1>
+        <<<grid1, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
   } else if (n <= 2) {
-    matmul_swiglu_bf16_kernel<2><<<grid, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
+    matmul_swiglu_bf16_kernel<2, 1>
+        <<<grid1, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
+  } else if (n <= 4) {
+    matmul_swiglu_bf16_kernel<4, 1>
+        <<<grid1, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
   } else {
-    matmul_swiglu_bf16_kernel<4><<<grid, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
+    const int64_t grid2 = cuda_ceil_div(gate.rows, 2 * kWarpsPerBlock);
+    matmul_swiglu_bf16_kernel<8, 2>
+        <<<grid2, block, 0, stream>>>(out, x, g, u, gate.rows, gate.cols, n);
   }
   SPECLAB_CUDA_CHECK_LAUNCH("matmul_swiglu_bf16_kernel: bad launch configuration");
 }

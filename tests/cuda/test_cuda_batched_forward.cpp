@@ -236,18 +236,19 @@ TEST(CudaBatchedForward, EveryRowBitIdenticalToItsSlotAloneAndCloseToTheCpu) {
   }
 }
 
-// One slot, BF16, steps of 1..4 rows: CudaLlamaRunner runs the same dot product (its
-// vectorized kernel at 1 to 4 tokens, fused or not), the same RoPE + KV write and attention
-// bodies, so the logits agree bit for bit, rollbacks included.
-TEST(CudaBatchedForward, OneSlotEqualsCudaLlamaRunnerInBf16StepsOfUpToFourRows) {
+// One slot, BF16, steps of 1..8 rows: CudaLlamaRunner runs the same dot product (its
+// vectorized kernel at 1 to 8 tokens, fused or not, one to four rows a warp), the same RoPE +
+// KV write and attention bodies, so the logits agree bit for bit, rollbacks included. (Run
+// with SPECLAB_CUDA_VEC_TOKENS=4, steps of 5-8 rows go through GemmEx there and differ.)
+TEST(CudaBatchedForward, OneSlotEqualsCudaLlamaRunnerInBf16StepsOfUpToEightRows) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   const auto model = llama_make_random(batch_config(), DType::BF16, 21);
   CudaBatchedLlamaRunner batched(*model, 2, kCtx);
   CudaLlamaRunner alone(*model, kCtx);
   const int64_t V = model->config.vocab_size;
   int mismatched = 0;
-  for (int64_t step = 0; step < 24; step++) {
-    const int64_t n = 1 + step % 4;
+  for (int64_t step = 0; step < 20; step++) {
+    const int64_t n = 1 + step % 8;
     const bool last_only = step % 3 == 2;
     std::vector<int32_t> toks;
     std::vector<BatchRow> rows;

@@ -16,6 +16,7 @@
 
 #include "core/cpu_rope.h"
 #include "core/cuda/cuda_attention.h"
+#include "core/cuda/cuda_launch_config.h"
 #include "core/cuda/cuda_matmul.h"
 #include "core/cuda/cuda_matmul_swiglu.h"
 #include "core/cuda/cuda_ops.h"
@@ -47,8 +48,10 @@ CudaWeight device_weight(DType dtype, int64_t rows, int64_t cols, uint64_t seed)
   return cuda_weight_upload(view);
 }
 
-// BF16 with 1-4 tokens takes the fused kernel; 5 tokens and the other dtypes take the
-// unfused fallback inside cuda_matmul_swiglu (checked equal too, and that it did not fuse).
+// BF16 with 1 to cuda_bf16_vec_token_limit() (8) tokens takes the fused kernel (one hidden row
+// a warp up to 4 tokens, two from 5: hidden 100 then ends on a warp with a row past the end);
+// 9 tokens and the other dtypes take the unfused fallback inside cuda_matmul_swiglu (checked
+// equal too, and that it did not fuse).
 // hidden 100 leaves a partial block of warps; hidden 512 x dim 256 is a whole number.
 TEST(CudaFused, MatmulSwigluEqualsTheUnfusedProducts) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
@@ -59,14 +62,14 @@ TEST(CudaFused, MatmulSwigluEqualsTheUnfusedProducts) {
     for (const Shape sh : {Shape{100, 64}, Shape{512, 256}}) {
       const CudaWeight gate = device_weight(dt, sh.hidden, sh.dim, 11);
       const CudaWeight up = device_weight(dt, sh.hidden, sh.dim, 12);
-      for (int64_t n = 1; n <= 5; n++) {
+      for (int64_t n = 1; n <= 9; n++) {
         const std::string what = std::string(dtype_name(dt)) + " hidden " +
                                  std::to_string(sh.hidden) + " n_tokens " + std::to_string(n);
         CudaBuffer<float> x = to_device(random_floats(n * sh.dim, 13 + n, 2.0f));
         CudaBuffer<float> g(n * sh.hidden), u(n * sh.hidden), fused(n * sh.hidden),
             scratch(n * sh.hidden);
         EXPECT_EQ(cuda_matmul_swiglu_fuses(x.data(), gate.view(), up.view(), n),
-                  dt == DType::BF16 && n <= 4)
+                  dt == DType::BF16 && n <= cuda_bf16_vec_token_limit())
             << what;
         cuda_matmul_weights(g.data(), x.data(), gate.view(), n, nullptr);
         cuda_matmul_weights(u.data(), x.data(), up.view(), n, nullptr);
@@ -80,7 +83,7 @@ TEST(CudaFused, MatmulSwigluEqualsTheUnfusedProducts) {
 }
 
 // Segment boundaries inside a block of 8 warps (rows 100 + 20 + 20) and the Llama shapes'
-// ratio (q 4x the kv rows). BF16 with 1-4 tokens fuses; the rest is the fallback.
+// ratio (q 4x the kv rows). BF16 with 1-8 tokens fuses; the rest is the fallback.
 TEST(CudaFused, QkvProductsEqualThreeProducts) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   struct Shape {
@@ -95,11 +98,13 @@ TEST(CudaFused, QkvProductsEqualThreeProducts) {
       const CudaWeight wv = device_weight(dt, sh.kv_rows, sh.dim, 23);
       const CudaWeightView w[3] = {wq.view(), wk.view(), wv.view()};
       const int64_t rows[3] = {sh.q_rows, sh.kv_rows, sh.kv_rows};
-      for (int64_t n = 1; n <= 5; n++) {
+      for (int64_t n = 1; n <= 9; n++) {
         const std::string what = std::string(dtype_name(dt)) + " q rows " +
                                  std::to_string(sh.q_rows) + " n_tokens " + std::to_string(n);
         CudaBuffer<float> x = to_device(random_floats(n * sh.dim, 30 + n, 2.0f));
-        EXPECT_EQ(cuda_matmul_weights3_fuses(x.data(), w, n), dt == DType::BF16 && n <= 4) << what;
+        EXPECT_EQ(cuda_matmul_weights3_fuses(x.data(), w, n),
+                  dt == DType::BF16 && n <= cuda_bf16_vec_token_limit())
+            << what;
         CudaBuffer<float> ref[3], got[3];
         for (int s = 0; s < 3; s++) {
           ref[s].resize(n * rows[s]);
@@ -122,7 +127,7 @@ TEST(CudaFused, MatmulAddEqualsMatmulThenAdd) {
   for (DType dt : {DType::BF16, DType::F32, DType::Q8_0}) {
     const int64_t n_out = 100, n_in = 128;
     const CudaWeight w = device_weight(dt, n_out, n_in, 41);
-    for (int64_t n = 1; n <= 5; n++) {
+    for (int64_t n = 1; n <= 9; n++) {
       const std::string what = std::string(dtype_name(dt)) + " n_tokens " + std::to_string(n);
       const std::vector<float> x0 = random_floats(n * n_out, 42 + n, 3.0f);
       CudaBuffer<float> in = to_device(random_floats(n * n_in, 50 + n, 2.0f));

@@ -37,9 +37,9 @@ void expect_same_step(CudaLlamaRunner& plain, CudaLlamaRunner& graph,
   EXPECT_EQ(graph.n_past(), plain.n_past()) << what;
 }
 
-// BF16 takes the vectorized and fused kernels at 1-4 tokens and cuBLAS GemmEx (with its
-// stream-ordered workspace, captured as a memory node) beyond; F32 takes cublasSgemm; Q8_0
-// the dequantizing kernel: every product path is captured.
+// BF16 takes the vectorized and fused kernels at 1-8 tokens and cuBLAS GemmEx (with its
+// stream-ordered workspace, captured as a memory node) beyond (the 9-token steps); F32 takes
+// cublasSgemm; Q8_0 the dequantizing kernel: every product path is captured.
 TEST(CudaGraphs, LogitsBitIdenticalToPlainLaunches) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   for (const char* spec : {"tiny:BF16", "tiny:F32", "tiny:Q8_0"}) {
@@ -55,7 +55,7 @@ TEST(CudaGraphs, LogitsBitIdenticalToPlainLaunches) {
     // several times so that they warm up, capture and replay at moving positions.
     int32_t t = 3;
     for (int rep = 0; rep < 4; rep++) {
-      for (int64_t n : {1, 1, 2, 4, 5, 8}) {
+      for (int64_t n : {1, 1, 2, 4, 5, 9}) {
         std::vector<int32_t> toks;
         for (int64_t i = 0; i < n; i++) toks.push_back(t = (t * 31 + 7) % V);
         for (bool last_only : {true, false}) {
@@ -71,9 +71,9 @@ TEST(CudaGraphs, LogitsBitIdenticalToPlainLaunches) {
     const CudaGraphStats s = graph.cuda_graph_stats();
     // The counts follow from the policy (one plain warm-up call per key, then a capture,
     // then replays) and the buffers: the prompt sized them for 7 tokens, so rep 0's first
-    // 8-token step grows them and drops the two graphs rep 0 had captured (the 1-token keys).
-    // Rep 0: 10 plain, 2 captures; rep 1 (every key fresh but the 8-token ones): 8 plain,
-    // 4 captures; rep 2: the 1- and 8-token keys replay (6), the 2/4/5-token keys capture
+    // 9-token step grows them and drops the two graphs rep 0 had captured (the 1-token keys).
+    // Rep 0: 10 plain, 2 captures; rep 1 (every key fresh but the 9-token ones): 8 plain,
+    // 4 captures; rep 2: the 1- and 9-token keys replay (6), the 2/4/5-token keys capture
     // (6); rep 3: 12 replays. With the prompt: 19 plain, 12 captures, 18 replays, one
     // invalidation (CudaGraphBook.RunnerScheduleOfTheDeviceTest replays the same schedule on
     // the host).

@@ -13,6 +13,7 @@
 #include "core/cpu_ops.h"
 #include "core/cpu_rope.h"
 #include "core/cuda/cuda_attention.h"
+#include "core/cuda/cuda_launch_config.h"
 #include "core/cuda/cuda_matmul.h"
 #include "core/cuda/cuda_ops.h"
 #include "core/cuda/cuda_rope.h"
@@ -55,7 +56,7 @@ TEST(CudaKernels, MatmulWeightsAllDtypes) {
   SPECLAB_REQUIRE_CUDA_DEVICE();
   // Tolerances: F32 and the dequant kernel differ from the CPU only in summation order;
   // F16/BF16 go through cuBLAS with x rounded to 16 bits (BF16: 8 mantissa bits), except BF16
-  // with 1..4 tokens (a vectorized kernel on FP32 activations).
+  // with 1..8 tokens (a vectorized kernel on FP32 activations).
   struct Case {
     DType dtype;
     int64_t n_out, n_in, n_tokens;
@@ -68,13 +69,15 @@ TEST(CudaKernels, MatmulWeightsAllDtypes) {
       {DType::F16, 513, 512, 9, 2e-3, 2e-3},
       {DType::BF16, 96, 64, 1, 1e-2, 1e-2},
       {DType::BF16, 513, 512, 17, 1e-2, 1e-2},
-      // 1..4 tokens, n_in % 8 == 0: the vectorized BF16 kernel, FP32 activations, so as
+      // 1..8 tokens, n_in % 8 == 0: the vectorized BF16 kernel, FP32 activations, so as
       // close to the CPU's FP32-activation path as F32 (the GemmEx path rounds x to BF16 and
       // would miss 1e-4).
       {DType::BF16, 300, 520, 4, 1e-4, 1e-4},
       {DType::BF16, 77, 2048, 2, 1e-4, 1e-4},
       {DType::BF16, 1000, 64, 3, 1e-4, 1e-4},
       {DType::BF16, 64, 3072, 1, 1e-4, 1e-4},
+      {DType::BF16, 301, 520, 7, 1e-4, 1e-4},  // 5-8 tokens: four rows a warp
+      {DType::BF16, 64, 2048, 8, 1e-4, 1e-4},
       {DType::Q8_0, 96, 64, 1, 1e-5, 1e-4},
       {DType::Q8_0, 1000, 512, 9, 1e-5, 1e-4},
       {DType::Q4_0, 33, 128, 5, 1e-5, 1e-4},
@@ -96,6 +99,37 @@ TEST(CudaKernels, MatmulWeightsAllDtypes) {
     cuda_matmul_weights_kernel(dout.data(), dx.data(), dw.view(), c.n_tokens, nullptr);
     expect_close(to_host(dout, ref.size()), ref, 1e-5, 1e-4,
                  std::string("matmul kernel ") + dtype_name(c.dtype));
+  }
+}
+
+// The vectorized BF16 kernel's register tiles (one row a warp at 1 token, two at 2-4, four at
+// 5-8) give every token's outputs the bits of that token's product alone: a row's sum runs
+// in an order fixed by n_in (batch invariance, as the batched runner and the speculative
+// verify rely on). 301 rows end on a warp with rows past the last. At 9 tokens (GemmEx, the
+// activations rounded to BF16) the rows differ: the comparison can tell.
+TEST(CudaKernels, Bf16VecRowsDoNotDependOnTheTokenCount) {
+  SPECLAB_REQUIRE_CUDA_DEVICE();
+  const int64_t n_out = 301, n_in = 520, max_t = 9;
+  const HostWeight w = make_weight(DType::BF16, n_out, n_in, 9);
+  const CudaWeight dw = cuda_weight_upload(w.view);
+  const std::vector<float> x = random_floats(max_t * n_in, 19);
+  CudaBuffer<float> dx = to_device(x), one(n_out), many(max_t * n_out);
+  std::vector<std::vector<float>> alone(max_t);
+  for (int64_t t = 0; t < max_t; t++) {
+    cuda_matmul_weights(one.data(), dx.data() + t * n_in, dw.view(), 1, nullptr);
+    alone[t] = to_host(one, n_out);
+  }
+  for (int64_t n = 2; n <= max_t; n++) {
+    cuda_matmul_weights(many.data(), dx.data(), dw.view(), n, nullptr);
+    const std::vector<float> got = to_host(many, n * n_out);
+    int differ = 0;
+    for (int64_t t = 0; t < n; t++)
+      differ += std::memcmp(got.data() + t * n_out, alone[t].data(), n_out * sizeof(float)) != 0;
+    if (n <= cuda_bf16_vec_token_limit()) {
+      EXPECT_EQ(differ, 0) << n << " tokens: rows differ from the tokens alone";
+    } else {
+      EXPECT_GT(differ, 0) << n << " tokens through GemmEx: the same bits as the vectorized kernel";
+    }
   }
 }
 

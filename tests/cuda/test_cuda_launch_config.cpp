@@ -85,6 +85,25 @@ TEST(CudaLaunchConfig, SamplingAndVerifyWorkspaces) {
   EXPECT_EQ(kCudaVerifyBlock % 32, 0);
 }
 
+// SPECLAB_CUDA_VEC_TOKENS: the vectorized BF16 kernel's cut-over, 8 unless set to 4; any other
+// value is one InputError naming the variable and the value.
+TEST(CudaLaunchConfig, VecTokenLimitFromTheEnvironment) {
+  EXPECT_EQ(cuda_bf16_vec_tokens_env_value(nullptr), 8);
+  EXPECT_EQ(cuda_bf16_vec_tokens_env_value(""), 8);
+  EXPECT_EQ(cuda_bf16_vec_tokens_env_value("8"), 8);
+  EXPECT_EQ(cuda_bf16_vec_tokens_env_value("4"), 4);
+  EXPECT_EQ(kCudaBf16VecMaxTokens, 8);
+  for (const char* bad : {"5", "16", "four", " 4", "4 "}) {
+    try {
+      cuda_bf16_vec_tokens_env_value(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("SPECLAB_CUDA_VEC_TOKENS must be 4 or 8, got '") + bad + "'");
+    }
+  }
+}
+
 // More rows than the row-parallel kernels' grid holds (grid y: 65,535) is one InputError,
 // raised on the host before any device work (so it holds without a device too).
 TEST(CudaLaunchConfig, StandardizeRefusesRowsPastTheGrid) {

@@ -27,8 +27,8 @@
 //     cuda_attention_head.cuh) with each row's slot and position read from device memory.
 // So each row's logits equal, bit for bit, those of the same tokens run one slot per call
 // through another CudaBatchedLlamaRunner (tests/cuda/test_cuda_batched_forward.cpp). With BF16
-// weights and steps of at most 4 rows they also equal CudaLlamaRunner's (whose BF16 kernel is
-// the same dot product at 1 to 4 tokens); beyond that, and for F32 (cuBLAS there), the two
+// weights and steps of at most 8 rows they also equal CudaLlamaRunner's (whose BF16 kernel is
+// the same dot product at 1 to 8 tokens); beyond that, and for F32 (cuBLAS there), the two
 // differ in float order only.
 //
 // Per forward: one host-to-device copy of the rows' (token, slot, attention slot, position)

@@ -22,6 +22,7 @@ CudaLlamaRunner::CudaLlamaRunner(const LlamaModel& model, int64_t max_ctx,
     : config_(model.config),
       skip_layers_(std::move(skip_layers)),
       graph_book_(CudaGraphPolicy{cuda_graphs_from_env()}) {
+  cuda_bf16_vec_token_limit();  // a bad SPECLAB_CUDA_VEC_TOKENS fails here, before any work
   const LlamaConfig& c = config_;
   const int64_t ctx = token_runner_check_setup(model, max_ctx, &skip_layers_);
   kv_ = kv_cache_book_make(ctx, c.n_kv_heads, c.head_dim);
@@ -168,7 +169,7 @@ void CudaLlamaRunner::enqueue_forward(int64_t n_tokens, bool last_only) {
     // Attention sublayer: x += wo · attention(rope(wq·xb), rope(wk·xb), wv·xb). K and V go
     // to scratch rows; cuda_rope_kv_write rotates q and k and writes K/V to cache rows
     // n_past + t, reading n_past from step_. Launches per layer with BF16 weights and at most
-    // 4 tokens (the fused paths): norm, QKV, rope + KV write, attention, wo + add, norm,
+    // 8 tokens (the fused paths): norm, QKV, rope + KV write, attention, wo + add, norm,
     // gate-up-SwiGLU, down + add = 8, down from 15; otherwise each fusion falls back to its
     // unfused launches.
     cuda_rmsnorm(xb_.data(), x, lw.attn_norm.data(), n_tokens, dim, c.rms_norm_eps, s);
