@@ -121,6 +121,7 @@ void matmul_bf16_vec(const Bf16VecSegments& seg, const float* x, int64_t n_in, i
   int64_t rows = 0;
   for (int s = 0; s < seg.n; s++) rows += seg.rows[s];
   const int block = kBf16VecWarpsPerBlock * kCudaWarp;
+  SPECLAB_ASSERT(n_tokens >= 1 && n_tokens <= kCudaBf16VecMaxTokens);
   const int n = static_cast<int>(n_tokens);
   // The smallest register tile that holds the call's tokens; from 2 tokens on, two rows a
   // warp, from 5 on four (cuda_bf16_rows_dot: the activations loaded once for the warp's rows).

@@ -70,6 +70,7 @@ void cuda_matmul_swiglu(float* out, const float* x, const CudaWeightView& gate,
   const int block = kWarpsPerBlock * kCudaWarp;
   const uint4* g = static_cast<const uint4*>(gate.data);
   const uint4* u = static_cast<const uint4*>(up.data);
+  SPECLAB_ASSERT(n_tokens >= 1 && n_tokens <= kCudaBf16VecMaxTokens);
   const int n = static_cast<int>(n_tokens);
   // The smallest register tile that holds the call's tokens (as matmul_bf16_vec): one hidden
   // row (its gate and up rows) a warp up to 4 tokens, two from 5 on.
