@@ -90,6 +90,24 @@ std::string input_file_read(const std::string& path, const char* what, uint64_t 
   return out;
 }
 
+void input_file_read_exactly(int fd, uint8_t* dst, uint64_t n, const std::string& path,
+                             const char* what) {
+  constexpr uint64_t kChunk = uint64_t{64} << 20;  // one read() at most, so EINTR costs little
+  uint64_t done = 0;
+  while (done < n) {
+    const uint64_t want = n - done < kChunk ? n - done : kChunk;
+    const ssize_t got =
+        ::pread(fd, dst + done, static_cast<size_t>(want), static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0)
+      fail_input(path, ": cannot read ", what, " at byte ", done, " (", std::strerror(errno), ")");
+    if (got == 0)
+      fail_input(path, ": ", what, " ends at byte ", done, ", ", n,
+                 " expected (the file changed while it was read)");
+    done += static_cast<uint64_t>(got);
+  }
+}
+
 void input_dir_require(const std::string& path, const char* what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

@@ -27,6 +27,12 @@ int input_file_open(const std::string& path, const char* what, uint64_t* size);
 // size and the limit). An empty file gives "".
 std::string input_file_read(const std::string& path, const char* what, uint64_t max_bytes);
 
+// Reads bytes [0, n) of the open file `fd` into dst (n may exceed what one read() returns).
+// Throws InputError "<path>: cannot read <what> at byte B (<strerror>)", or "<path>: <what>
+// ends at byte B, N expected (the file changed while it was read)" when it is shorter.
+void input_file_read_exactly(int fd, uint8_t* dst, uint64_t n, const std::string& path,
+                             const char* what);
+
 // Throws InputError unless `path` is a directory: "<path>: is a FIFO ..., expected a
 // directory (<what>)" or "<path>: cannot open <what> (no such directory)".
 void input_dir_require(const std::string& path, const char* what);

@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace speclab {
 namespace {
@@ -36,5 +38,15 @@ PageSize weights_page_size() {
 }
 
 const char* page_size_name(PageSize pages) { return pages == PageSize::kHuge ? "thp" : "4k"; }
+
+bool huge_pages_granted(const char* enabled_file) {
+  std::FILE* f = std::fopen(enabled_file, "r");
+  if (f == nullptr) return false;
+  char line[256] = {};
+  const bool read = std::fgets(line, sizeof(line), f) != nullptr;
+  std::fclose(f);
+  return read &&
+         (std::strstr(line, "[always]") != nullptr || std::strstr(line, "[madvise]") != nullptr);
+}
 
 }  // namespace speclab

@@ -32,4 +32,9 @@ PageSize weights_page_size();
 
 const char* page_size_name(PageSize pages);  // "4k" or "thp"
 
+// Whether the kernel grants transparent huge pages to memory advised MADV_HUGEPAGE: its
+// /sys/kernel/mm/transparent_hugepage/enabled selects "always" or "madvise" (not "never", and
+// not absent). `enabled_file` is that file (a parameter for tests).
+bool huge_pages_granted(const char* enabled_file = "/sys/kernel/mm/transparent_hugepage/enabled");
+
 }  // namespace speclab

@@ -440,6 +440,8 @@ void run_generate(const GenerateArgs& a) {
     j["prefill_tokens_per_s"] = res.prefill_s > 0 ? req.prompt.size() / res.prefill_s : 0.0;
     j["decode_tokens_per_s"] = res.decode_s > 0 ? n / res.decode_s : 0.0;
     j["target_calls"] = res.n_target_calls;
+    // The target's weight file copied into huge pages rather than mapped (core/mapped_file.h).
+    j["target_weights_copied"] = target->weights_copied;
     if (drafter) {
       if (!a.tree.empty()) {
         j["tree"] = tree.to_string();

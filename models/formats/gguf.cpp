@@ -244,8 +244,8 @@ GgufValue read_value(Cursor& cur, const std::string& path, const std::string& ke
 
 }  // namespace
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
-  std::shared_ptr<MappedFile> file = mapped_file_open(path);
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, FileBytes bytes) {
+  std::shared_ptr<MappedFile> file = mapped_file_open(path, bytes);
   Cursor cur(path, file->data(), file->size());
   auto out = std::unique_ptr<GgufFile>(new GgufFile());
   out->path_ = path;
@@ -370,6 +370,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
                         cur_info.offset, ", ", cur_info.offset + cur_info.nbytes, ") overlap");
   }
   out->storage_ = file;
+  out->copied_ = file->copied();
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/tensor_view.h"
 
 namespace speclab {
@@ -51,8 +52,10 @@ struct GgufValue {
 
 class GgufFile {
  public:
-  // Opens and validates the whole header. Throws InputError.
-  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // Opens and validates the whole header. Throws InputError. `bytes`: how the file is held
+  // (core/mapped_file.h; a model's weights are loaded with kHugePagesWhereGranted).
+  static std::unique_ptr<GgufFile> open(const std::string& path,
+                                        FileBytes bytes = FileBytes::kMapped);
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
@@ -75,8 +78,10 @@ class GgufFile {
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* find_tensor(const std::string& name) const;  // null if absent
 
-  // The mapping the tensor views point into; keep it alive while they are used.
+  // The bytes the tensor views point into; keep them alive while they are used.
   std::shared_ptr<void> storage() const { return storage_; }
+  // Whether those bytes are a copy in huge pages rather than the mapping (core/mapped_file.h).
+  bool copied() const { return copied_; }
 
  private:
   std::string path_;
@@ -84,6 +89,7 @@ class GgufFile {
   std::map<std::string, GgufValue> kv_;
   std::vector<TensorView> tensors_;
   std::shared_ptr<void> storage_;
+  bool copied_ = false;
 };
 
 }  // namespace speclab

@@ -54,8 +54,8 @@ bool file_exists(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
-  std::shared_ptr<MappedFile> file = mapped_file_open(path);
+std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path, FileBytes held_as) {
+  std::shared_ptr<MappedFile> file = mapped_file_open(path, held_as);
   const uint8_t* bytes = file->data();
   const uint64_t file_size = file->size();
   SPECLAB_INPUT_CHECK(file_size >= 8, path, ": file has ", file_size,
@@ -167,6 +167,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     prev = &e;
   }
   out->storage_ = file;
+  out->copied_ = file->copied();
   return out;
 }
 
@@ -176,14 +177,14 @@ const TensorView* SafetensorsFile::find_tensor(const std::string& name) const {
   return nullptr;
 }
 
-std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir) {
+std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir, FileBytes bytes) {
   auto out = std::unique_ptr<SafetensorsSet>(new SafetensorsSet());
   const std::string index_path = dir + "/model.safetensors.index.json";
   const std::string single_path = dir + "/model.safetensors";
   if (!file_exists(index_path)) {
     SPECLAB_INPUT_CHECK(file_exists(single_path), dir,
                         ": no model.safetensors or model.safetensors.index.json");
-    out->files_.push_back(SafetensorsFile::open(single_path));
+    out->files_.push_back(SafetensorsFile::open(single_path, bytes));
     for (const TensorView& t : out->files_.back()->tensors()) {
       out->by_name_[t.name] = &t;
       out->file_of_[t.name] = single_path;
@@ -215,7 +216,7 @@ std::unique_ptr<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir)
         "' is not a plain file name in the model directory");
     auto found = shard_by_name.find(shard);
     if (found == shard_by_name.end()) {
-      out->files_.push_back(SafetensorsFile::open(dir + "/" + shard));
+      out->files_.push_back(SafetensorsFile::open(dir + "/" + shard, bytes));
       found = shard_by_name.emplace(shard, out->files_.back().get()).first;
     }
     const TensorView* t = found->second->find_tensor(it.key());
@@ -241,6 +242,12 @@ std::vector<const TensorView*> SafetensorsSet::all_tensors() const {
   std::vector<const TensorView*> out;
   for (const auto& kv : by_name_) out.push_back(kv.second);
   return out;
+}
+
+bool SafetensorsSet::copied() const {
+  for (const auto& f : files_)
+    if (!f->copied()) return false;
+  return !files_.empty();
 }
 
 std::vector<std::shared_ptr<void>> SafetensorsSet::storage() const {

@@ -16,32 +16,41 @@
 #include <string>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "core/tensor_view.h"
 
 namespace speclab {
 
 class SafetensorsFile {
  public:
-  static std::unique_ptr<SafetensorsFile> open(const std::string& path);  // throws InputError
+  // Throws InputError. `bytes`: how the file is held (core/mapped_file.h).
+  static std::unique_ptr<SafetensorsFile> open(const std::string& path,
+                                               FileBytes bytes = FileBytes::kMapped);
   const std::string& path() const { return path_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }
   const TensorView* find_tensor(const std::string& name) const;
   std::shared_ptr<void> storage() const { return storage_; }
+  // Whether the bytes are a copy in huge pages rather than the mapping (core/mapped_file.h).
+  bool copied() const { return copied_; }
 
  private:
   std::string path_;
   std::vector<TensorView> tensors_;
   std::shared_ptr<void> storage_;
+  bool copied_ = false;
 };
 
 // All tensors of an HF model directory: model.safetensors, or the shards named by
 // model.safetensors.index.json (every tensor in the weight map must be found in its shard).
 class SafetensorsSet {
  public:
-  static std::unique_ptr<SafetensorsSet> open_dir(const std::string& dir);  // throws InputError
-  const TensorView* find_tensor(const std::string& name) const;             // null if absent
+  // Throws InputError; every shard held as `bytes` says.
+  static std::unique_ptr<SafetensorsSet> open_dir(const std::string& dir,
+                                                  FileBytes bytes = FileBytes::kMapped);
+  const TensorView* find_tensor(const std::string& name) const;  // null if absent
   std::vector<const TensorView*> all_tensors() const;
   std::vector<std::shared_ptr<void>> storage() const;
+  bool copied() const;  // every file's bytes copied into huge pages
   // Path of the file holding tensor `name` ("" if absent), for error messages.
   std::string file_of(const std::string& name) const;
 

@@ -311,7 +311,8 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
   llama_check_config(c, config_path);
 
   if (!has_safetensors(dir)) fail_no_weights(dir);
-  std::unique_ptr<SafetensorsSet> set = SafetensorsSet::open_dir(dir);
+  std::unique_ptr<SafetensorsSet> set =
+      SafetensorsSet::open_dir(dir, FileBytes::kHugePagesWhereGranted);
   auto tensor = [&](const std::string& name, const std::vector<int64_t>& shape) {
     const TensorView* t = set->find_tensor(name);
     const std::string file = t ? set->file_of(name) : dir + "/model.safetensors";
@@ -337,6 +338,7 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
     w.output = w.tok_embeddings;
   }
   model->storage = set->storage();
+  model->weights_copied = set->copied();
   llama_check_finite_weights(w, [&](const std::string& name) {
     const std::string file = set->file_of(name);
     return file.empty() ? dir : file;
@@ -363,7 +365,7 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
 // ---- GGUF -------------------------------------------------------------------------------
 
 std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
-  std::unique_ptr<GgufFile> g = GgufFile::open(path);
+  std::unique_ptr<GgufFile> g = GgufFile::open(path, FileBytes::kHugePagesWhereGranted);
   const std::string arch = g->get_string("general.architecture");
   SPECLAB_INPUT_CHECK(arch == "llama", path, ": general.architecture is '", arch,
                       "', only 'llama' is supported");
@@ -440,6 +442,7 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
   w.final_norm = tensor("output_norm.weight", {c.dim});
   w.output = output ? tensor("output.weight", {c.vocab_size, c.dim}) : w.tok_embeddings;
   model->storage.push_back(g->storage());
+  model->weights_copied = g->copied();
   llama_check_finite_weights(w, [&](const std::string&) { return path; });
   if (g->has("tokenizer.ggml.model")) {
     model->tokenizer = tokenizer_from_gguf(*g);
@@ -500,25 +503,6 @@ void synthetic_check_memory(const std::string& spec) {
 }
 
 }  // namespace
-
-int64_t memory_available_bytes() {
-  int64_t avail = -1;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (meminfo >> key >> kb >> unit) {
-    if (key == "MemAvailable:") {
-      avail = kb * 1024;
-      break;
-    }
-  }
-  if (const char* cap = std::getenv("SPECLAB_MEMORY_LIMIT")) {
-    const int64_t c = std::strtoll(cap, nullptr, 10);
-    if (c > 0 && (avail < 0 || c < avail)) avail = c;
-  }
-  return avail;
-}
 
 std::unique_ptr<LlamaModel> llama_load(const std::string& path_as_written) {
   const std::string synthetic_prefix = "synthetic:";

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_available.h"
 #include "models/llama/llama_config.h"
 #include "models/llama/llama_weights.h"
 #include "models/tokenizer/tokenizer.h"
@@ -20,6 +21,9 @@ struct LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer;  // may be null for synthetic models
   // Keeps mmaps and owned buffers alive for as long as the views in `weights` are used.
   std::vector<std::shared_ptr<void>> storage;
+  // The weight files' bytes copied into huge pages, not mapped (core/mapped_file.h: a file the
+  // page cache holds in 4 KB folios). False for synthetic models (their own huge pages).
+  bool weights_copied = false;
 
   int64_t parameter_count() const;
   // Bytes of weights read by one decode step (all matrices + norms, embeddings row excluded).
@@ -35,10 +39,5 @@ struct LlamaModel {
 //   "synthetic:<shape>[:dtype]" (seeded random weights in a real model's shapes; timing only).
 // Bad files throw InputError naming the file and what was wrong.
 std::unique_ptr<LlamaModel> llama_load(const std::string& path);
-
-// Bytes of memory available for new allocations (weights, KV caches): MemAvailable from
-// /proc/meminfo, capped by SPECLAB_MEMORY_LIMIT (bytes) when set (a user's own cap; tests use
-// it). -1 if unknown.
-int64_t memory_available_bytes();
 
 }  // namespace speclab
