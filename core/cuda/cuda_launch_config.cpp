@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/cuda/cuda_top_set.h"
 #include "core/error.h"
 
 namespace speclab {
@@ -109,8 +110,8 @@ int64_t cuda_sampling_chunks(int64_t vocab) { return cuda_ceil_div(vocab, kCudaS
 size_t cuda_top_set_scratch_bytes(int64_t n_rows, int64_t vocab) {
   const size_t rows = static_cast<size_t>(n_rows);
   const size_t parts = rows * static_cast<size_t>(cuda_sampling_chunks(vocab));
-  return rows * 256 * sizeof(uint64_t) + 2 * rows * 32 + parts * sizeof(double) +
-         parts * sizeof(uint32_t);
+  return rows * kCudaTopBuckets * sizeof(uint64_t) + 2 * rows * sizeof(CudaTopSelect) +
+         parts * sizeof(double) + parts * sizeof(uint32_t);
 }
 
 size_t cuda_verify_scratch_bytes(int64_t vocab) {

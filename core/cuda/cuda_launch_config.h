@@ -80,8 +80,8 @@ constexpr int64_t kCudaSamplingChunk = 4096;
 int64_t cuda_sampling_chunks(int64_t vocab);
 
 // Scratch of the sort-free top-k / top-p selection (core/cuda/cuda_sampling_top_set.cu) for
-// n_rows rows: histograms uint64[n_rows, 256], two selection states a row (CudaTopSelect,
-// 32 bytes), tie counts uint32[n_rows, chunks] and kept-mass partial sums double[n_rows,
+// n_rows rows: histograms uint64[n_rows, 256], two selection states a row (CudaTopSelect),
+// tie counts uint32[n_rows, chunks] and kept-mass partial sums double[n_rows,
 // chunks]; 8-byte members first.
 size_t cuda_top_set_scratch_bytes(int64_t n_rows, int64_t vocab);
 

@@ -16,18 +16,15 @@ namespace {
 // Every reduction runs in a fixed order (threads strided within a chunk, warps, then chunks
 // in order), so a row's result depends neither on the other rows of the call nor on
 // run-to-run scheduling.
-constexpr int kRowBlock = kCudaSamplingBlock;
-constexpr int64_t kRowChunk = kCudaSamplingChunk;
-
 // partial[row, c] = (max, its lowest id) over chunk c of the row.
 //   grid (n_chunks, n_rows); partial: [n_rows, n_chunks]
 __global__ void argmax_partial_kernel(CudaArgmax* partial, const float* logits, int64_t vocab) {
   __shared__ CudaArgmax shared[32];
   const int64_t row = blockIdx.y, c = blockIdx.x;
   const float* lr = logits + row * vocab;
-  const int64_t end = min(vocab, (c + 1) * kRowChunk);
+  const int64_t end = min(vocab, (c + 1) * kCudaSamplingChunk);
   CudaArgmax best{-INFINITY, kCudaArgmaxNoId};
-  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x) {
+  for (int64_t i = c * kCudaSamplingChunk + threadIdx.x; i < end; i += blockDim.x) {
     best = cuda_argmax_pick(best, CudaArgmax{lr[i], static_cast<int32_t>(i)});
   }
   best = cuda_block_argmax_pick(best, shared);
@@ -49,8 +46,8 @@ __global__ void argmax_final_kernel(int32_t* best, const CudaArgmax* partial, in
 __global__ void one_hot_rows_kernel(float* probs, const int32_t* best, int64_t vocab) {
   const int64_t row = blockIdx.y, c = blockIdx.x;
   float* pr = probs + row * vocab;
-  const int64_t end = min(vocab, (c + 1) * kRowChunk);
-  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x)
+  const int64_t end = min(vocab, (c + 1) * kCudaSamplingChunk);
+  for (int64_t i = c * kCudaSamplingChunk + threadIdx.x; i < end; i += blockDim.x)
     pr[i] = i == best[row] ? 1.0f : 0.0f;
 }
 
@@ -65,9 +62,9 @@ __global__ void weight_sum_partial_kernel(double* psum, const float* logits, con
   __shared__ double shared[32];
   const int64_t row = blockIdx.y, c = blockIdx.x;
   const float* lr = logits + row * vocab;
-  const int64_t end = min(vocab, (c + 1) * kRowChunk);
+  const int64_t end = min(vocab, (c + 1) * kCudaSamplingChunk);
   double s = 0.0;
-  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x)
+  for (int64_t i = c * kCudaSamplingChunk + threadIdx.x; i < end; i += blockDim.x)
     s += row_weight(lr, best, row, i, inv_t);
   s = cuda_block_sum(s, shared);
   if (threadIdx.x == 0) psum[row * gridDim.x + c] = s;
@@ -83,8 +80,8 @@ __global__ void normalize_rows_kernel(float* probs, const float* logits, const i
   for (int64_t j = 0; j < n_chunks; j++) total += psum[row * n_chunks + j];
   const float* lr = logits + row * vocab;
   float* pr = probs + row * vocab;
-  const int64_t end = min(vocab, (c + 1) * kRowChunk);
-  for (int64_t i = c * kRowChunk + threadIdx.x; i < end; i += blockDim.x)
+  const int64_t end = min(vocab, (c + 1) * kCudaSamplingChunk);
+  for (int64_t i = c * kCudaSamplingChunk + threadIdx.x; i < end; i += blockDim.x)
     pr[i] = static_cast<float>(row_weight(lr, best, row, i, inv_t) / total);
 }
 
@@ -111,12 +108,12 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
   double* psum = reinterpret_cast<double*>(scratch);
   CudaArgmax* partial = reinterpret_cast<CudaArgmax*>(psum + n_part);
   int32_t* best = reinterpret_cast<int32_t*>(partial + n_part);
-  argmax_partial_kernel<<<rows_grid, kRowBlock, 0, stream>>>(partial, logits, vocab);
+  argmax_partial_kernel<<<rows_grid, kCudaSamplingBlock, 0, stream>>>(partial, logits, vocab);
   SPECLAB_CUDA_CHECK_LAUNCH("argmax_partial_kernel: bad launch configuration");
   argmax_final_kernel<<<static_cast<unsigned>(n_rows), 32, 0, stream>>>(best, partial, n_chunks);
   SPECLAB_CUDA_CHECK_LAUNCH("argmax_final_kernel: bad launch configuration");
   if (sp.temperature == 0.0f) {
-    one_hot_rows_kernel<<<rows_grid, kRowBlock, 0, stream>>>(probs, best, vocab);
+    one_hot_rows_kernel<<<rows_grid, kCudaSamplingBlock, 0, stream>>>(probs, best, vocab);
     SPECLAB_CUDA_CHECK_LAUNCH("one_hot_rows_kernel: bad launch configuration");
     SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
     return;
@@ -126,11 +123,11 @@ void cuda_sampling_standardize(float* probs, const float* logits, int64_t n_rows
   const bool use_top_p = sp.top_p < 1.0f;
   if (!use_top_k && !use_top_p) {
     // Temperature only: every row at once, two passes over the logits.
-    weight_sum_partial_kernel<<<rows_grid, kRowBlock, 0, stream>>>(psum, logits, best, vocab,
-                                                                   inv_t);
+    weight_sum_partial_kernel<<<rows_grid, kCudaSamplingBlock, 0, stream>>>(psum, logits, best,
+                                                                            vocab, inv_t);
     SPECLAB_CUDA_CHECK_LAUNCH("weight_sum_partial_kernel: bad launch configuration");
-    normalize_rows_kernel<<<rows_grid, kRowBlock, 0, stream>>>(probs, logits, best, psum, vocab,
-                                                               inv_t);
+    normalize_rows_kernel<<<rows_grid, kCudaSamplingBlock, 0, stream>>>(probs, logits, best, psum,
+                                                                        vocab, inv_t);
     SPECLAB_CUDA_CHECK_LAUNCH("normalize_rows_kernel: bad launch configuration");
     SPECLAB_CUDA_CHECK(cudaFreeAsync(scratch, stream), "sampling free failed");
     return;

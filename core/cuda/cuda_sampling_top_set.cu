@@ -9,7 +9,6 @@
 namespace speclab {
 namespace {
 
-static_assert(sizeof(CudaTopSelect) == 32, "cuda_top_set_scratch_bytes counts 32 bytes a state");
 static_assert(kCudaSamplingBlock % 32 == 0, "block reductions and the warps' tie counts");
 
 // What every kernel of a call reads, by value.

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/memory_available.h"
 #include "models/llama/batched_llama_runner.h"
 #include "models/llama/llama_runner.h"
 #ifdef SPECLAB_HAVE_CUDA

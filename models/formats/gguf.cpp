@@ -370,7 +370,6 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, FileBytes byte
                         cur_info.offset, ", ", cur_info.offset + cur_info.nbytes, ") overlap");
   }
   out->storage_ = file;
-  out->copied_ = file->copied();
   return out;
 }
 

@@ -81,15 +81,14 @@ class GgufFile {
   // The bytes the tensor views point into; keep them alive while they are used.
   std::shared_ptr<void> storage() const { return storage_; }
   // Whether those bytes are a copy in huge pages rather than the mapping (core/mapped_file.h).
-  bool copied() const { return copied_; }
+  bool copied() const { return storage_->copied(); }
 
  private:
   std::string path_;
   uint32_t version_ = 0;
   std::map<std::string, GgufValue> kv_;
   std::vector<TensorView> tensors_;
-  std::shared_ptr<void> storage_;
-  bool copied_ = false;
+  std::shared_ptr<MappedFile> storage_;
 };
 
 }  // namespace speclab

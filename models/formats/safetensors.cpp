@@ -167,7 +167,6 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path, 
     prev = &e;
   }
   out->storage_ = file;
-  out->copied_ = file->copied();
   return out;
 }
 

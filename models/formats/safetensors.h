@@ -31,13 +31,12 @@ class SafetensorsFile {
   const TensorView* find_tensor(const std::string& name) const;
   std::shared_ptr<void> storage() const { return storage_; }
   // Whether the bytes are a copy in huge pages rather than the mapping (core/mapped_file.h).
-  bool copied() const { return copied_; }
+  bool copied() const { return storage_->copied(); }
 
  private:
   std::string path_;
   std::vector<TensorView> tensors_;
-  std::shared_ptr<void> storage_;
-  bool copied_ = false;
+  std::shared_ptr<MappedFile> storage_;
 };
 
 // All tensors of an HF model directory: model.safetensors, or the shards named by

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/json_input.h"
 #include "core/mapped_file.h"
+#include "core/memory_available.h"
 #include "models/formats/gguf.h"
 #include "models/formats/hf_hub_cache.h"
 #include "models/formats/safetensors.h"

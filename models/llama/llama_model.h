@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "core/memory_available.h"
 #include "models/llama/llama_config.h"
 #include "models/llama/llama_weights.h"
 #include "models/tokenizer/tokenizer.h"
