@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -525,6 +527,39 @@ void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t
 }  // namespace
 
 const char* matmul_isa() { return kernels().isa; }
+
+MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where) {
+  constexpr MatmulIsa kNamed[] = {MatmulIsa::kGeneric,    MatmulIsa::kAvx2,
+                                  MatmulIsa::kAvx512,     MatmulIsa::kAvx512Bf16,
+                                  MatmulIsa::kAvx512Vnni, MatmulIsa::kAmxBf16};
+  if (name == "best") return MatmulIsa::kBest;
+  std::string has;  // the named paths this CPU runs, for the error line
+  for (MatmulIsa isa : kNamed) {
+    if (cpu_has(isa)) has += std::string(has.empty() ? "" : ", ") + kernels_for(isa).isa;
+  }
+  for (MatmulIsa isa : kNamed) {
+    if (name != kernels_for(isa).isa) continue;
+    SPECLAB_INPUT_CHECK(cpu_has(isa), where, ": this CPU lacks the instructions of the '", name,
+                        "' kernel path (it runs: best, ", has, ")");
+    return isa;
+  }
+  fail_input(where, ": unknown kernel path '", name,
+             "' (expected best, generic, avx2, avx512, avx512bf16, avx512vnni or amxbf16)");
+}
+
+bool matmul_isa_name_known(std::string_view name) {
+  if (name == "best") return true;
+  for (const Kernels* k : {&kGenericKernels, &kAvx2Kernels, &kAvx512Kernels, &kAvx512Bf16Kernels,
+                           &kAvx512VnniKernels, &kAmxBf16Kernels}) {
+    if (name == k->isa) return true;
+  }
+  return false;
+}
+
+void matmul_isa_check_environment() {
+  const char* env = std::getenv("SPECLAB_MATMUL_ISA");
+  if (env != nullptr && *env != '\0') matmul_isa_parse(env, "SPECLAB_MATMUL_ISA");
+}
 
 bool matmul_force_isa(MatmulIsa isa) {
   if (!cpu_has(isa)) return false;

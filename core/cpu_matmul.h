@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "core/cache_line_vector.h"
@@ -107,6 +108,19 @@ enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vnni
 
 // The path in use: "generic", "avx2", "avx512", "avx512bf16", "avx512vnni" or "amxbf16".
 const char* matmul_isa();
+// The path a name chooses, as SPECLAB_MATMUL_ISA, `generation.matmul_isa` and
+// `generate --matmul-isa` spell it: one of the names above, or "best" (the default: the best
+// of avx512, avx2, generic). Throws InputError naming `where` for any other name, and for a
+// path whose instructions this CPU lacks (naming the paths it has): a run asked for a path
+// must not report the default's figures under it.
+MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where);
+// Whether `name` is one matmul_isa_parse knows, whatever this CPU runs (a config checked on
+// one machine may run on another).
+bool matmul_isa_name_known(std::string_view name);
+// Checks SPECLAB_MATMUL_ISA as matmul_isa_parse does (unset or empty: nothing to check). The
+// kernels themselves read it leniently (an unknown name leaves the default), so the command
+// line calls this before any verb runs.
+void matmul_isa_check_environment();
 // For tests and comparisons: force a path (kBest: back to the best one the CPU supports).
 // Returns false, changing nothing, if this CPU lacks the path's instructions. Not
 // thread-safe: call it between kernel calls.

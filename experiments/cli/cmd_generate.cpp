@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/cpu_matmul.h"
 #include "core/error.h"
 #include "core/gamma_policy.h"
 #include "core/threads.h"
@@ -42,6 +43,7 @@ struct GenerateArgs {
   std::string synthetic_acceptance;    // "" = off; "0.8" or "0.9,0.8,0.7" (per draft position)
   std::string tree;                    // "" = chain; "3x2x1" or "2x2:sample" (tree speculation)
   std::string chat_template = "none";  // none | auto | chatml | llama3 (wraps --prompt)
+  std::string matmul_isa;              // --matmul-isa: a CPU kernel path (core/cpu_matmul.h)
   std::string prompts;                 // --prompts FILE: a prompt set (JSONL), one request each
   int64_t concurrency = 1;             // requests in flight (--prompts)
   std::vector<std::string> drafting_options_given;  // e.g. "--gamma": need --draft
@@ -276,6 +278,7 @@ void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, co
 
 void run_generate(const GenerateArgs& a) {
   if (a.threads > 0) threads_set(a.threads, "--threads");
+  if (!a.matmul_isa.empty()) matmul_force_isa(matmul_isa_parse(a.matmul_isa, "--matmul-isa"));
   SPECLAB_INPUT_CHECK(
       (a.prompt.empty() ? 0 : 1) + (a.prompt_ids.empty() ? 0 : 1) + (a.prompts.empty() ? 0 : 1) ==
           1,
@@ -442,6 +445,7 @@ void run_generate(const GenerateArgs& a) {
     j["target_calls"] = res.n_target_calls;
     // The target's weight file copied into huge pages rather than mapped (core/mapped_file.h).
     j["target_weights_copied"] = target->weights_copied;
+    j["matmul_isa"] = matmul_isa();  // the CPU kernel path the products ran on
     if (drafter) {
       if (!a.tree.empty()) {
         j["tree"] = tree.to_string();
@@ -545,6 +549,10 @@ void register_generate(CLI::App& app) {
   c->add_option("--backend", args->backend, "where the target runs: cpu | cuda");
   c->add_option("--threads", args->threads, "CPU threads (default: all cores)")
       ->check(CLI::Range(0, kMaxThreads));
+  c->add_option("--matmul-isa", args->matmul_isa,
+                "CPU kernel path: best | generic | avx2 | avx512 | avx512bf16 (BF16 activations) "
+                "| avx512vnni (int8 activations, as llama.cpp's quantized dot products) | amxbf16 "
+                "(default: SPECLAB_MATMUL_ISA, else best)");
   c->add_flag("--ignore-eos", args->ignore_eos, "do not stop at EOS");
   c->add_option("--trace", args->trace,
                 "write every round to FILE (JSON lines, read by speclab simulate --replay)");

@@ -52,6 +52,12 @@ const std::vector<ConfigKey>& fixed_keys() {
       {"generation.backend", "cpu or cuda", "cpu", "cpu",
        "where the target and the model drafters (draft models, self-speculation) run; cuda needs a "
        "CUDA build and device"},
+      {"generation.matmul_isa", "best, generic, avx2, avx512, avx512bf16, avx512vnni or amxbf16",
+       "unset (SPECLAB_MATMUL_ISA, else best)", "",
+       "the CPU kernel path (docs/cpu-kernels.md): best keeps FP32 activations (the exact "
+       "reference path); avx512bf16 and amxbf16 round them to BF16 for BF16 weights, avx512vnni "
+       "quantizes them to int8 blocks for Q8_0, Q4_0, Q4_1, Q4_K and Q6_K weights (the arithmetic "
+       "of llama.cpp's quantized dot products); a path this CPU lacks stops the run"},
       {"measure", "section", "optional", "", "what is measured besides the speculative runs"},
       {"measure.baseline", "true or false", "true", "true",
        "also run the target alone, interleaved with the speculative runs (the speedup needs it)"},

@@ -15,6 +15,7 @@
 #include <limits>
 #include <set>
 
+#include "core/cpu_matmul.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "experiments/config/config_schema.h"
@@ -420,14 +421,17 @@ nlohmann::json ExperimentConfig::prompts_json() const {
 }
 
 nlohmann::json ExperimentConfig::generation_json() const {
-  return {{"max_new_tokens", generation.max_new_tokens},
-          {"seed", generation.seed},
-          {"repeats", generation.repeats},
-          {"warmup", generation.warmup},
-          {"threads", generation.threads},
-          {"ctx", generation.ctx},
-          {"ignore_eos", generation.ignore_eos},
-          {"backend", generation.backend}};
+  nlohmann::json j = {{"max_new_tokens", generation.max_new_tokens},
+                      {"seed", generation.seed},
+                      {"repeats", generation.repeats},
+                      {"warmup", generation.warmup},
+                      {"threads", generation.threads},
+                      {"ctx", generation.ctx},
+                      {"ignore_eos", generation.ignore_eos},
+                      {"backend", generation.backend}};
+  // Only when set, so configs without it keep their hash and cell ids.
+  if (!generation.matmul_isa.empty()) j["matmul_isa"] = generation.matmul_isa;
+  return j;
 }
 
 nlohmann::json ExperimentConfig::to_json() const {
@@ -591,6 +595,8 @@ ExperimentConfig experiment_config_load(const std::string& path,
     if (m.has("ignore_eos"))
       g.ignore_eos = r.scalar_bool(m.get("ignore_eos"), "generation.ignore_eos");
     if (m.has("backend")) g.backend = r.scalar_string(m.get("backend"), "generation.backend");
+    if (m.has("matmul_isa"))
+      g.matmul_isa = r.scalar_string(m.get("matmul_isa"), "generation.matmul_isa");
   }
   bool cost_curve_given = false;
   if (top.has("measure")) {
@@ -712,6 +718,9 @@ void experiment_config_validate(const ExperimentConfig& c) {
         str_cat("expected an integer <= ", kMaxContextTokens, ", got ", g.ctx));
   check(g.backend == "cpu" || g.backend == "cuda", "generation.backend",
         str_cat("expected cpu or cuda, got '", g.backend, "'"));
+  check(g.matmul_isa.empty() || matmul_isa_name_known(g.matmul_isa), "generation.matmul_isa",
+        str_cat("expected best, generic, avx2, avx512, avx512bf16, avx512vnni or amxbf16, got '",
+                g.matmul_isa, "'"));
   check(g.threads >= 0 && g.threads <= kMaxThreads, "generation.threads",
         str_cat("expected an integer in 0..", kMaxThreads, " (0 = all cores), got ", g.threads));
   check(g.ctx > g.max_new_tokens, "generation.ctx",

@@ -37,6 +37,8 @@
 //     ctx: 1024                KV-cache length, > max_new_tokens
 //     ignore_eos: false
 //     backend: cpu               # cpu | cuda: where the target and model drafters run
+//     matmul_isa: best         CPU kernel path: best | generic | avx2 | avx512 | avx512bf16 |
+//                              avx512vnni | amxbf16 (unset: SPECLAB_MATMUL_ISA, else best)
 //   measure:                   optional section
 //     baseline: true           also run the target alone (interleaved with speculative runs)
 //     cost_curve_max_k: =max(sweep.gamma)+1   measure T(k) for k = 1..this; at least
@@ -126,6 +128,9 @@ struct GenerationConfig {
   int ctx = 1024;
   bool ignore_eos = false;
   std::string backend = "cpu";  // cpu | cuda (experiments/measure/backend.h)
+  // The CPU kernel path (core/cpu_matmul.h: best | generic | avx2 | avx512 | avx512bf16 |
+  // avx512vnni | amxbf16); empty: SPECLAB_MATMUL_ISA, else the best the CPU runs.
+  std::string matmul_isa;
 };
 
 struct MeasureConfig {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "core/cpu_matmul.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "experiments/config/chat_template.h"
@@ -52,6 +53,12 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
                       ": no target (simulator-only configs run with `speclab simulate`)");
   if (cfg.generation.threads > 0)
     threads_set(cfg.generation.threads, cfg.where("generation.threads"));
+  // Before the models load: the kernel path in use from the first product on (the result
+  // rows record it as run_matmul_isa).
+  if (!cfg.generation.matmul_isa.empty()) {
+    matmul_force_isa(
+        matmul_isa_parse(cfg.generation.matmul_isa, cfg.where("generation.matmul_isa")));
+  }
   ctx_.config = &cfg;
   ctx_.interrupted = interrupted;
   target_model_ = llama_load(cfg.target->path);
