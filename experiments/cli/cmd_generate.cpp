@@ -55,6 +55,13 @@ struct GenerateArgs {
   bool json = false, show_drafts = false, no_bos = false, ignore_eos = false;
 };
 
+// --json's one line. A sampled continuation can end inside a multi-byte character (byte-level
+// tokens) or hold bytes that are no UTF-8 at all: they are shown as U+FFFD, as in result rows,
+// where dumping them as they are throws.
+void print_json_line(const nlohmann::json& j) {
+  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
   std::stringstream ss(s);
@@ -259,7 +266,7 @@ void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, co
       j["alpha_empirical"] = all.alpha_empirical();
       j["tau"] = all.tau();
     }
-    std::cout << j.dump() << "\n";
+    print_json_line(j);
     return;
   }
   for (const nlohmann::json& r : requests)
@@ -475,7 +482,7 @@ void run_generate(const GenerateArgs& a) {
       j["verify_s"] = verify_s;
       j["sample_s"] = sample_s;
     }
-    std::cout << j.dump() << "\n";
+    print_json_line(j);
     return;
   }
   if (a.show_drafts && drafter && tok) {
