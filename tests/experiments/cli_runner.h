@@ -69,6 +69,18 @@ inline std::string ids_arg(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// The head of an experiment config over the tiny zoo: name, question, the 5M target, drafter
+// `d` (the 0.5M draft) plus `extra_drafters` (lines such as "  lookup: lookup\n"), and the tiny
+// in-domain prompts limited to `limit`; the caller adds generation, measure and sweep.
+inline std::string tiny_zoo_config_head(const std::string& name, int limit,
+                                        const std::string& extra_drafters = "") {
+  const std::string src = SPECLAB_SOURCE_DIR;
+  return "name: " + name + "\nquestion: \"q\"\ntarget: " + src +
+         "/models/zoo/tiny-target-5m\ndrafters:\n  d: " + src + "/models/zoo/tiny-draft-0.5m\n" +
+         extra_drafters + "prompts:\n  file: " + src +
+         "/configs/prompts/tiny-in-domain.jsonl\n  limit: " + std::to_string(limit) + "\n";
+}
+
 inline std::string smollm2_gguf() {
   const char* cache = std::getenv("SPECLAB_CACHE");
   const char* home = std::getenv("HOME");

@@ -130,21 +130,7 @@ TEST(CliMatmulIsa, GenerateRunsOnTheNamedPathAndSaysSo) {
 }
 
 std::string tiny_config(const std::string& generation_extra) {
-  const std::string src = SPECLAB_SOURCE_DIR;
-  return "name: isa\n"
-         "question: \"q\"\n"
-         "target: " +
-         src +
-         "/models/zoo/tiny-target-5m\n"
-         "drafters:\n"
-         "  d: " +
-         src +
-         "/models/zoo/tiny-draft-0.5m\n"
-         "prompts:\n"
-         "  file: " +
-         src +
-         "/configs/prompts/tiny-in-domain.jsonl\n"
-         "  limit: 2\n"
+  return testing_util::tiny_zoo_config_head("isa", 2) +
          "generation:\n"
          "  max_new_tokens: 8\n"
          "  warmup: 0\n"

@@ -21,22 +21,7 @@ using testing_util::run_speclab;
 using testing_util::ScratchDir;
 
 std::string config_text(const std::string& sweep_tail, const std::string& measure_tail = "") {
-  const std::string src = SPECLAB_SOURCE_DIR;
-  return "name: conc\n"
-         "question: \"q\"\n"
-         "target: " +
-         src +
-         "/models/zoo/tiny-target-5m\n"
-         "drafters:\n"
-         "  d: " +
-         src +
-         "/models/zoo/tiny-draft-0.5m\n"
-         "  lookup: lookup\n"
-         "prompts:\n"
-         "  file: " +
-         src +
-         "/configs/prompts/tiny-in-domain.jsonl\n"
-         "  limit: 5\n"
+  return testing_util::tiny_zoo_config_head("conc", 5, "  lookup: lookup\n") +
          "generation:\n"
          "  max_new_tokens: 16\n"
          "  warmup: 1\n"

@@ -21,35 +21,21 @@ using testing_util::ScratchDir;
 
 TEST(CliRunSynthetic, RowsCarryConfiguredAndMeasuredAlphaAndPredictionsAtTheConfiguredAlpha) {
   ScratchDir d;
-  const std::string src = SPECLAB_SOURCE_DIR;
-  const std::string cfg = d.write("syn.yaml",
-                                  "name: syn\n"
-                                  "question: \"q\"\n"
-                                  "target: " +
-                                      src +
-                                      "/models/zoo/tiny-target-5m\n"
-                                      "drafters:\n"
-                                      "  d: " +
-                                      src +
-                                      "/models/zoo/tiny-draft-0.5m\n"
-                                      "prompts:\n"
-                                      "  file: " +
-                                      src +
-                                      "/configs/prompts/tiny-in-domain.jsonl\n"
-                                      "  limit: 2\n"
-                                      "generation:\n"
-                                      "  max_new_tokens: 24\n"
-                                      "  warmup: 0\n"
-                                      "  threads: 1\n"
-                                      "  ctx: 128\n"
-                                      "  ignore_eos: true\n"
-                                      "measure:\n"
-                                      "  bootstrap_resamples: 20\n"
-                                      "sweep:\n"
-                                      "  drafter: [d]\n"
-                                      "  gamma: [3]\n"
-                                      "  temperature: [0]\n"
-                                      "  synthetic_acceptance: [off, 0.6, [0.9, 0.5]]\n");
+  const std::string cfg =
+      d.write("syn.yaml", testing_util::tiny_zoo_config_head("syn", 2) +
+                              "generation:\n"
+                              "  max_new_tokens: 24\n"
+                              "  warmup: 0\n"
+                              "  threads: 1\n"
+                              "  ctx: 128\n"
+                              "  ignore_eos: true\n"
+                              "measure:\n"
+                              "  bootstrap_resamples: 20\n"
+                              "sweep:\n"
+                              "  drafter: [d]\n"
+                              "  gamma: [3]\n"
+                              "  temperature: [0]\n"
+                              "  synthetic_acceptance: [off, 0.6, [0.9, 0.5]]\n");
   const CliResult r = run_speclab("run '" + cfg + "' --out '" + d.file("out") + "' --no-plots");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(d.file("out/results.jsonl"));
