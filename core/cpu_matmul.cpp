@@ -262,9 +262,10 @@ MatmulStreaming matmul_default_streaming(DType dtype, bool int8, int64_t n_in,
 namespace {
 
 // A per-run setting named in the environment variable `var`: the setting of the first of
-// `names` equal to its value; unset or anything else: Setting::kDefault.
-template <class Setting>
-Setting env_setting(const char* var, std::initializer_list<std::pair<const char*, Setting>> names) {
+// `names` equal to its value; unset or anything else: Setting::kDefault (the command line
+// refuses anything else before it runs: env_setting_check).
+template <class Setting, size_t N>
+Setting env_setting(const char* var, const std::pair<const char*, Setting> (&names)[N]) {
   const char* env = std::getenv(var);
   if (env == nullptr) return Setting::kDefault;
   for (const auto& [name, setting] : names) {
@@ -273,15 +274,26 @@ Setting env_setting(const char* var, std::initializer_list<std::pair<const char*
   return Setting::kDefault;
 }
 
-// SPECLAB_MATMUL_STREAM=rows|rows-ahead|segments sets the streaming of one-token products for a
-// whole run (as matmul_force_streaming does for tests); unset or anything else: the default per
-// dtype.
-MatmulStreaming env_streaming() {
-  return env_setting<MatmulStreaming>("SPECLAB_MATMUL_STREAM",
-                                      {{"rows", MatmulStreaming::kWholeRows},
-                                       {"rows-ahead", MatmulStreaming::kWholeRowsAhead},
-                                       {"segments", MatmulStreaming::kSegments}});
+// Throws InputError when `var` is set to something other than one of `names` (or empty).
+template <class Setting, size_t N>
+void env_setting_check(const char* var, const std::pair<const char*, Setting> (&names)[N]) {
+  const char* env = std::getenv(var);
+  if (env == nullptr || *env == '\0') return;
+  std::string expected;
+  for (size_t i = 0; i < N; i++) {
+    if (std::strcmp(env, names[i].first) == 0) return;
+    expected += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + names[i].first;
+  }
+  fail_input(var, ": unknown value '", env, "' (expected ", expected, ")");
 }
+
+// SPECLAB_MATMUL_STREAM=rows|rows-ahead|segments sets the streaming of one-token products for a
+// whole run (as matmul_force_streaming does for tests); unset: the default per dtype.
+constexpr std::pair<const char*, MatmulStreaming> kStreamingNames[] = {
+    {"rows", MatmulStreaming::kWholeRows},
+    {"rows-ahead", MatmulStreaming::kWholeRowsAhead},
+    {"segments", MatmulStreaming::kSegments}};
+MatmulStreaming env_streaming() { return env_setting("SPECLAB_MATMUL_STREAM", kStreamingNames); }
 
 MatmulStreaming g_streaming = MatmulStreaming::kDefault;  // set by matmul_force_streaming
 
@@ -305,11 +317,10 @@ SegmentPrefetch default_prefetch() {
 }
 
 // SPECLAB_MATMUL_PREFETCH=l1|l2 sets it for a whole run (as matmul_force_prefetch does for
-// tests); unset or anything else: the default.
-MatmulPrefetch env_prefetch() {
-  return env_setting<MatmulPrefetch>(
-      "SPECLAB_MATMUL_PREFETCH", {{"l1", MatmulPrefetch::kToL1}, {"l2", MatmulPrefetch::kToL2}});
-}
+// tests); unset: the default.
+constexpr std::pair<const char*, MatmulPrefetch> kPrefetchNames[] = {{"l1", MatmulPrefetch::kToL1},
+                                                                     {"l2", MatmulPrefetch::kToL2}};
+MatmulPrefetch env_prefetch() { return env_setting("SPECLAB_MATMUL_PREFETCH", kPrefetchNames); }
 
 MatmulPrefetch g_prefetch = MatmulPrefetch::kDefault;  // set by matmul_force_prefetch
 
@@ -556,9 +567,11 @@ bool matmul_isa_name_known(std::string_view name) {
   return false;
 }
 
-void matmul_isa_check_environment() {
+void matmul_check_environment() {
   const char* env = std::getenv("SPECLAB_MATMUL_ISA");
   if (env != nullptr && *env != '\0') matmul_isa_parse(env, "SPECLAB_MATMUL_ISA");
+  env_setting_check("SPECLAB_MATMUL_STREAM", kStreamingNames);
+  env_setting_check("SPECLAB_MATMUL_PREFETCH", kPrefetchNames);
 }
 
 bool matmul_force_isa(MatmulIsa isa) {

@@ -117,10 +117,12 @@ MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where);
 // Whether `name` is one matmul_isa_parse knows, whatever this CPU runs (a config checked on
 // one machine may run on another).
 bool matmul_isa_name_known(std::string_view name);
-// Checks SPECLAB_MATMUL_ISA as matmul_isa_parse does (unset or empty: nothing to check). The
-// kernels themselves read it leniently (an unknown name leaves the default), so the command
-// line calls this before any verb runs.
-void matmul_isa_check_environment();
+// Checks the kernels' environment variables: SPECLAB_MATMUL_ISA as matmul_isa_parse does,
+// SPECLAB_MATMUL_STREAM (rows | rows-ahead | segments) and SPECLAB_MATMUL_PREFETCH (l1 | l2);
+// unset or empty: nothing to check; anything else: InputError naming the variable. The kernels
+// themselves read them leniently (an unknown value leaves the default), so the command line
+// calls this before any verb runs: a misspelt setting must not time the default under its name.
+void matmul_check_environment();
 // For tests and comparisons: force a path (kBest: back to the best one the CPU supports).
 // Returns false, changing nothing, if this CPU lacks the path's instructions. Not
 // thread-safe: call it between kernel calls.

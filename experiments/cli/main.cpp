@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   speclab::register_result_fields(app);
   describe_defaults(app);
   try {
-    speclab::matmul_isa_check_environment();  // a misspelt path must not run as the default
+    speclab::matmul_check_environment();  // a misspelt kernel setting must not run as the default
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -1,7 +1,8 @@
-// The CPU kernel path chosen by name: SPECLAB_MATMUL_ISA (checked before any verb runs),
-// `generate --matmul-isa` and `generation.matmul_isa`. A misspelt name or a path the CPU
-// lacks is bad input (one line, exit 2), never a run of the default path under another
-// name; a chosen path is the one the products run on and the one the output records.
+// The CPU kernel path chosen by name: SPECLAB_MATMUL_ISA (checked before any verb runs, with
+// the streaming and prefetch variables), `generate --matmul-isa` and `generation.matmul_isa`. A
+// misspelt name or a path the CPU lacks is bad input (one line, exit 2), never a run of the default
+// path under another name; a chosen path is the one the products run on and the one the output
+// records.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -100,6 +101,26 @@ TEST(CliMatmulIsa, AnUnknownEnvironmentNameStopsEveryVerbBeforeItRuns) {
     EXPECT_NE(l.err.find("this CPU lacks the instructions of the '" + lacking + "'"),
               std::string::npos)
         << l.err;
+  }
+}
+
+TEST(CliMatmulIsa, MisspeltStreamingOrPrefetchStopsEveryVerb) {
+  const CliResult s = run_speclab("--version", "SPECLAB_MATMUL_STREAM=whole");
+  EXPECT_EQ(s.exit_code, 2);
+  EXPECT_TRUE(s.one_line_error()) << s.err;
+  EXPECT_NE(s.err.find("SPECLAB_MATMUL_STREAM: unknown value 'whole' (expected rows, rows-ahead "
+                       "or segments)"),
+            std::string::npos)
+      << s.err;
+  const CliResult p = run_speclab("--version", "SPECLAB_MATMUL_PREFETCH=L2");
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_TRUE(p.one_line_error()) << p.err;
+  EXPECT_NE(p.err.find("SPECLAB_MATMUL_PREFETCH: unknown value 'L2' (expected l1 or l2)"),
+            std::string::npos)
+      << p.err;
+  for (const char* ok : {"SPECLAB_MATMUL_STREAM=rows-ahead",
+                         "SPECLAB_MATMUL_STREAM=", "SPECLAB_MATMUL_PREFETCH=l2"}) {
+    EXPECT_EQ(run_speclab("--version", ok).exit_code, 0) << ok;
   }
 }
 
