@@ -1,5 +1,5 @@
 #!/bin/bash
-# speclab_bench's bad input (SPECLAB_BENCH_GGUF): each case must end in one line naming the
+# speclab_bench's bad input (SPECLAB_BENCH_GGUF, and the kernels' SPECLAB_MATMUL_ISA, _STREAM and _PREFETCH): each case must end in one line naming the
 # file and exit 2, not a crash (before it, stderr may hold the read probes' lines). Usage: tests/bench/bad_input.sh PATH/TO/speclab_bench
 set -u
 bench=$1
@@ -27,4 +27,11 @@ expect directory "SPECLAB_BENCH_GGUF: $tmp: not a regular file" -- \
 printf 'not a gguf file at all' >"$tmp/junk.gguf"
 expect not-gguf "junk.gguf" -- env SPECLAB_BENCH_GGUF="$tmp/junk.gguf" "$bench" \
   --benchmark_filter='BM_Decode/gguf:junk'
+# The kernels' settings: a misspelt value is refused before any probe or benchmark runs.
+expect bad-isa "SPECLAB_MATMUL_ISA: unknown kernel path 'avx-512'" -- \
+  env SPECLAB_MATMUL_ISA=avx-512 "$bench" --benchmark_filter=none
+expect bad-stream "SPECLAB_MATMUL_STREAM: unknown value 'whole' (expected rows, rows-ahead or segments)" -- \
+  env SPECLAB_MATMUL_STREAM=whole "$bench" --benchmark_filter=none
+expect bad-prefetch "SPECLAB_MATMUL_PREFETCH: unknown value 'L1' (expected l1 or l2)" -- \
+  env SPECLAB_MATMUL_PREFETCH=L1 "$bench" --benchmark_filter=none
 exit $fail

@@ -180,6 +180,13 @@ void bench_set_bandwidth_counters(benchmark::State& state, double bytes_per_iter
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // A misspelt SPECLAB_MATMUL_ISA / _STREAM / _PREFETCH would time the default under its name.
+  try {
+    speclab::matmul_check_environment();
+  } catch (const speclab::InputError& e) {
+    std::fprintf(stderr, "speclab_bench: %s\n", e.what());
+    return 2;
+  }
   // The limit: the best of several read probes on 4 KB and on huge pages, measured before the
   // benchmarks; each probe's figure is recorded too (context.read_probe_<probe>.<pages>_GBps).
   const speclab::ReadBandwidth& probes = speclab::bench_read_probes();
