@@ -1,6 +1,6 @@
 #!/bin/bash
-# speclab_bench's bad input (SPECLAB_BENCH_GGUF, and the kernels' SPECLAB_MATMUL_ISA, _STREAM and _PREFETCH): each case must end in one line naming the
-# file and exit 2, not a crash (before it, stderr may hold the read probes' lines). Usage: tests/bench/bad_input.sh PATH/TO/speclab_bench
+# speclab_bench's bad input (SPECLAB_BENCH_GGUF, and the kernels' SPECLAB_MATMUL_ISA, _STREAM and _PREFETCH): each case must end in one line naming the file or
+# variable and exit 2, not a crash (before it, stderr may hold the read probes' lines). Usage: tests/bench/bad_input.sh PATH/TO/speclab_bench
 set -u
 bench=$1
 tmp=$(mktemp -d)
