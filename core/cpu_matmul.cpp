@@ -543,7 +543,13 @@ MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where) {
   constexpr MatmulIsa kNamed[] = {MatmulIsa::kGeneric,    MatmulIsa::kAvx2,
                                   MatmulIsa::kAvx512,     MatmulIsa::kAvx512Bf16,
                                   MatmulIsa::kAvx512Vnni, MatmulIsa::kAmxBf16};
-  if (name == "best") return MatmulIsa::kBest;
+  if (name == "best") {
+    // The concrete path, not kBest: forced, it must not fall back to SPECLAB_MATMUL_ISA.
+    for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
+      if (cpu_has(best)) return best;
+    }
+    return MatmulIsa::kGeneric;
+  }
   std::string has;  // the named paths this CPU runs, for the error line
   for (MatmulIsa isa : kNamed) {
     if (cpu_has(isa)) has += std::string(has.empty() ? "" : ", ") + kernels_for(isa).isa;

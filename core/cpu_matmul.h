@@ -109,8 +109,9 @@ enum class MatmulIsa { kBest, kGeneric, kAvx2, kAvx512, kAvx512Bf16, kAvx512Vnni
 // The path in use: "generic", "avx2", "avx512", "avx512bf16", "avx512vnni" or "amxbf16".
 const char* matmul_isa();
 // The path a name chooses, as SPECLAB_MATMUL_ISA, `generation.matmul_isa` and
-// `generate --matmul-isa` spell it: one of the names above, or "best" (the default: the best
-// of avx512, avx2, generic). Throws InputError naming `where` for any other name, and for a
+// `generate --matmul-isa` spell it: one of the names above, or "best" (the best of avx512,
+// avx2, generic this CPU runs, as that path: forced, it overrides SPECLAB_MATMUL_ISA, where
+// kBest would read it again). Throws InputError naming `where` for any other name, and for a
 // path whose instructions this CPU lacks (naming the paths it has): a run asked for a path
 // must not report the default's figures under it.
 MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where);

@@ -35,7 +35,13 @@ std::string a_path_this_cpu_lacks() {
 }
 
 TEST(MatmulIsaParse, NamesEveryPathAndRefusesOthersNamingWhere) {
-  EXPECT_EQ(matmul_isa_parse("best", "k"), MatmulIsa::kBest);
+  // "best" is the default path itself, so that forcing it overrides SPECLAB_MATMUL_ISA.
+  const MatmulIsa best = matmul_isa_parse("best", "k");
+  EXPECT_NE(best, MatmulIsa::kBest);
+  ASSERT_TRUE(matmul_force_isa(best));
+  const std::string best_name = matmul_isa();
+  matmul_force_isa(MatmulIsa::kBest);
+  EXPECT_EQ(best_name, matmul_isa()) << "without SPECLAB_MATMUL_ISA, kBest is the same path";
   EXPECT_EQ(matmul_isa_parse("generic", "k"), MatmulIsa::kGeneric);  // every CPU runs it
   for (const char* name :
        {"best", "generic", "avx2", "avx512", "avx512bf16", "avx512vnni", "amxbf16"}) {
@@ -132,10 +138,13 @@ TEST(CliMatmulIsa, GenerateRunsOnTheNamedPathAndSaysSo) {
   ASSERT_EQ(generic.exit_code, 0) << generic.err;
   const auto gj = nlohmann::json::parse(generic.out);
   EXPECT_EQ(gj["matmul_isa"], "generic");
-  // The option wins over the environment.
+  // The option wins over the environment, "best" included.
   const CliResult over = run_speclab(gen + " --matmul-isa generic", "SPECLAB_MATMUL_ISA=best");
   ASSERT_EQ(over.exit_code, 0) << over.err;
   EXPECT_EQ(nlohmann::json::parse(over.out)["matmul_isa"], "generic");
+  const CliResult best_over = run_speclab(gen + " --matmul-isa best", "SPECLAB_MATMUL_ISA=generic");
+  ASSERT_EQ(best_over.exit_code, 0) << best_over.err;
+  EXPECT_EQ(nlohmann::json::parse(best_over.out)["matmul_isa"], matmul_isa());
   // The default path's greedy tokens are the generic path's (both keep FP32 activations).
   const CliResult best = run_speclab(gen);
   ASSERT_EQ(best.exit_code, 0) << best.err;
