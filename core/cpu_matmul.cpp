@@ -149,6 +149,21 @@ bool cpu_has(MatmulIsa isa) {
   return false;
 }
 
+// The paths a name can choose (SPECLAB_MATMUL_ISA, matmul_isa_parse), in the order the error
+// lines list them.
+constexpr const Kernels* kNamedKernels[] = {&kGenericKernels,    &kAvx2Kernels,
+                                            &kAvx512Kernels,     &kAvx512Bf16Kernels,
+                                            &kAvx512VnniKernels, &kAmxBf16Kernels};
+
+// The default: the best of avx512, avx2, generic this CPU runs (why not the BF16 and int8
+// paths: kernels_for).
+MatmulIsa best_isa() {
+  for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
+    if (cpu_has(best)) return best;
+  }
+  return MatmulIsa::kGeneric;
+}
+
 const Kernels& kernels_for(MatmulIsa isa) {
   switch (isa) {
     case MatmulIsa::kGeneric:
@@ -169,8 +184,7 @@ const Kernels& kernels_for(MatmulIsa isa) {
   // SPECLAB_MATMUL_ISA=generic|avx2|avx512|avx512bf16|avx512vnni|amxbf16 picks a path for a whole
   // run (as matmul_force_isa does for tests); unknown or unsupported: the default.
   if (const char* env = std::getenv("SPECLAB_MATMUL_ISA")) {
-    for (const Kernels* k : {&kGenericKernels, &kAvx2Kernels, &kAvx512Kernels, &kAvx512Bf16Kernels,
-                             &kAvx512VnniKernels, &kAmxBf16Kernels}) {
+    for (const Kernels* k : kNamedKernels) {
       if (std::strcmp(env, k->isa) == 0 && cpu_has(k->id)) return *k;
     }
   }
@@ -181,10 +195,7 @@ const Kernels& kernels_for(MatmulIsa isa) {
   // and its greedy continuation leaves transformers' at a step whose top-2 margin is 0.04
   // (tests/llama/test_llama_golden.cpp): the default keeps FP32 activations, the reference's
   // arithmetic, however much faster int8 is (Q4_K about twice, docs/cpu-kernels.md).
-  for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
-    if (cpu_has(best)) return kernels_for(best);
-  }
-  return kGenericKernels;
+  return kernels_for(best_isa());
 }
 
 const Kernels* g_kernels = nullptr;  // null: the best the CPU supports
@@ -539,35 +550,33 @@ void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t
 
 const char* matmul_isa() { return kernels().isa; }
 
+std::string matmul_isa_names() {
+  std::string names = "best";
+  for (const Kernels* k : kNamedKernels) {
+    names += std::string(k == kNamedKernels[std::size(kNamedKernels) - 1] ? " or " : ", ") + k->isa;
+  }
+  return names;
+}
+
 MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where) {
-  constexpr MatmulIsa kNamed[] = {MatmulIsa::kGeneric,    MatmulIsa::kAvx2,
-                                  MatmulIsa::kAvx512,     MatmulIsa::kAvx512Bf16,
-                                  MatmulIsa::kAvx512Vnni, MatmulIsa::kAmxBf16};
-  if (name == "best") {
-    // The concrete path, not kBest: forced, it must not fall back to SPECLAB_MATMUL_ISA.
-    for (MatmulIsa best : {MatmulIsa::kAvx512, MatmulIsa::kAvx2}) {
-      if (cpu_has(best)) return best;
-    }
-    return MatmulIsa::kGeneric;
+  // The concrete path, not kBest: forced, it must not fall back to SPECLAB_MATMUL_ISA.
+  if (name == "best") return best_isa();
+  std::string runs;  // the named paths this CPU runs, for the error line
+  for (const Kernels* k : kNamedKernels) {
+    if (cpu_has(k->id)) runs += std::string(", ") + k->isa;
   }
-  std::string has;  // the named paths this CPU runs, for the error line
-  for (MatmulIsa isa : kNamed) {
-    if (cpu_has(isa)) has += std::string(has.empty() ? "" : ", ") + kernels_for(isa).isa;
+  for (const Kernels* k : kNamedKernels) {
+    if (name != k->isa) continue;
+    SPECLAB_INPUT_CHECK(cpu_has(k->id), where, ": this CPU lacks the instructions of the '", name,
+                        "' kernel path (it runs: best", runs, ")");
+    return k->id;
   }
-  for (MatmulIsa isa : kNamed) {
-    if (name != kernels_for(isa).isa) continue;
-    SPECLAB_INPUT_CHECK(cpu_has(isa), where, ": this CPU lacks the instructions of the '", name,
-                        "' kernel path (it runs: best, ", has, ")");
-    return isa;
-  }
-  fail_input(where, ": unknown kernel path '", name,
-             "' (expected best, generic, avx2, avx512, avx512bf16, avx512vnni or amxbf16)");
+  fail_input(where, ": unknown kernel path '", name, "' (expected ", matmul_isa_names(), ")");
 }
 
 bool matmul_isa_name_known(std::string_view name) {
   if (name == "best") return true;
-  for (const Kernels* k : {&kGenericKernels, &kAvx2Kernels, &kAvx512Kernels, &kAvx512Bf16Kernels,
-                           &kAvx512VnniKernels, &kAmxBf16Kernels}) {
+  for (const Kernels* k : kNamedKernels) {
     if (name == k->isa) return true;
   }
   return false;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -115,6 +116,9 @@ const char* matmul_isa();
 // path whose instructions this CPU lacks (naming the paths it has): a run asked for a path
 // must not report the default's figures under it.
 MatmulIsa matmul_isa_parse(std::string_view name, std::string_view where);
+// "best, generic, avx2, avx512, avx512bf16, avx512vnni or amxbf16": the names
+// matmul_isa_parse takes, for error lines.
+std::string matmul_isa_names();
 // Whether `name` is one matmul_isa_parse knows, whatever this CPU runs (a config checked on
 // one machine may run on another).
 bool matmul_isa_name_known(std::string_view name);

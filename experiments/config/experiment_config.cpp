@@ -719,8 +719,7 @@ void experiment_config_validate(const ExperimentConfig& c) {
   check(g.backend == "cpu" || g.backend == "cuda", "generation.backend",
         str_cat("expected cpu or cuda, got '", g.backend, "'"));
   check(g.matmul_isa.empty() || matmul_isa_name_known(g.matmul_isa), "generation.matmul_isa",
-        str_cat("expected best, generic, avx2, avx512, avx512bf16, avx512vnni or amxbf16, got '",
-                g.matmul_isa, "'"));
+        str_cat("expected ", matmul_isa_names(), ", got '", g.matmul_isa, "'"));
   check(g.threads >= 0 && g.threads <= kMaxThreads, "generation.threads",
         str_cat("expected an integer in 0..", kMaxThreads, " (0 = all cores), got ", g.threads));
   check(g.ctx > g.max_new_tokens, "generation.ctx",
