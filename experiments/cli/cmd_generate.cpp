@@ -426,12 +426,12 @@ void run_generate(const GenerateArgs& a) {
     RoundTraceSource src;
     src.fixed_gamma = a.gamma_policy == "fixed" ? a.gamma : 0;
     src.max_ctx = runner.max_ctx();
+    RoundTraceWriter trace(a.trace);  // a path it cannot open is left as it is
     try {
-      RoundTraceWriter trace(a.trace);
       trace.write(req, res, src);
       trace.close();
     } catch (...) {
-      std::remove(a.trace.c_str());  // no partial trace
+      trace.discard();  // no partial trace (a FIFO or device stays)
       throw;
     }
   }

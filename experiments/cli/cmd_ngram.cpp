@@ -42,6 +42,12 @@ void register_ngram(CLI::App& app) {
     }
     std::sort(files.begin(), files.end());
     SPECLAB_INPUT_CHECK(!files.empty(), "--corpus: no text files found");
+    for (const auto& f : files) {
+      std::error_code ec;
+      SPECLAB_INPUT_CHECK(!std::filesystem::equivalent(f, a->out, ec), a->out,
+                          ": is also a corpus file (", f,
+                          "); the table would replace it (expected another --out path)");
+    }
     std::vector<std::vector<int32_t>> docs;
     int64_t n_tokens = 0;
     for (const auto& f : files) {

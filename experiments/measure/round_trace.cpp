@@ -1,18 +1,36 @@
 #include "experiments/measure/round_trace.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/output_file.h"
 
 namespace speclab {
 
 RoundTraceWriter::RoundTraceWriter(const std::string& path) : path_(path) {
-  f_ = std::fopen(path.c_str(), "w");
+  const OutputTarget t = output_target_resolve(path);
+  if (t.kind == OutputTarget::Kind::kSpecial) {
+    // A FIFO or device is written in place (a reader's pipe, /dev/null), never truncated.
+    const int fd = output_special_open(t.path, path);
+    f_ = ::fdopen(fd, "w");
+    if (f_ == nullptr) ::close(fd);
+  } else {
+    f_ = std::fopen(t.path.c_str(), "w");
+    file_ = t.path;
+  }
   SPECLAB_INPUT_CHECK(f_ != nullptr, path,
                       ": cannot create the trace file: ", std::strerror(errno));
+}
+
+void RoundTraceWriter::discard() {
+  if (f_) std::fclose(f_);
+  f_ = nullptr;
+  if (!file_.empty()) ::unlink(file_.c_str());
 }
 
 RoundTraceWriter::~RoundTraceWriter() {

@@ -43,7 +43,8 @@ struct RoundTraceSource {
 
 class RoundTraceWriter {
  public:
-  // Creates (truncates) `path`. InputError naming the file if it cannot.
+  // Creates (truncates) `path`, or writes a FIFO or device there in place
+  // (output_target_resolve). InputError naming the file if it cannot.
   explicit RoundTraceWriter(const std::string& path);
   ~RoundTraceWriter();
   RoundTraceWriter(const RoundTraceWriter&) = delete;
@@ -59,6 +60,9 @@ class RoundTraceWriter {
                   int64_t max_ctx);
   // Flushes and closes; InputError naming the file if the data did not reach it.
   void close();
+  // After a failed write: closes and removes the regular file this writer created or
+  // truncated (no partial trace); a FIFO or device it wrote to is left as it was.
+  void discard();
 
   int64_t rounds_written() const { return rounds_; }
   int64_t skipped_tree_generations() const { return skipped_tree_; }
@@ -66,6 +70,7 @@ class RoundTraceWriter {
 
  private:
   std::string path_;
+  std::string file_;  // the regular file written (a link resolved), or empty for a FIFO or device
   std::FILE* f_ = nullptr;
   int64_t rounds_ = 0, skipped_tree_ = 0;
 };

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,16 +70,84 @@ TEST(OutputFile, FullDiskKeepsTheOldFileAndNamesTheNewOne) {
     EXPECT_EQ(e.path().filename().string().find("tables.md.tmp"), std::string::npos) << e.path();
 }
 
-TEST(OutputFile, UnwritablePlaceIsOneLine) {
-  TempDir dir;
-  std::filesystem::create_directories(dir.file("tables.md"));  // a directory in the way
+// The InputError message of output_file_write_atomic(path, content), "" when it succeeded.
+std::string write_error(const std::string& path, const std::string& content) {
   try {
-    output_file_write_atomic(dir.file("tables.md"), "x");
-    ADD_FAILURE() << "no error";
+    output_file_write_atomic(path, content);
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).find(dir.file("tables.md") + ": cannot write ("), 0u)
-        << e.what();
+    return e.what();
   }
+  return "";
+}
+
+TEST(OutputFile, DirectoryInTheWayIsOneLineAndStays) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("tables.md/inside"));  // a directory in the way
+  EXPECT_EQ(write_error(dir.file("tables.md"), "x"),
+            dir.file("tables.md") + ": is a directory (expected a file path)");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("tables.md/inside")));
+}
+
+TEST(OutputFile, PathEndingInASlashCreatesNothing) {
+  TempDir dir;
+  EXPECT_EQ(write_error(dir.file("new/"), "x"),
+            dir.file("new/") + ": names a folder (expected a file path)");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("new")));
+}
+
+TEST(OutputFile, MissingFoldersAreRemovedAgainWhenTheWriteFails) {
+  TempDir dir;
+  const std::string path = dir.file("a/b/tables.md");
+  const std::string msg =
+      write_in_limited_child(path, std::string(10000, 'x'), 4096, dir.file("msg"));
+  EXPECT_EQ(msg, path + ": cannot write (File too large)");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("a")));
+}
+
+TEST(OutputFile, SymbolicLinkIsWrittenThroughAndStays) {
+  TempDir dir;
+  testing::write_text(dir.file("real.md"), "old\n");
+  std::filesystem::create_symlink(dir.file("real.md"), dir.file("link.md"));
+  output_file_write_atomic(dir.file("link.md"), "new\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.md")));
+  EXPECT_EQ(slurp(dir.file("real.md")), "new\n");
+  std::filesystem::create_symlink(dir.file("nothing.md"), dir.file("dangling.md"));
+  EXPECT_EQ(write_error(dir.file("dangling.md"), "x")
+                .find(dir.file("dangling.md") + ": is a symbolic link to a missing file"),
+            0u);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("nothing.md")));
+}
+
+// A FIFO (like /dev/null or /dev/full, which a test must not risk replacing) is written in
+// place: with a reader it gets the bytes and stays a FIFO; with none the write is refused at
+// once instead of blocking, and the FIFO stays.
+TEST(OutputFile, FifoIsWrittenInPlaceAndOneWithoutReaderIsRefusedAtOnce) {
+  TempDir dir;
+  const std::string fifo = dir.file("out.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_EQ(write_error(fifo, "x"),
+            fifo +
+                ": is a FIFO (named pipe) or socket that nothing reads (expected a file, or a "
+                "reader on the FIFO)");
+  EXPECT_EQ(std::filesystem::status(fifo).type(), std::filesystem::file_type::fifo);
+
+  const pid_t reader = fork();
+  if (reader == 0) {  // copies the FIFO into got.txt
+    const std::string cmd = "cat '" + fifo + "' > '" + dir.file("got.txt") + "'";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string err = "no reader";
+  for (int i = 0; i < 500 && !err.empty(); i++) {  // until the reader has opened its end
+    err = write_error(fifo, "through the pipe\n");
+    if (!err.empty()) usleep(10000);
+  }
+  EXPECT_EQ(err, "");
+  if (!err.empty()) kill(reader, SIGKILL);  // a reader that never saw a writer would wait forever
+  int status = 0;
+  waitpid(reader, &status, 0);
+  EXPECT_EQ(slurp(dir.file("got.txt")), "through the pipe\n");
+  EXPECT_EQ(std::filesystem::status(fifo).type(), std::filesystem::file_type::fifo);
 }
 
 }  // namespace

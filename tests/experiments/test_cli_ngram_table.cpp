@@ -2,6 +2,7 @@
 // committed gate baseline in every format); their bad inputs exit 2 with one line.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/experiments/cli_runner.h"
@@ -42,6 +43,20 @@ TEST(CliNgram, MissingCorpusIsBadInput) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.one_line_error()) << r.err;
   EXPECT_NE(r.err.find("none.txt: no such corpus file"), std::string::npos) << r.err;
+}
+
+// --out naming a corpus file would replace the text with the table: refused, the text stays.
+TEST(CliNgram, OutputThatIsACorpusFileIsBadInputAndTheCorpusStays) {
+  testing_util::ScratchDir dir;
+  const std::string corpus = dir.write("c.txt", "the quick brown fox\n");
+  const auto r =
+      run_speclab("ngram --tokenizer '" + kSrc + "/models/zoo/tokenizer.model' --corpus '" +
+                  dir.path.string() + "' --out '" + corpus + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.one_line_error()) << r.err;
+  EXPECT_NE(r.err.find(corpus + ": is also a corpus file"), std::string::npos) << r.err;
+  std::ifstream f(corpus);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(f), {}), "the quick brown fox\n");
 }
 
 TEST(CliTable, RendersTheGateBaselineInEveryFormat) {

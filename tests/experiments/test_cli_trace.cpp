@@ -2,6 +2,7 @@
 // round, the trace agrees with the generation it records (tokens, counts), and `speclab
 // simulate --replay` at the recorded gamma reproduces the tokens of every round exactly.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -159,6 +160,31 @@ TEST(CliTrace, BadTraceArgumentsExitTwo) {
   EXPECT_TRUE(run.one_line_error()) << run.err;
   EXPECT_NE(run.err.find(bad), std::string::npos) << run.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("out/results.jsonl")));  // no partial result
+}
+
+// A trace that cannot be written leaves what is at its path as it was: an existing folder is
+// not removed, a FIFO that nothing reads is refused at once (no wait) and stays a FIFO.
+TEST(CliTrace, UnwritableTracePathIsLeftAsItWas) {
+  ScratchDir dir;
+  const std::string gen = "generate --target '" + kTarget +
+                          "' --draft lookup:n=2 --prompt-ids 1,2,3 --max-new-tokens 4 --trace '";
+  std::filesystem::create_directories(dir.file("folder"));
+  const auto folder = run_speclab(gen + dir.file("folder") + "'");
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_TRUE(folder.one_line_error()) << folder.err;
+  EXPECT_NE(folder.err.find(dir.file("folder") + ": is a directory"), std::string::npos)
+      << folder.err;
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("folder")));
+
+  const std::string fifo = dir.file("t.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  const auto no_reader = run_speclab(gen + fifo + "'");
+  EXPECT_EQ(no_reader.exit_code, 2);
+  EXPECT_TRUE(no_reader.one_line_error()) << no_reader.err;
+  EXPECT_NE(no_reader.err.find(fifo + ": is a FIFO (named pipe) or socket that nothing reads"),
+            std::string::npos)
+      << no_reader.err;
+  EXPECT_EQ(std::filesystem::status(fifo).type(), std::filesystem::file_type::fifo);
 }
 
 }  // namespace
