@@ -72,9 +72,17 @@ std::string input_file_read(const std::string& path, const char* what, uint64_t 
     ::close(fd);
     fail_input(path, ": ", what, " has ", size, " bytes, more than the limit of ", max_bytes);
   }
-  std::string out(static_cast<size_t>(size), '\0');
+  // Read to the end, not to st_size: files the kernel generates (/proc, /sys) report a size
+  // of 0 and still have content, and a file may grow while it is read. The bound holds on
+  // what is read, so such a file cannot fill memory either.
+  std::string out(static_cast<size_t>(size < 4096 ? 4096 : size + 1), '\0');
   size_t done = 0;
-  while (done < out.size()) {
+  while (true) {
+    if (done == out.size()) {
+      if (done > max_bytes) break;
+      out.resize(out.size() * 2 > max_bytes + 1 ? static_cast<size_t>(max_bytes + 1)
+                                                : out.size() * 2);
+    }
     const ssize_t n = ::read(fd, &out[done], out.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
@@ -82,10 +90,12 @@ std::string input_file_read(const std::string& path, const char* what, uint64_t 
       ::close(fd);
       fail_input(path, ": cannot read ", what, " (", std::strerror(err), ")");
     }
-    if (n == 0) break;  // the file shrank while we read: keep what is there
+    if (n == 0) break;
     done += static_cast<size_t>(n);
   }
   ::close(fd);
+  if (done > max_bytes)
+    fail_input(path, ": ", what, " has more than the limit of ", max_bytes, " bytes");
   out.resize(done);
   return out;
 }

@@ -6,7 +6,7 @@
 // between the stat and the open cannot block), checks the opened file again and refuses
 // anything but a regular file with one line that says what the path is:
 //   "prompts.jsonl: is a FIFO (named pipe), expected a regular file"
-// input_file_read also bounds the size before reading a byte.
+// input_file_read also bounds the size, before reading a byte and while it reads.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,8 @@ std::string input_file_kind(unsigned mode);
 int input_file_open(const std::string& path, const char* what, uint64_t* size);
 
 // The whole content of a regular file of at most max_bytes (else an InputError naming the
-// size and the limit). An empty file gives "".
+// size and the limit), read to its end: a /proc or /sys file, whose stat size is 0, gives
+// its content. An empty file gives "".
 std::string input_file_read(const std::string& path, const char* what, uint64_t max_bytes);
 
 // Reads bytes [0, n) of the open file `fd` into dst (n may exceed what one read() returns).

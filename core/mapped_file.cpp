@@ -81,7 +81,15 @@ std::shared_ptr<MappedFile> mapped_file_open(const std::string& path, FileBytes 
   uint64_t file_size = 0;
   const int fd = input_file_open(path, "file", &file_size);
   if (file_size == 0) {
+    // A file the kernel generates (/proc, /sys) stats as 0 bytes and still reads: it has
+    // no bytes to map, and calling it empty would mislead.
+    char probe = 0;
+    const ssize_t got = ::read(fd, &probe, 1);
     ::close(fd);
+    if (got > 0)
+      fail_input(path,
+                 ": reports a size of 0 bytes but has content (a file the kernel generates, "
+                 "as under /proc or /sys), expected a regular file with its bytes on disk");
     fail_input(path, ": file is empty");
   }
   const size_t size = static_cast<size_t>(file_size);

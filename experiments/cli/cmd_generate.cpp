@@ -309,6 +309,10 @@ void run_generate(const GenerateArgs& a) {
   } catch (const InputError& e) {
     fail_input("--gamma-policy: ", e.what());
   }
+  SPECLAB_INPUT_CHECK(a.trace.empty() || (!a.draft.empty() && a.tree.empty()),
+                      "--trace: records the rounds of chain speculation; it needs --draft and "
+                      "does not combine with --tree");
+  if (!a.trace.empty()) RoundTraceWriter::check_path(a.trace);  // before any model is loaded
   auto target = llama_load(a.target);
   std::unique_ptr<Tokenizer> override_tok;
   if (!a.tokenizer.empty()) override_tok = tokenizer_load(a.tokenizer);
@@ -361,6 +365,11 @@ void run_generate(const GenerateArgs& a) {
   // asked for no particular length), while an explicit --ctx beyond it is refused.
   std::unique_ptr<LlamaModel> draft_model;
   if (!a.draft.empty() && drafter_spec_is_model(a.draft)) draft_model = llama_load(a.draft);
+  // A pair that cannot work is refused before any note about the context is printed.
+  SPECLAB_INPUT_CHECK(!draft_model || draft_model->config.vocab_size == target->config.vocab_size,
+                      "draft '", a.draft, "': vocabulary of ",
+                      draft_model ? draft_model->config.vocab_size : 0, " tokens, the target has ",
+                      target->config.vocab_size);
   int64_t ctx = a.ctx;
   const int64_t draft_ctx = draft_model ? draft_model->config.max_seq_len : 0;
   if (draft_ctx > 0 && a.ctx > 0) {
@@ -387,9 +396,6 @@ void run_generate(const GenerateArgs& a) {
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
                       "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
                       runner.max_ctx(), " tokens (see --ctx)");
-  SPECLAB_INPUT_CHECK(a.trace.empty() || (!a.draft.empty() && a.tree.empty()),
-                      "--trace: records the rounds of chain speculation; it needs --draft and "
-                      "does not combine with --tree");
   auto make_drafter = [&]() {
     const TokenRunnerFactory factory = backend_runner_factory(a.backend, "--backend");
     return draft_model

@@ -39,6 +39,7 @@ struct SimulateArgs {
   bool json = false;
   // Which options were given.
   bool has_alpha = false, has_gamma = false, has_gamma_max = false, has_c = false;
+  bool has_c_list = false, has_gamma_list = false;  // given, even as '' (then refused)
 };
 
 std::string fmt(const char* f, double v) {
@@ -53,15 +54,26 @@ void check_alpha(double a) {
 void check_c(double c, const char* flag) {
   SPECLAB_INPUT_CHECK(c >= 0.0 && std::isfinite(c), flag, ": expected a number >= 0, got ", c);
 }
+// The bound of --gamma-list: past it Theorem 3.8's terms are alpha^gamma = 0 to the last bit,
+// and a gamma near INT_MAX only makes the optimum's search run for seconds.
+constexpr int kMaxGamma = 100000;
+
 void check_gamma(int g, const char* flag) {
-  SPECLAB_INPUT_CHECK(g >= 1, flag, ": expected an integer >= 1, got ", g);
+  SPECLAB_INPUT_CHECK(g >= 1 && g <= kMaxGamma, flag, ": expected an integer in 1..", kMaxGamma,
+                      ", got ", g);
 }
 
+// Every item, empty ones too: "0.1," is two items, the second empty (refused by the parser),
+// and "" is one empty item, not an empty list that would mean the default.
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep)) out.push_back(item);
+  size_t start = 0;
+  while (true) {
+    const size_t end = s.find(sep, start);
+    out.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
   return out;
 }
 
@@ -88,7 +100,7 @@ std::vector<double> parse_doubles(const std::string& s, const char* flag, const 
 std::vector<int> parse_gammas(const std::string& s) {
   std::vector<int> out;
   for (double v : parse_doubles(s, "--gamma-list", "a comma list of integers >= 1")) {
-    SPECLAB_INPUT_CHECK(v >= 1 && v == std::floor(v) && v <= 100000,
+    SPECLAB_INPUT_CHECK(v >= 1 && v == std::floor(v) && v <= kMaxGamma,
                         "--gamma-list: expected integers >= 1, got ", v);
     out.push_back(static_cast<int>(v));
   }
@@ -225,8 +237,14 @@ void run_curve(SimulateArgs a) {
     if (a.figure == 3) metrics = {"optimal_gamma"};
     if (a.figure == 4) metrics = {"speedup", "operations"};
     // The paper's plots do not print their parameter sets; these defaults are ours.
-    if (a.figure == 3 && a.c_list.empty() && !a.has_c) a.c_list = "0.01,0.02,0.05,0.1,0.2";
-    if (a.figure != 3 && a.gamma_list.empty() && !a.has_gamma_max) a.gamma_list = "1,2,3,5,7,10";
+    if (a.figure == 3 && !a.has_c_list && !a.has_c) {
+      a.c_list = "0.01,0.02,0.05,0.1,0.2";
+      a.has_c_list = true;
+    }
+    if (a.figure != 3 && !a.has_gamma_list && !a.has_gamma_max) {
+      a.gamma_list = "1,2,3,5,7,10";
+      a.has_gamma_list = true;
+    }
     if (a.figure == 3 && !a.has_gamma_max) a.gamma_max = 100;
   } else {
     SPECLAB_INPUT_CHECK(!grid.empty(), "--curve: needs --alpha-grid LO:HI:STEP");
@@ -247,9 +265,9 @@ void run_curve(SimulateArgs a) {
   SPECLAB_INPUT_CHECK(a.format == "csv" || a.format == "json",
                       "--format: expected csv or json, got '", a.format, "'");
   const std::vector<double> alphas = parse_alpha_grid(grid);
-  if (!a.c_list.empty()) cs = parse_doubles(a.c_list, "--c-list", "a comma list of numbers >= 0");
+  if (a.has_c_list) cs = parse_doubles(a.c_list, "--c-list", "a comma list of numbers >= 0");
   for (double c : cs) check_c(c, "--c-list");
-  if (!a.gamma_list.empty())
+  if (a.has_gamma_list)
     gammas = parse_gammas(a.gamma_list);
   else
     for (int g = 1; g <= a.gamma_max; ++g) gammas.push_back(g);
@@ -509,8 +527,9 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--curve", args->curve,
                   "expected-tokens, speedup, operations (comma list) or optimal-gamma");
   cmd->add_option("--alpha-grid", args->alpha_grid, "LO:HI:STEP alpha values for curves");
-  cmd->add_option("--c-list", args->c_list, "Comma list of c values for curves");
-  cmd->add_option("--gamma-list", args->gamma_list, "Comma list of gamma values for curves");
+  auto* c_list = cmd->add_option("--c-list", args->c_list, "Comma list of c values for curves");
+  auto* gamma_list =
+      cmd->add_option("--gamma-list", args->gamma_list, "Comma list of gamma values for curves");
   cmd->add_option("--format", args->format, "Curve output: csv (default) or json");
   cmd->add_option("--monte-carlo", args->monte_carlo, "Simulate rounds: iid or markov");
   cmd->add_option("--markov", args->markov, "a_easy,a_hard,p_easy_to_hard,p_hard_to_easy");
@@ -520,7 +539,9 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Random seed");
   cmd->add_option("--replay", args->replay, "Replay a recorded trace (JSON lines)");
   cmd->add_option("--policy", args->policy, "Gamma policy: fixed, heuristic or oracle");
-  cmd->callback([args, alpha, c, gamma, gamma_max] {
+  cmd->callback([args, alpha, c, gamma, gamma_max, c_list, gamma_list] {
+    args->has_c_list = c_list->count() > 0;
+    args->has_gamma_list = gamma_list->count() > 0;
     args->has_alpha = alpha->count() > 0;
     args->has_c = c->count() > 0;
     args->has_gamma = gamma->count() > 0;

@@ -1,16 +1,33 @@
 #include "experiments/measure/round_trace.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/output_file.h"
 
 namespace speclab {
+
+void RoundTraceWriter::check_path(const std::string& path) {
+  const OutputTarget t = output_target_resolve(path);  // a folder, a dangling link: refused
+  if (t.kind == OutputTarget::Kind::kSpecial) return;  // a reader may attach later
+  const std::string dir = std::filesystem::path(t.path).parent_path().string();
+  const std::string folder = dir.empty() ? "." : dir;
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail_input(path, ": cannot create the trace file: its folder ", folder,
+               ::stat(folder.c_str(), &st) != 0 ? " does not exist" : " is not a directory");
+  const bool ok = t.kind == OutputTarget::Kind::kRegular
+                      ? ::access(t.path.c_str(), W_OK) == 0
+                      : ::access(folder.c_str(), W_OK | X_OK) == 0;
+  SPECLAB_INPUT_CHECK(ok, path, ": cannot create the trace file: ", std::strerror(errno));
+}
 
 RoundTraceWriter::RoundTraceWriter(const std::string& path) : path_(path) {
   const OutputTarget t = output_target_resolve(path);

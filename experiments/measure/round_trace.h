@@ -46,6 +46,9 @@ class RoundTraceWriter {
   // Creates (truncates) `path`, or writes a FIFO or device there in place
   // (output_target_resolve). InputError naming the file if it cannot.
   explicit RoundTraceWriter(const std::string& path);
+  // Whether the constructor could create `path`, asked before the work whose trace it holds
+  // (InputError naming `path` as the constructor would give it); writes nothing.
+  static void check_path(const std::string& path);
   ~RoundTraceWriter();
   RoundTraceWriter(const RoundTraceWriter&) = delete;
   RoundTraceWriter& operator=(const RoundTraceWriter&) = delete;

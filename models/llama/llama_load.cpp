@@ -4,6 +4,7 @@
 // so the forward pass can trust LlamaWeights: a mismatch is an InputError naming the file,
 // the tensor, both shapes and where the expected one came from.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "core/json_input.h"
 #include "core/mapped_file.h"
 #include "core/memory_available.h"
@@ -79,16 +81,20 @@ void llama_check_config(const LlamaConfig& c, const std::string& source) {
                       " attention heads are not a multiple of ", c.n_kv_heads, " KV heads");
   SPECLAB_INPUT_CHECK(c.head_dim % 2 == 0, source, ": head_dim ", c.head_dim,
                       " is odd; RoPE rotates pairs of dimensions");
-  SPECLAB_INPUT_CHECK(std::isfinite(c.rms_norm_eps) && c.rms_norm_eps > 0, source,
-                      ": rms_norm_eps = ", c.rms_norm_eps, ", expected > 0");
-  SPECLAB_INPUT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0, source,
-                      ": rope_theta = ", c.rope_theta, ", expected > 0");
+  // Real models: eps 1e-6 to 1e-5, theta 1e4 to 1e7, Llama 3's rope factor 8 or 32. The
+  // bounds only refuse values no model could use: an eps that drowns the mean square, a theta
+  // at or below 1 (every pair would turn at least once per position), an overflowing factor.
+  SPECLAB_INPUT_CHECK(std::isfinite(c.rms_norm_eps) && c.rms_norm_eps > 0 && c.rms_norm_eps <= 1,
+                      source, ": rms_norm_eps = ", c.rms_norm_eps, ", expected 0 < eps <= 1");
+  SPECLAB_INPUT_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 1 && c.rope_theta <= 1e12,
+                      source, ": rope_theta = ", c.rope_theta, ", expected 1 < theta <= 1e12");
   if (c.rope_scaling.enabled) {
     const RopeScaling& r = c.rope_scaling;
-    SPECLAB_INPUT_CHECK(r.factor >= 1, source, ": rope_scaling.factor = ", r.factor,
-                        ", expected >= 1");
-    SPECLAB_INPUT_CHECK(r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor, source,
-                        ": rope_scaling low_freq_factor ", r.low_freq_factor,
+    SPECLAB_INPUT_CHECK(std::isfinite(r.factor) && r.factor >= 1 && r.factor <= 1e6, source,
+                        ": rope_scaling.factor = ", r.factor, ", expected 1 <= factor <= 1e6");
+    SPECLAB_INPUT_CHECK(std::isfinite(r.high_freq_factor) && r.low_freq_factor > 0 &&
+                            r.high_freq_factor > r.low_freq_factor,
+                        source, ": rope_scaling low_freq_factor ", r.low_freq_factor,
                         " / high_freq_factor ", r.high_freq_factor, ", expected 0 < low < high");
     SPECLAB_INPUT_CHECK(r.original_max_position > 0, source,
                         ": rope_scaling.original_max_position_embeddings = ",
@@ -440,6 +446,15 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
     for (const ExpectedTensor& e : layer_tensors)
       w.layers[l].*e.field = tensor(prefix + e.gguf_name, e.shape);
   }
+  // Layers past llama.block_count would be read past without a word: the file disagrees
+  // with itself.
+  for (const TensorView& t : g->tensors()) {
+    if (t.name.compare(0, 4, "blk.") != 0) continue;
+    const int64_t layer = std::strtoll(t.name.c_str() + 4, nullptr, 10);
+    SPECLAB_INPUT_CHECK(layer < c.n_layers, path, ": tensor '", t.name, "' belongs to layer ",
+                        layer, " but llama.block_count is ", c.n_layers, " (expected layers 0..",
+                        c.n_layers - 1, ")");
+  }
   w.final_norm = tensor("output_norm.weight", {c.dim});
   w.output = output ? tensor("output.weight", {c.vocab_size, c.dim}) : w.tok_embeddings;
   model->storage.push_back(g->storage());
@@ -517,9 +532,13 @@ std::unique_ptr<LlamaModel> llama_load(const std::string& path_as_written) {
     const std::string gguf = model_dir_gguf(path);
     return gguf.empty() ? llama_load_hf_dir(path) : llama_load_gguf(gguf);
   }
-  SPECLAB_INPUT_CHECK(path_is_file(path), path,
+  SPECLAB_INPUT_CHECK(path_exists(path), path,
                       ": no such file or directory (expected an HF model directory, a .gguf "
                       "file or synthetic:<shape>)");
+  if (!path_is_file(path)) {  // a FIFO, a device, ...: says which, and never blocks
+    uint64_t size = 0;
+    ::close(input_file_open(path, "model file", &size));
+  }
   if (ends_with(path, ".gguf") || starts_with_gguf_magic(path)) return llama_load_gguf(path);
   fail_input(path,
              ": not a model (expected an HF model directory with config.json, a GGUF file, or "

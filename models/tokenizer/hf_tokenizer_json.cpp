@@ -118,26 +118,91 @@ void collect_pretokenizer(const json& pre, const std::string& path, const std::s
 }
 
 // The BOS the post-processor prepends to a single sequence (TemplateProcessing), or "".
+// Supported: none, ByteLevel (offsets only), TemplateProcessing whose single template is an
+// optional special token then the sequence, and a Sequence of these. Anything else would add
+// tokens speclab does not (a suffix, Roberta's and Bert's <s> ... </s>): refused, not ignored.
 std::string template_bos(const json& post, const std::string& path, const std::string& json_path) {
-  if (post.is_null() || !post.is_object() || !post.contains("type")) return "";
-  const std::string type = require_string(post.at("type"), path, json_path + ".type");
-  if (type == "Sequence" && post.contains("processors") && post.at("processors").is_array()) {
-    const json& items = post.at("processors");
+  if (post.is_null()) return "";
+  SPECLAB_INPUT_CHECK(post.is_object(), path, ": ", json_path, " is ", post.type_name(),
+                      ", expected an object or null");
+  const std::string type = require_string(require_member(post, "type", path, json_path + ".type"),
+                                          path, json_path + ".type");
+  if (type == "ByteLevel") return "";
+  if (type == "Sequence") {
+    const json& items = require_member(post, "processors", path, json_path + ".processors");
+    SPECLAB_INPUT_CHECK(items.is_array(), path, ": ", json_path, ".processors is ",
+                        items.type_name(), ", expected an array");
+    std::string bos;
     for (size_t i = 0; i < items.size(); ++i) {
-      std::string bos = template_bos(items[i], path, str_cat(json_path, ".processors[", i, "]"));
-      if (!bos.empty()) return bos;
+      std::string b = template_bos(items[i], path, str_cat(json_path, ".processors[", i, "]"));
+      SPECLAB_INPUT_CHECK(b.empty() || bos.empty(), path, ": ", json_path,
+                          " adds more than one token before the text, expected at most one");
+      if (!b.empty()) bos = std::move(b);
     }
-    return "";
+    return bos;
   }
-  if (type != "TemplateProcessing" || !post.contains("single")) return "";
-  const json& single = post.at("single");
-  if (!single.is_array() || single.empty() || !single[0].is_object() ||
-      !single[0].contains("SpecialToken")) {
-    return "";
+  SPECLAB_INPUT_CHECK(type == "TemplateProcessing", path, ": ", json_path, ".type is '", type,
+                      "', expected TemplateProcessing, ByteLevel or Sequence (not supported: it "
+                      "would add tokens speclab does not)");
+  const json& single = require_member(post, "single", path, json_path + ".single");
+  SPECLAB_INPUT_CHECK(single.is_array(), path, ": ", json_path, ".single is ", single.type_name(),
+                      ", expected an array");
+  std::string bos;
+  bool seen_sequence = false;
+  for (size_t i = 0; i < single.size(); ++i) {
+    const std::string item_path = str_cat(json_path, ".single[", i, "]");
+    const json& item = single[i];
+    if (item.is_object() && item.contains("Sequence")) {
+      SPECLAB_INPUT_CHECK(!seen_sequence, path, ": ", item_path,
+                          " is a second sequence, expected one");
+      seen_sequence = true;
+      continue;
+    }
+    SPECLAB_INPUT_CHECK(item.is_object() && item.contains("SpecialToken"), path, ": ", item_path,
+                        " is ", item.dump(),
+                        ", expected {\"SpecialToken\": ...} or "
+                        "{\"Sequence\": ...}");
+    SPECLAB_INPUT_CHECK(!seen_sequence, path, ": ", item_path,
+                        " adds a token after the text, expected none (not supported)");
+    SPECLAB_INPUT_CHECK(bos.empty(), path, ": ", item_path,
+                        " adds a second token before the text, expected at most one (not "
+                        "supported)");
+    bos = require_string(
+        require_member(item.at("SpecialToken"), "id", path, item_path + ".SpecialToken.id"), path,
+        item_path + ".SpecialToken.id");
   }
-  return require_string(require_member(single[0].at("SpecialToken"), "id", path,
-                                       json_path + ".single[0].SpecialToken"),
-                        path, json_path + ".single[0].SpecialToken.id");
+  SPECLAB_INPUT_CHECK(seen_sequence, path, ": ", json_path,
+                      ".single has no {\"Sequence\": ...}, expected the text in it");
+  return bos;
+}
+
+// A model option of byte-level BPE that speclab does not implement must be absent, null or
+// its neutral value; a set option would change what the text encodes to.
+void require_unset(const json& model, const char* key, const std::string& path) {
+  if (!model.contains(key)) return;
+  const json& v = model.at(key);
+  const bool neutral = v.is_null() || (v.is_string() && v.get<std::string>().empty()) ||
+                       (v.is_number() && v.get<double>() == 0.0);
+  SPECLAB_INPUT_CHECK(neutral, path, ": model.", key, " is ", v.dump(),
+                      ", expected null (not supported)");
+}
+
+// The decoder turns ids back into text: byte-level BPE decodes with ByteLevel; another decoder
+// (WordPiece's "##", Metaspace's "▁") would read the pieces differently from speclab.
+void check_decoder(const json& decoder, const std::string& path, const std::string& json_path) {
+  if (decoder.is_null()) return;
+  SPECLAB_INPUT_CHECK(decoder.is_object(), path, ": ", json_path, " is ", decoder.type_name(),
+                      ", expected an object or null");
+  const std::string type = require_string(
+      require_member(decoder, "type", path, json_path + ".type"), path, json_path + ".type");
+  if (type == "ByteLevel") return;
+  SPECLAB_INPUT_CHECK(type == "Sequence", path, ": ", json_path, ".type is '", type,
+                      "', expected ByteLevel (not supported)");
+  const json& items = require_member(decoder, "decoders", path, json_path + ".decoders");
+  SPECLAB_INPUT_CHECK(items.is_array(), path, ": ", json_path, ".decoders is ", items.type_name(),
+                      ", expected an array");
+  for (size_t i = 0; i < items.size(); ++i)
+    check_decoder(items[i], path, str_cat(json_path, ".decoders[", i, "]"));
 }
 
 // tokenizer_config.json's "bos_token"/"eos_token": a string or {"content": ...}.
@@ -164,6 +229,12 @@ std::unique_ptr<Tokenizer> tokenizer_load_hf_json(const std::string& path) {
                       "', expected 'BPE'");
   if (root.contains("normalizer") && !root.at("normalizer").is_null()) {
     fail_input(path, ": normalizer is set, expected null (normalizers are not supported)");
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix", "dropout"})
+    require_unset(model, key, path);
+  for (const char* key : {"truncation", "padding"}) {
+    SPECLAB_INPUT_CHECK(!root.contains(key) || root.at(key).is_null(), path, ": ", key,
+                        " is set, expected null (not supported: prompts are encoded whole)");
   }
 
   BpeVocabulary vocab;
@@ -264,11 +335,14 @@ std::unique_ptr<Tokenizer> tokenizer_load_hf_json(const std::string& path) {
     }
     return -1;
   };
-  if (model.contains("unk_token") && model.at("unk_token").is_string()) {
-    const std::string unk = model.at("unk_token").get<std::string>();
+  if (model.contains("unk_token") && !model.at("unk_token").is_null()) {
+    const std::string unk = require_string(model.at("unk_token"), path, "model.unk_token");
     auto it = vocab_json.find(unk);
     vocab.unk_id = it != vocab_json.end() ? it->get<int32_t>() : id_of_added(unk);
+    SPECLAB_INPUT_CHECK(vocab.unk_id >= 0, path, ": model.unk_token '", unk,
+                        "' is neither in model.vocab nor in added_tokens");
   }
+  check_decoder(root.contains("decoder") ? root.at("decoder") : json(), path, "decoder");
 
   // BOS: what the post-processor prepends; EOS: tokenizer_config.json beside the file, if any.
   const std::string bos = template_bos(

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/json_input.h"
+#include "core/mapped_file.h"
 #include "tests/formats/expect_input_error.h"
 #include "tests/formats/file_writers.h"
 
@@ -73,6 +74,32 @@ TEST(InputFile, SizeIsBoundedBeforeReading) {
   expect_input_error([&] { input_file_read(dir.file("big.jsonl"), "prompt file", 4095); },
                      {dir.file("big.jsonl"), "prompt file has 4096 bytes", "limit of 4095"});
   EXPECT_EQ(input_file_read(dir.file("big.jsonl"), "prompt file", 4096).size(), 4096u);
+}
+
+// Seen: /proc and /sys files stat as 0 bytes; read up to st_size they came back empty (a
+// corpus of 0 tokens, exit 0). Expected: read to the end, and the limit still holds on what is
+// read (so a generated file cannot fill memory).
+TEST(InputFile, KernelGeneratedFilesAreReadToTheirEnd) {
+  struct stat st {};
+  ASSERT_EQ(::stat("/proc/self/status", &st), 0);
+  ASSERT_EQ(st.st_size, 0) << "the test needs a procfs file whose stat size is 0";
+  const std::string text = input_file_read("/proc/self/status", "corpus file", 1 << 20);
+  EXPECT_NE(text.find("Name:"), std::string::npos) << text.size() << " bytes read";
+  expect_input_error([] { input_file_read("/proc/self/status", "corpus file", 16); },
+                     {"/proc/self/status: corpus file has more than the limit of 16 bytes"});
+}
+
+// A mapped file (config.json, weights) cannot map what has no bytes on disk; "file is empty"
+// for /proc/self/status (through a link named config.json) was wrong.
+TEST(MappedFile, KernelGeneratedFileIsNamedNotCalledEmpty) {
+  TempDir dir;
+  const std::string link = dir.file("config.json");
+  ASSERT_EQ(::symlink("/proc/self/status", link.c_str()), 0);
+  expect_input_error([&] { mapped_file_open(link); },
+                     {link, "reports a size of 0 bytes but has content", "/proc or /sys"});
+  testing::write_text(dir.file("empty.json"), "");
+  expect_input_error([&] { mapped_file_open(dir.file("empty.json")); },
+                     {dir.file("empty.json"), ": file is empty"});
 }
 
 // Seen: invalid UTF-8 from the input quoted raw in the error line. Expected: escaped as \xNN

@@ -212,6 +212,21 @@ TEST(CliGenerate, DraftWithAnotherVocabularyIsRefused) {
   EXPECT_NE(r.err.find("vocabulary"), std::string::npos) << r.err;
 }
 
+// Seen: a draft with a shorter context and another vocabulary printed the note that the
+// context was shortened, then the vocabulary error (two lines). Expected: the error alone.
+TEST(CliGenerate, DraftWithAnotherVocabularyIsRefusedBeforeAnyNote) {
+  const std::string zoo = std::string(SPECLAB_SOURCE_DIR) + "/models/zoo/";
+  const std::string draft = zoo + "tiny-draft-0.5m";
+  const CliResult r =
+      run_speclab("generate --target '" + zoo +
+                  "smollm2-draft-distill' --prompt-ids 1,2 --draft '" + draft + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.one_line_error()) << r.err;
+  EXPECT_NE(r.err.find("draft '" + draft + "': vocabulary of 4096 tokens, the target has 49152"),
+            std::string::npos)
+      << r.err;
+}
+
 // Sampled at a high temperature, SmolLM2's byte-level tokens often end a continuation inside a
 // multi-byte character (or produce bytes that are no UTF-8): --json still prints one valid JSON
 // line, those bytes as U+FFFD, exit 0 (dumping them as they were threw: "internal error", exit 3).

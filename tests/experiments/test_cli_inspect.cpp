@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -119,6 +120,27 @@ TEST(CliInspect, MissingPathAndMissingArgument) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
   r = run_speclab("inspect");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// Seen: /dev/zero, a FIFO named x.gguf and a link to /dev/zero were "no such file or
+// directory". Expected: what they are, one line, exit 2, no read (a FIFO would block).
+TEST(CliInspect, SpecialFilesAreNamedForWhatTheyAre) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("x.gguf");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string link = dir.file("z.gguf");
+  ASSERT_EQ(symlink("/dev/zero", link.c_str()), 0);
+  for (const auto& [path, kind] :
+       {std::pair<std::string, std::string>{"/dev/zero", "a character device"},
+        {fifo, "a FIFO (named pipe)"},
+        {link, "a character device"}}) {
+    const CliResult r = run_speclab("inspect '" + path + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_NE(r.err.find(path + ": is " + kind + ", expected a regular file (model file)"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 TEST(CliInspect, HfDirectoryWithBadConfig) {

@@ -1,7 +1,9 @@
 // speclab ngram (build a bigram table, use it as a drafter) and speclab table (render the
 // committed gate baseline in every format); their bad inputs exit 2 with one line.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -43,6 +45,30 @@ TEST(CliNgram, MissingCorpusIsBadInput) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.one_line_error()) << r.err;
   EXPECT_NE(r.err.find("none.txt: no such corpus file"), std::string::npos) << r.err;
+}
+
+// Seen: a FIFO or device as --corpus was called "no such corpus file", and /proc files
+// (stat size 0) gave 0 tokens with exit 0. Expected: the file kind named; /proc read whole.
+TEST(CliNgram, SpecialCorpusFilesAreNamedAndProcFilesRead) {
+  testing_util::ScratchDir dir;
+  const std::string fifo = dir.file("c.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string ngram = "ngram --tokenizer '" + kSrc + "/models/zoo/tokenizer.model' --out '" +
+                            dir.file("t") + "' --corpus ";
+  for (const auto& [path, kind] : {std::pair<std::string, std::string>{fifo, "a FIFO (named pipe)"},
+                                   {"/dev/zero", "a character device"}}) {
+    const auto r = run_speclab(ngram + "'" + path + "'");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(r.one_line_error()) << r.err;
+    EXPECT_NE(r.err.find(path + ": is " + kind + ", expected a regular file (corpus file)"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("t")));
+  const auto proc = run_speclab(ngram + "/proc/self/status");
+  ASSERT_EQ(proc.exit_code, 0) << proc.err;
+  EXPECT_EQ(proc.out.find(" 0 tokens"), std::string::npos) << proc.out;
+  EXPECT_NE(proc.out.find("tokens from 1 files"), std::string::npos) << proc.out;
 }
 
 // --out naming a corpus file would replace the text with the table: refused, the text stays.

@@ -187,8 +187,16 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
       {"--alpha -0.1", "--alpha: expected a number in [0, 1)"},
       {"--alpha 0.5 --c -0.1", "--c: expected a number >= 0"},
       {"--alpha 0.5 --c-hat -1", "--c-hat: expected a number >= 0"},
-      {"--alpha 0.5 --gamma 0", "--gamma: expected an integer >= 1"},
-      {"--alpha 0.5 --gamma-max 0", "--gamma-max: expected an integer >= 1"},
+      {"--alpha 0.5 --gamma 0", "--gamma: expected an integer in 1..100000"},
+      {"--alpha 0.5 --gamma-max 0", "--gamma-max: expected an integer in 1..100000"},
+      // Seen: 2147483647 accepted (7.8 s of search); '' meant c = 0; a trailing comma dropped.
+      {"--alpha 0.5 --gamma 2147483647", "--gamma: expected an integer in 1..100000"},
+      {"--alpha 0.5 --gamma-max 100001", "--gamma-max: expected an integer in 1..100000"},
+      {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list ''", "--c-list: expected a comma list"},
+      {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list 0.1,", "--c-list: expected a comma list"},
+      {"--curve speedup, --alpha-grid 0:0.5:0.1", "--curve: expected"},
+      {"--curve speedup --alpha-grid 0:0.5:0.1 --gamma-list 2,,3", "--gamma-list: expected"},
+      {"--curve speedup --alpha-grid 0:0.5:", "--alpha-grid: expected LO:HI:STEP"},
       {"--alpha abc", "--alpha"},
       {"--table paper-table9", "--table: unknown table 'paper-table9'"},
       {"", "simulate: give --alpha"},
@@ -212,7 +220,7 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
       {"--replay /nonexistent/trace.jsonl --gamma 2", "/nonexistent/trace.jsonl: cannot open"},
       {"--replay " + bad + " --gamma 2", bad + ":3: not valid JSON"},
       {"--replay " + bad_range + " --gamma 2", bad_range + ":1: 'n_accepted' must lie in"},
-      {"--replay " + good + " --policy fixed --gamma -1", "--gamma: expected an integer >= 1"},
+      {"--replay " + good + " --policy fixed --gamma -1", "--gamma: expected an integer in 1.."},
   };
   for (const Case& c : cases) {
     const CliRun r = speclab_simulate(c.args);

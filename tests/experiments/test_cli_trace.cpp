@@ -154,6 +154,15 @@ TEST(CliTrace, BadTraceArgumentsExitTwo) {
   EXPECT_NE(unwritable.err.find(bad + ": cannot create the trace file"), std::string::npos)
       << unwritable.err;
 
+  // Seen: the path was first tried after the whole generation. Expected: before any model is
+  // loaded, so a trace path that cannot work is named even when the model would fail too.
+  const auto early = run_speclab("generate --target '" + dir.file("no-model") +
+                                 "' --draft lookup:n=2 --prompt-ids 1,2 --trace '" + bad + "'");
+  EXPECT_EQ(early.exit_code, 2);
+  EXPECT_TRUE(early.one_line_error()) << early.err;
+  EXPECT_NE(early.err.find(bad + ": cannot create the trace file: its folder"), std::string::npos)
+      << early.err;
+
   const auto run = run_speclab("run '" + kSrc + "/configs/gate.yaml' --out '" + dir.file("out") +
                                "' --no-plots --trace '" + bad + "' --set 'sweep.drafter=[lookup]'");
   EXPECT_EQ(run.exit_code, 2);

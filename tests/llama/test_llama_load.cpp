@@ -236,6 +236,16 @@ TEST(LlamaLoadHf, BadModelsCatalogue) {
       {"llama3 rope scaling without factor",
        [](json& c, std::vector<SafetensorsTensor>&) { c["rope_scaling"].erase("factor"); },
        {"config.json", "'rope_scaling.factor'"}},
+      // Seen: 1e300 became inf as a float and was accepted, as were eps 1e30 and theta 1e-30.
+      {"rope factor overflowing a float",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["rope_scaling"]["factor"] = 1e300; },
+       {"config.json", "rope_scaling.factor = inf, expected 1 <= factor <= 1e6"}},
+      {"rms_norm_eps that drowns the mean square",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["rms_norm_eps"] = 1e30; },
+       {"config.json", "rms_norm_eps = 1e+30, expected 0 < eps <= 1"}},
+      {"rope_theta below 1",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["rope_theta"] = 1e-30; },
+       {"config.json", "rope_theta = 1e-30, expected 1 < theta <= 1e12"}},
       {"heads not a multiple of kv heads",
        [](json& c, std::vector<SafetensorsTensor>&) { c["num_key_value_heads"] = 3; },
        {"config.json", "not a multiple of 3 KV heads"}},
@@ -404,6 +414,15 @@ TEST(LlamaLoadGguf, BadModels) {
   bad_freqs.tensors[1].data.resize(128);
   write_bytes(path, bad_freqs.build());
   expect_input_error([&] { llama_load(path); }, {path, "'rope_freqs.weight' has shape [32]"});
+
+  // Seen: a block_count below the layers the file holds loaded the first layers only.
+  GgufWriter short_count = tiny_gguf(2);
+  for (auto& kv : short_count.kvs)
+    if (kv.key == "llama.block_count") kv = tiny_gguf(1).kvs[3];
+  write_bytes(path, short_count.build());
+  expect_input_error([&] { llama_load(path); },
+                     {path, "tensor 'blk.1.attn_norm.weight' belongs to layer 1 but "
+                            "llama.block_count is 1 (expected layers 0..0)"});
 }
 
 TEST(LlamaLoadGguf, VocabOnlyFileIsNotAModel) {

@@ -104,6 +104,68 @@ TEST_F(HfJsonSynthetic, PostProcessorTemplateGivesBos) {
   EXPECT_EQ(tok->encode("ab", true), (std::vector<int32_t>{259, 256}));
 }
 
+// Seen: these were read past, so the file encoded differently from Hugging Face's tokenizers
+// without a word. Expected: each set option refused, naming its JSON path; the neutral values
+// real files carry (null, "", 0) load.
+TEST_F(HfJsonSynthetic, UnsupportedModelOptionsAreRefusedNotIgnored) {
+  doc_["model"]["continuing_subword_prefix"] = "";
+  doc_["model"]["end_of_word_suffix"] = nullptr;
+  doc_["model"]["dropout"] = 0.0;
+  EXPECT_EQ(load()->vocab_size(), 260);
+  doc_["model"]["continuing_subword_prefix"] = "##";
+  expect_error({"model.continuing_subword_prefix is \"##\", expected null (not supported)"});
+  doc_["model"]["continuing_subword_prefix"] = nullptr;
+  doc_["model"]["end_of_word_suffix"] = "</w>";
+  expect_error({"model.end_of_word_suffix is \"</w>\""});
+  doc_["model"]["end_of_word_suffix"] = nullptr;
+  doc_["model"]["dropout"] = 0.1;
+  expect_error({"model.dropout is 0.1, expected null"});
+  doc_["model"]["dropout"] = nullptr;
+  doc_["truncation"] = {{"max_length", 8}};
+  expect_error({"truncation is set, expected null"});
+  doc_["truncation"] = nullptr;
+  doc_["padding"] = {{"length", 8}};
+  expect_error({"padding is set, expected null"});
+}
+
+TEST_F(HfJsonSynthetic, UnknownTokenMustBeAStringInTheVocabulary) {
+  doc_["model"]["unk_token"] = "xyz";
+  EXPECT_EQ(load()->vocab_size(), 260);
+  doc_["model"]["unk_token"] = "<unk>";
+  expect_error({"model.unk_token '<unk>' is neither in model.vocab nor in added_tokens"});
+  doc_["model"]["unk_token"] = 5;
+  expect_error({"model.unk_token is number, expected a string"});
+}
+
+TEST_F(HfJsonSynthetic, PostProcessorsThatAddOtherTokensAreRefused) {
+  const json bos = {{"SpecialToken", {{"id", "<|stop|>"}, {"type_id", 0}}}};
+  const json seq = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  doc_["post_processor"] = {
+      {"type", "Sequence"},
+      {"processors",
+       json::array({{{"type", "ByteLevel"}},
+                    {{"type", "TemplateProcessing"}, {"single", json::array({bos, seq})}}})}};
+  EXPECT_EQ(load()->bos_id(), 259);
+  doc_["post_processor"] = {{"type", "TemplateProcessing"}, {"single", json::array({seq, bos})}};
+  expect_error({"post_processor.single[1] adds a token after the text"});
+  doc_["post_processor"] = {{"type", "TemplateProcessing"},
+                            {"single", json::array({bos, bos, seq})}};
+  expect_error({"post_processor.single[1] adds a second token before the text"});
+  doc_["post_processor"] = {{"type", "RobertaProcessing"}, {"sep", {"</s>", 2}}};
+  expect_error({"post_processor.type is 'RobertaProcessing', expected TemplateProcessing"});
+  doc_["post_processor"] = {{"type", "TemplateProcessing"}, {"single", json::array({bos})}};
+  expect_error({"post_processor.single has no {\"Sequence\": ...}"});
+}
+
+TEST_F(HfJsonSynthetic, DecodersOtherThanByteLevelAreRefused) {
+  doc_["decoder"] = {{"type", "Sequence"}, {"decoders", json::array({{{"type", "ByteLevel"}}})}};
+  EXPECT_EQ(load()->vocab_size(), 260);
+  doc_["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}};
+  expect_error({"decoder.type is 'WordPiece', expected ByteLevel (not supported)"});
+  doc_["decoder"] = {{"type", "Sequence"}, {"decoders", json::array({{{"type", "Metaspace"}}})}};
+  expect_error({"decoder.decoders[0].type is 'Metaspace'"});
+}
+
 TEST_F(HfJsonSynthetic, NotJson) {
   testing::write_file_bytes(path_, "{\"model\": [");
   testing::expect_input_error([&] { tokenizer_load_hf_json(path_); },
@@ -193,6 +255,48 @@ TEST_F(HfJsonSynthetic, PreTokenizerNestedDeepIsRefused) {
   testing::write_file_bytes(path_, text);
   testing::expect_input_error([&] { tokenizer_load_hf_json(path_); },
                               {"tokenizer.json", "JSON nested deeper than 256 levels"});
+}
+
+// Seen: the loader looked at 4 bytes, so JSON after 4 spaces or a byte-order mark went to
+// SentencePiece and failed with its message. Expected: JSON after any whitespace and a UTF-8
+// byte-order mark loads as JSON (past the 512 bytes looked at, the JSON parser decides).
+TEST_F(HfJsonSynthetic, JsonAfterWhitespaceOrAByteOrderMarkIsJson) {
+  const std::string body = doc_.dump();
+  for (const std::string& lead :
+       {std::string("        \n\t"), std::string("\xEF\xBB\xBF\r\n  "), std::string(600, ' ')}) {
+    testing::write_file_bytes(path_, lead + body);
+    EXPECT_EQ(tokenizer_load(path_)->vocab_size(), 260) << lead.size() << " leading bytes";
+  }
+}
+
+// Seen: a JSON array, plain text, UTF-16 and empty files all reached SentencePiece, whose
+// messages ("unk is not defined") say nothing of what the file is. Expected: one line naming
+// what the file is and what was expected; a real tokenizer.model still loads.
+TEST(HostileTokenizerFiles, TextThatIsNotATokenizerIsNamed) {
+  const std::string dir = testing::temp_dir();
+  struct Case {
+    std::string bytes;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {"[1, 2, 3]", "is text that does not start with '{' ('[' at byte 0)"},
+      {"  \n \"tok\"", "is text that does not start with '{' ('\"' at byte 4)"},
+      {"hello world\n",
+       "('h' at byte 0), expected a tokenizer.json (a JSON object), a "
+       "SentencePiece tokenizer.model or a .gguf file"},
+      {"\xE9t\xE9", "(0xE9 at byte 0)"},
+      {std::string("\xFF\xFE{\0\"\0", 6), "is UTF-16 or UTF-32 text"},
+      {std::string("\xFE\xFF\0{", 4), "is UTF-16 or UTF-32 text"},
+      {"", "tokenizer file is empty"},
+      {" \n\t ", "tokenizer file holds only whitespace"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = dir + "/tok" + std::to_string(i) + ".model";
+    testing::write_file_bytes(path, cases[i].bytes);
+    testing::expect_input_error([&] { tokenizer_load(path); }, {path, cases[i].needle});
+  }
+  const std::string model = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny_spm_bpe.model";
+  EXPECT_GT(tokenizer_load(model)->vocab_size(), 0);
 }
 
 // Seen: /dev/zero as a tokenizer read until memory ran out. Expected: named and refused.
