@@ -25,4 +25,13 @@ void json_input_check_depth(std::string_view text, const std::string& where,
 // propagate as nlohmann::json::exception, which each caller words for its own file kind.
 nlohmann::json json_input_parse(std::string_view text, const std::string& where);
 
+// Whether object `j` has `key` equal to `expected`, without throwing when the member has
+// another type (j.value(key, default) throws type_error there: "version": "1").
+inline bool json_member_is(const nlohmann::json& j, const char* key,
+                           const nlohmann::json& expected) {
+  if (!j.is_object()) return false;
+  const auto it = j.find(key);
+  return it != j.end() && *it == expected;
+}
+
 }  // namespace speclab

@@ -24,6 +24,7 @@
 #include "core/output_file.h"
 #include "core/stats.h"
 #include "experiments/cli/commands.h"
+#include "experiments/config/experiment_config.h"
 #include "experiments/measure/experiment_session.h"
 #include "experiments/results/acceptance_gate.h"
 #include "experiments/results/results_store.h"
@@ -69,7 +70,9 @@ GateOptions gate_options_of(const ExperimentConfig& cfg) {
 
 void run_calibrate(const CheckArgs& a, const std::vector<std::string>& overrides,
                    const ExperimentConfig& cfg, const std::vector<Cell>& cells) {
-  SPECLAB_INPUT_CHECK(a.calibrate >= 2, "--calibrate: expected N >= 2 seeds, got ", a.calibrate);
+  // Each seed reruns the whole sweep: the bound is generation.repeats', as a seed is a repeat.
+  SPECLAB_INPUT_CHECK(a.calibrate >= 2 && a.calibrate <= kMaxRepeats,
+                      "--calibrate: expected N in 2..", kMaxRepeats, " seeds, got ", a.calibrate);
   SPECLAB_INPUT_CHECK(!a.update, "--calibrate and --update: give one of them");
   const std::string path = a.bands.empty() ? gate_bands_default_path(a.baseline) : a.bands;
   // values[cell index][figure 0 = alpha, 1 = tau][seed], and their standard errors

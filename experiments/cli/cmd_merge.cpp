@@ -24,8 +24,9 @@ void register_merge(CLI::App& app) {
     std::vector<std::string> files;
     for (const auto& p : *inputs)
       files.push_back(std::filesystem::is_directory(p) ? p + "/results.jsonl" : p);
-    results_merge(files, *out, *mixed);
-    std::printf("%zu rows in %s\n", results_read(*out).size(), out->c_str());
+    // Counted as written: the output may be a FIFO or a device, which reads back nothing.
+    const size_t rows = results_merge(files, *out, *mixed);
+    std::printf("%zu rows in %s\n", rows, out->c_str());
   });
 }
 

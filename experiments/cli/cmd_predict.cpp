@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/output_file.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/output_dir_cleanup.h"
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
 #include "experiments/measure/experiment_session.h"
@@ -52,6 +53,7 @@ void predict_experiment(const PredictArgs& a) {
   if (!a.cost_profile.empty())
     cost_override = std::make_unique<CostProfile>(cost_profile_import(a.cost_profile));
 
+  OutputDirCleanup cleanup(dir);  // profiles of a refused predict are not left behind
   std::vector<CellPrediction> predictions;
   if (!a.profiles.empty()) {
     // Offline: profiles from an earlier predict or run; no model is loaded.

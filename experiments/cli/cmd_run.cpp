@@ -25,6 +25,7 @@
 #include "core/input_file.h"
 #include "core/output_file.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/output_dir_cleanup.h"
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
 #include "experiments/measure/experiment_session.h"
@@ -95,6 +96,7 @@ void run_experiment(const RunArgs& a) {
       }
     }
   }
+  OutputDirCleanup cleanup(dir);  // a run refused before its first row leaves nothing behind
   ResultsStore store(dir, a.resume ? ResultsOpenMode::resume : ResultsOpenMode::fresh);
   std::vector<const Cell*> todo;
   for (const auto& c : cells)
@@ -145,6 +147,7 @@ void run_experiment(const RunArgs& a) {
   ProgressBar bar(static_cast<int>(todo.size()));
   int done = 0;
   auto stop = [&]() {
+    cleanup.keep();
     bar.finish();
     stop_signals_default();
     const int sig = g_signal.load();

@@ -28,7 +28,8 @@ void run_table(const TableArgs& a) {
   const TableFormat f = table_format_parse(a.format);
   std::string file = a.path;
   if (std::filesystem::is_directory(file)) file += "/results.jsonl";
-  SPECLAB_INPUT_CHECK(std::filesystem::is_regular_file(file), file,
+  std::error_code ec;  // something else there (a FIFO, a folder): results_read names it
+  SPECLAB_INPUT_CHECK(std::filesystem::exists(file, ec), file,
                       ": no such results file (expected results.jsonl or its directory)");
   const auto rows = results_read(file);
   SPECLAB_INPUT_CHECK(!rows.empty(), file, ": no result rows");

@@ -18,6 +18,7 @@
 #include "core/cpu_matmul.h"
 #include "core/error.h"
 #include "core/input_file.h"
+#include "core/safe_name.h"
 #include "experiments/config/config_schema.h"
 #include "experiments/config/sweep_axes.h"
 #include "models/formats/hf_hub_cache.h"
@@ -561,6 +562,12 @@ ExperimentConfig experiment_config_load(const std::string& path,
       const std::string name = r.scalar_string(it->first, "drafters");
       const std::string p = "drafters." + name;
       if (c.find_drafter(name)) r.fail(it->first, p, "duplicate drafter name");
+      // A drafter's name labels stderr lines, table rows and file names: one safe word.
+      if (!safe_name(name, 64, "+"))
+        r.fail(it->first, "drafters",
+               "expected a drafter name of 1-64 letters, digits, '.', '_', '-' or '+' (not . "
+               "or ..), got '" +
+                   name + "'");
       const std::string spec = expanded(it->second, p);
       c.drafters.push_back(DrafterEntry{name, ModelRef{spec, resolve_drafter(spec, repo_root)}});
     }
@@ -665,12 +672,10 @@ void experiment_config_validate(const ExperimentConfig& c) {
   auto check = [&c](bool ok, const std::string& path, const std::string& expected) {
     if (!ok) fail_input(c.where(path), ": ", expected);
   };
-  const bool name_ok = !c.name.empty() && std::all_of(c.name.begin(), c.name.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-';
-  });
-  check(
-      name_ok, "name",
-      "expected letters, digits, '.', '_' or '-' (it names results/<name>/), got '" + c.name + "'");
+  check(safe_name(c.name, 128), "name",
+        "expected 1-128 letters, digits, '.', '_' or '-', not . or .. (it names "
+        "results/<name>/), got '" +
+            c.name + "'");
   check(!c.question.empty() && c.question.find('\n') == std::string::npos, "question",
         "expected a one-line question");
   check(c.target || c.simulate, "target",

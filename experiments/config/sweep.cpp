@@ -128,6 +128,12 @@ std::vector<Cell> sweep_expand(const ExperimentConfig& config) {
                         "leaves its combinations out)");
   SPECLAB_INPUT_CHECK(s.exclude.empty() || !cells.empty(), config.where("sweep.exclude"),
                       ": excludes every cell of the sweep");
+  // Combinations that do not exist (tree speculation is exact only: no lenience, p_min,
+  // adaptive gamma or synthetic acceptance beside a tree) may leave nothing to run.
+  SPECLAB_INPUT_CHECK(!cells.empty(), config.where("sweep"),
+                      ": expands to no cells (every combination of its axes is one that does not "
+                      "exist, e.g. a tree with lenience, p_min, an adaptive gamma_policy or "
+                      "synthetic_acceptance)");
   return cells;
 }
 

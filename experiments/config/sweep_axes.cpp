@@ -99,8 +99,26 @@ SweepAxis number_axis(std::string key, double Cell::*field, std::string type, do
 }
 
 // A number in (0, 1]: "" or the message.
+// The decoder samples in float: a positive setting below this is 0 or a denormal there (and a
+// temperature above 1e30 overflows its logits' scale), so such values are refused here rather
+// than silently run as something else.
+constexpr double kSmallestSetting = 1e-30, kLargestTemperature = 1e30;
+
 std::string unit_open_closed(double v) {
+  if (v > 0 && v < kSmallestSetting)
+    return str_cat(
+        "expected a number in (0, 1] of at least 1e-30 (the sampler computes in "
+        "float), got ",
+        v);
   return v > 0 && v <= 1 ? "" : str_cat("expected a number in (0, 1], got ", v);
+}
+
+std::string temperature_problem(double v) {
+  if (v == 0 || (v >= kSmallestSetting && v <= kLargestTemperature)) return "";
+  if (v > 0)
+    return str_cat("expected 0 or a number in [1e-30, 1e30] (the sampler computes in float), got ",
+                   v);
+  return str_cat("expected a number >= 0 (0 = greedy), got ", v);
 }
 
 SweepAxis drafter_axis() {
@@ -155,9 +173,13 @@ SweepAxis draft_temperature_axis() {
     r.fail(n, path, "expected \"same\" or a number, got " + r.describe(n));
   };
   a.check = [](const json& v, const ExperimentConfig&) {
-    if (v.is_string() || v.get<double>() >= 0) return SweepAxisProblem{};
-    return SweepAxisProblem{"",
-                            str_cat("expected \"same\" or a number >= 0, got ", v.get<double>())};
+    if (v.is_string()) return SweepAxisProblem{};
+    const std::string problem = temperature_problem(v.get<double>());
+    if (problem.empty()) return SweepAxisProblem{};
+    return SweepAxisProblem{
+        "", v.get<double>() < 0
+                ? str_cat("expected \"same\" or a number >= 0, got ", v.get<double>())
+                : problem};
   };
   // "same" resolves to the cell's temperature (an earlier axis); a number written equal to
   // it makes the same cell, which sweep_expand drops as a duplicate id.
@@ -217,7 +239,7 @@ SweepAxis synthetic_acceptance_axis() {
     if (v.is_string()) return SweepAxisProblem{};
     for (size_t j = 0; j < v.size(); ++j) {
       const double x = v[j].get<double>();
-      if (!(x > 0 && x <= 1))
+      if (!(x >= kSmallestSetting && x <= 1))
         return SweepAxisProblem{v.size() == 1 ? "" : str_cat("[", j, "]"),
                                 str_cat("expected an acceptance probability in (0, 1], got ", x)};
     }
@@ -322,10 +344,7 @@ std::vector<SweepAxis> builtin_axes() {
       "gamma"));
   axes.push_back(number_axis(
       "temperature", &Cell::temperature, "list of numbers >= 0", 0.0, "[0]",
-      "target temperature (0 = greedy)",
-      [](const double& v) {
-        return v >= 0 ? "" : str_cat("expected a number >= 0 (0 = greedy), got ", v);
-      },
+      "target temperature (0 = greedy)", [](const double& v) { return temperature_problem(v); },
       "T", 1));
   axes.push_back(draft_temperature_axis());
   axes.push_back(int_axis(

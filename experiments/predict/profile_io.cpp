@@ -319,9 +319,9 @@ CostProfileParts cost_parts_from_json(const nlohmann::json& pj, const CostProfil
 }  // namespace
 
 CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const std::string& where) {
-  SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-cost-profile", where,
+  SPECLAB_INPUT_CHECK(j.is_object() && json_member_is(j, "format", "speclab-cost-profile"), where,
                       ": expected a speclab cost profile (\"format\": \"speclab-cost-profile\")");
-  SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
+  SPECLAB_INPUT_CHECK(json_member_is(j, "version", 1), where, ": version: expected 1");
   CostProfileRecord r;
   CostProfile& c = r.cost;
   // Figures read back from a file are reused, whatever the file says produced them (its
@@ -429,9 +429,9 @@ nlohmann::json batched_cost_profile_to_json(const BatchedCostProfileRecord& r) {
 BatchedCostProfileRecord batched_cost_profile_record_from_json(const nlohmann::json& j,
                                                                const std::string& where) {
   SPECLAB_INPUT_CHECK(
-      j.is_object() && j.value("format", "") == "speclab-batched-cost-profile", where,
+      j.is_object() && json_member_is(j, "format", "speclab-batched-cost-profile"), where,
       ": expected a speclab batched cost profile (\"format\": \"speclab-batched-cost-profile\")");
-  SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
+  SPECLAB_INPUT_CHECK(json_member_is(j, "version", 1), where, ": version: expected 1");
   BatchedCostProfileRecord r;
   BatchedCostProfile& c = r.cost;
   c.source = "reused";
@@ -538,9 +538,9 @@ nlohmann::json acceptance_profile_to_json(const AcceptanceProfile& a) {
 }
 
 AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const std::string& where) {
-  SPECLAB_INPUT_CHECK(j.is_object() && j.value("format", "") == "speclab-acceptance-profile", where,
-                      ": expected a speclab acceptance profile");
-  SPECLAB_INPUT_CHECK(j.value("version", 0) == 1, where, ": version: expected 1");
+  SPECLAB_INPUT_CHECK(j.is_object() && json_member_is(j, "format", "speclab-acceptance-profile"),
+                      where, ": expected a speclab acceptance profile");
+  SPECLAB_INPUT_CHECK(json_member_is(j, "version", 1), where, ": version: expected 1");
   AcceptanceProfile a;
   a.max_depth = static_cast<int>(number(j, "max_depth", where, 0, true));
   SPECLAB_INPUT_CHECK(a.max_depth >= 0 && a.max_depth <= 1024, where,

@@ -320,7 +320,8 @@ GateBands gate_bands_read(const std::string& path) {
     fail_input(path, ": not valid JSON (expected a speclab-gate-bands/2 object)");
   }
   SPECLAB_INPUT_CHECK(j.is_object(), path, ": expected a speclab-gate-bands/2 object");
-  const std::string format = j.value("format", "");
+  const std::string format =
+      j.contains("format") && j["format"].is_string() ? j["format"].get<std::string>() : "";
   SPECLAB_INPUT_CHECK(format != "speclab-gate-bands/1", path,
                       ": format speclab-gate-bands/1 does not tell deterministic cells apart; "
                       "write the bands again (speclab check CONFIG --baseline FILE --calibrate 5)");

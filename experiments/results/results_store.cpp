@@ -11,11 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/json_input.h"
 #include "core/output_file.h"
+#include "core/safe_name.h"
 
 namespace fs = std::filesystem;
 
@@ -47,9 +49,34 @@ struct RowAt {
   int line;
 };
 
+const char* json_kind(const nlohmann::json& v) {
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_boolean()) return "true or false";
+  if (v.is_array()) return "a list";
+  return "an object";
+}
+
+// A cell parameter of the wrong type, named: the types a cell's own keys are written with
+// (Cell().to_json()) against the row's. Keys absent from a default cell (the optional axes)
+// are left to Cell::from_json, whose type errors are reported without the key.
+void check_cell_key_types(const nlohmann::json& row, const std::string& where) {
+  static const nlohmann::json reference = Cell().to_json();
+  for (auto it = reference.begin(); it != reference.end(); ++it) {
+    const auto got = row.find(it.key());
+    if (got == row.end() || got->is_null() || it.value().is_null()) continue;
+    const bool same = std::string(json_kind(*got)) == json_kind(it.value());
+    SPECLAB_INPUT_CHECK(same, where, ": field ", it.key(), ": expected ", json_kind(it.value()),
+                        ", got ", got->type_name());
+  }
+}
+
 // Complete lines of `text` parsed as rows; `complete_bytes` = length up to the last newline.
+// Bytes after the last newline are an interrupted run's torn row: only the store of a run
+// being resumed may drop them (torn_tail_allowed); every reader of finished results refuses
+// them, as a merge or a table without that cell would be wrong without a word.
 std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
-                              size_t* complete_bytes) {
+                              size_t* complete_bytes, bool torn_tail_allowed) {
   std::vector<RowAt> rows;
   const size_t last_nl = text.rfind('\n');
   *complete_bytes = last_nl == std::string::npos ? 0 : last_nl + 1;
@@ -69,18 +96,27 @@ std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
     } catch (const nlohmann::json::exception&) {  // parse_error; out_of_range for 1e999
       fail_input(where, ": not a valid JSON row");
     }
+    SPECLAB_INPUT_CHECK(json.is_object() && json.contains("cell_id") && json["cell_id"].is_string(),
+                        where, ": expected a JSON object with a string \"cell_id\"");
+    check_cell_key_types(json, where);
     ResultRow row;
-    bool has_id = false;
-    if (json.is_object()) {
-      try {
-        row = ResultRow::from_json(json, where);
-        has_id = !row.cell.cell_id.empty();
-      } catch (const nlohmann::json::exception&) {  // a cell parameter of the wrong type
-        has_id = false;
-      }
+    try {
+      row = ResultRow::from_json(json, where);
+    } catch (const nlohmann::json::exception& e) {  // an optional axis of the wrong type
+      fail_input(where, ": a cell parameter has the wrong type (", e.what(), ")");
     }
-    SPECLAB_INPUT_CHECK(has_id, where, ": expected a JSON object with a string \"cell_id\"");
+    // Ids and hashes name files (table --out DIR/<name>-<config_hash>.csv) and table rows.
+    SPECLAB_INPUT_CHECK(safe_name(row.cell.cell_id, 64), where, ": cell_id '", row.cell.cell_id,
+                        "': expected 1-64 letters, digits, '.', '_' or '-' (not . or ..)");
+    SPECLAB_INPUT_CHECK(!row.config_hash || safe_name(*row.config_hash, 64), where,
+                        ": config_hash '", row.config_hash.value_or(""),
+                        "': expected 1-64 letters, digits, '.', '_' or '-' (not . or ..)");
     rows.push_back(RowAt{std::move(row), std::move(json), line});
+  }
+  if (!torn_tail_allowed && *complete_bytes < text.size()) {
+    fail_input(path, ":", line + 1, ": incomplete final row (", text.size() - *complete_bytes,
+               " bytes without a closing newline; the run that wrote it was interrupted: "
+               "resume it with speclab run --resume, or remove the line)");
   }
   return rows;
 }
@@ -91,18 +127,39 @@ std::string read_file(const std::string& path) {
   return input_file_read(path, "results file", kMaxResultsBytes);
 }
 
+// The pid a lock file holds, for a message: its digits, or "unknown" when it holds anything
+// else (a file put there by hand is never echoed: it may span lines).
+std::string lock_pid_text(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  return digits ? text : "unknown";
+}
+
 // Takes <dir>/.lock (see the header). Returns the locked fd.
 int lock_take(const std::string& lock_path) {
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // O_NOFOLLOW and the kind check: the lock is truncated and written, so a link (or a FIFO,
+    // a device) put at its path must never be written through.
+    const int fd =
+        ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    if (fd < 0 && errno == ELOOP)
+      fail_input(lock_path,
+                 ": is a symbolic link, expected speclab's own lock file (a regular file; "
+                 "remove the link)");
     SPECLAB_INPUT_CHECK(fd >= 0, lock_path, ": cannot create lock file: ", std::strerror(errno));
+    struct stat kind {};
+    if (fstat(fd, &kind) != 0 || !S_ISREG(kind.st_mode)) {
+      ::close(fd);
+      fail_input(lock_path, ": is ", input_file_kind(kind.st_mode),
+                 ", expected speclab's own lock file (a regular file)");
+    }
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       std::string pid = read_fd(fd);
       ::close(fd);
-      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
       fail_input(lock_path, ": the results directory is in use by another speclab run (pid ",
-                 pid.empty() ? "unknown" : pid,
-                 "); wait for it to end, or write elsewhere with --out DIR");
+                 lock_pid_text(pid), "); wait for it to end, or write elsewhere with --out DIR");
     }
     // A closing holder unlinks the file before releasing it: make sure we locked the file
     // that is at the path now, not an unlinked one.
@@ -113,14 +170,13 @@ int lock_take(const std::string& lock_path) {
       ::close(fd);
       continue;
     }
-    std::string old = read_fd(fd);
-    while (!old.empty() && (old.back() == '\n' || old.back() == ' ')) old.pop_back();
+    const std::string old = read_fd(fd);
     if (!old.empty()) {
       const long old_pid = std::atol(old.c_str());
       const bool alive =
           old_pid > 0 && (::kill(static_cast<pid_t>(old_pid), 0) == 0 || errno == EPERM);
       std::fprintf(stderr, "speclab: warning: %s: taking over a stale lock of pid %s (%s)\n",
-                   lock_path.c_str(), old.c_str(),
+                   lock_path.c_str(), lock_pid_text(old).c_str(),
                    alive ? "that process no longer holds it" : "no such process");
     }
     const std::string mine = std::to_string(::getpid()) + "\n";
@@ -155,7 +211,7 @@ ResultsStore::ResultsStore(const std::string& dir, ResultsOpenMode mode)
                         ": already holds results; pass --resume to continue that run, or --out "
                         "DIR to start a new one");
     size_t complete = 0;
-    for (const auto& r : parse_rows(text, results_path_, &complete))
+    for (const auto& r : parse_rows(text, results_path_, &complete, /*torn_tail_allowed=*/true))
       finished_.insert(r.row.cell.cell_id);
     if (complete < text.size()) {
       std::fprintf(stderr,
@@ -214,18 +270,29 @@ void ResultsStore::append_row(const ResultRow& result) {
 std::vector<ResultRow> results_read(const std::string& path) {
   size_t complete = 0;
   std::vector<ResultRow> out;
-  for (auto& r : parse_rows(read_file(path), path, &complete)) out.push_back(std::move(r.row));
+  // A cell has one row of each kind: a second (a file appended to itself, two shards
+  // concatenated by hand) would be pooled into the tables twice.
+  std::map<std::tuple<std::string, std::string, std::string>, int> line_of;
+  for (auto& r : parse_rows(read_file(path), path, &complete, /*torn_tail_allowed=*/false)) {
+    const auto key =
+        std::make_tuple(r.row.config_hash.value_or(""), r.row.cell.cell_id, r.row.kind());
+    const auto [it, fresh] = line_of.emplace(key, r.line);
+    SPECLAB_INPUT_CHECK(fresh, path, ":", r.line, ": cell_id ", r.row.cell.cell_id,
+                        " has a row already, at line ", it->second,
+                        " (a cell has one row; speclab merge joins shards and drops repeats)");
+    out.push_back(std::move(r.row));
+  }
   return out;
 }
 
-void results_merge(const std::vector<std::string>& inputs, const std::string& output,
-                   bool allow_mixed_configs) {
+size_t results_merge(const std::vector<std::string>& inputs, const std::string& output,
+                     bool allow_mixed_configs) {
   SPECLAB_INPUT_CHECK(!inputs.empty(), output, ": nothing to merge (no input files)");
   std::vector<std::vector<RowAt>> all;
   all.reserve(inputs.size());
   for (const auto& in : inputs) {
     size_t complete = 0;
-    all.push_back(parse_rows(read_file(in), in, &complete));
+    all.push_back(parse_rows(read_file(in), in, &complete, /*torn_tail_allowed=*/false));
   }
   auto hash_of = [](const ResultRow& row) { return row.config_hash.value_or(""); };
   // Rows of different configs measure different things under the same cell names: refused,
@@ -252,6 +319,7 @@ void results_merge(const std::vector<std::string>& inputs, const std::string& ou
   std::map<std::pair<std::string, std::string>, std::pair<std::string, nlohmann::json>>
       first_seen;  // (config_hash, cell_id) -> where, row
   std::string text;
+  size_t written = 0;
   for (const auto& h : hash_order) {
     for (size_t f = 0; f < inputs.size(); ++f) {
       for (const auto& r : all[f]) {
@@ -267,10 +335,13 @@ void results_merge(const std::vector<std::string>& inputs, const std::string& ou
           continue;
         }
         text += dump_row(row) + "\n";
+        ++written;
       }
     }
   }
+  SPECLAB_INPUT_CHECK(written > 0, output, ": nothing to merge (the input files hold no rows)");
   output_file_write_atomic(output, text);
+  return written;
 }
 
 }  // namespace speclab

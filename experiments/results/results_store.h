@@ -55,9 +55,10 @@ class ResultsStore {
   std::set<std::string> finished_;
 };
 
-// The complete rows of a results file in order; an incomplete final line is ignored. A
-// complete line that is not a JSON object with a string cell_id, or with a field of the wrong
-// type, is an InputError "<file>:<line>: ...". A missing file is an InputError.
+// The rows of a results file in order. A line that is not a JSON object with a string cell_id,
+// a field of the wrong type, a cell_id or config_hash that is no safe name, a second row of
+// the same cell and kind, or an incomplete final line (no newline) is an InputError
+// "<file>:<line>: ...". A missing file is an InputError.
 std::vector<ResultRow> results_read(const std::string& path);
 
 // Joins the rows of shard files into `output` (written whole, then renamed into place):
@@ -65,8 +66,9 @@ std::vector<ResultRow> results_read(const std::string& path);
 // again with a different row is an InputError naming both places. Rows of different
 // config_hash are an InputError naming both hashes and the file:line of each, unless
 // allow_mixed_configs: then the output holds one group of rows per config_hash (in order of
-// first appearance; duplicates judged within a config), never pooled.
-void results_merge(const std::vector<std::string>& inputs, const std::string& output,
-                   bool allow_mixed_configs = false);
+// first appearance; duplicates judged within a config), never pooled. Returns the number of
+// rows written; inputs without any row are an InputError (nothing is written).
+size_t results_merge(const std::vector<std::string>& inputs, const std::string& output,
+                     bool allow_mixed_configs = false);
 
 }  // namespace speclab

@@ -399,7 +399,12 @@ TEST(CliCheck, CalibrateNeedsTwoSeeds) {
   const auto r = run_speclab(check(dir.file("gate.jsonl"), kLookupOnly + " --calibrate 1"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_TRUE(r.one_line_error()) << r.err;
-  EXPECT_TRUE(has(r.err, "--calibrate")) << r.err;
+  EXPECT_TRUE(has(r.err, "--calibrate: expected N in 2..1000 seeds, got 1")) << r.err;
+  // Seen: 100000 accepted (hours of reruns). Expected: refused before any cell runs.
+  const auto many = run_speclab(check(dir.file("gate.jsonl"), kLookupOnly + " --calibrate 100000"));
+  EXPECT_EQ(many.exit_code, 2) << many.err;
+  EXPECT_TRUE(many.one_line_error()) << many.err;
+  EXPECT_TRUE(has(many.err, "--calibrate: expected N in 2..1000 seeds, got 100000")) << many.err;
 }
 
 }  // namespace

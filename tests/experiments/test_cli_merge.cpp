@@ -1,10 +1,14 @@
 // Sharded runs merged with `speclab merge` hold every cell of the sweep exactly once; a
 // missing shard is bad input (exit 2, one line).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "tests/experiments/cli_runner.h"
 
@@ -45,6 +49,28 @@ TEST(CliMerge, MissingShardIsBadInput) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(r.one_line_error()) << r.err;
   EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+}
+
+// Seen: merge into a FIFO with a reader wrote every row, then read its output back to count
+// the rows and exited 2 ("is a FIFO"). Expected: exit 0, the reader gets the rows, the count
+// is of what was written.
+TEST(CliMerge, AFifoWithAReaderGetsTheRowsAndExitsZero) {
+  testing_util::ScratchDir dir;
+  const std::string in = dir.write("in.jsonl", "{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\"}\n");
+  const std::string fifo = dir.file("out.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream f(fifo);  // blocks until merge opens the FIFO (or the release below)
+    got.assign(std::istreambuf_iterator<char>(f), {});
+  });
+  const auto r = run_speclab("merge '" + fifo + "' '" + in + "'");
+  const int release = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // a reader still waiting
+  if (release >= 0) ::close(release);
+  reader.join();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "2 rows in " + fifo + "\n");
+  EXPECT_EQ(got, "{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\"}\n");
 }
 
 }  // namespace

@@ -248,6 +248,13 @@ TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
         R"("draft_step_s":0,"host_round_s":[0],"verify_device_s":[-0.01]})",
         "device-negative.json: verify_device_s[0]: expected finite seconds >= 0"}},
+      // Seen: a version or format of another type was an internal error (exit 3).
+      {"version-text.json",
+       {R"({"format":"speclab-cost-profile","version":"1","target_s":[0.01],"draft_round_s":[0]})",
+        "version-text.json: version: expected 1"}},
+      {"format-number.json",
+       {R"({"format":5,"version":1,"target_s":[0.01],"draft_round_s":[0]})",
+        "format-number.json: "}},
       {"device-text.json",
        {R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01],"draft_round_s":[0],)"
         R"("draft_step_s":0,"host_round_s":[0],"verify_device_s":"fast"})",
@@ -260,6 +267,9 @@ TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
     EXPECT_EQ(r.exit_code, 2) << name << ": " << r.err;
     EXPECT_NE(r.err.find(c.second), std::string::npos) << name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << name << ": " << r.err;
+    // Seen: a profile too short for the setting (found after the profiles were taken) left
+    // o/profiles behind. Expected: a refused predict leaves nothing.
+    EXPECT_FALSE(std::filesystem::exists(d.file("o"))) << name;
   }
   const CliResult dir =
       run_speclab("predict '" + cfg + "' --cost-profile '" + d.path.string() + "'");

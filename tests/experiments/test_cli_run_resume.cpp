@@ -463,6 +463,13 @@ TEST(CliRunRefusals, PromptLongerThanTheContextIsRefusedBeforeWork) {
   EXPECT_NE(log.find(d.file("prompts.jsonl") + ":2: prompt 'long' has"), std::string::npos) << log;
   EXPECT_NE(log.find("exceeds generation.ctx = 64"), std::string::npos) << log;
   EXPECT_EQ(complete_rows(d.file("out/results.jsonl")), 0u);
+  // Seen: the refused run left an empty out/ (with profiles/ when refused later). Expected:
+  // what it created is gone; a folder that was there before stays.
+  EXPECT_FALSE(fs::exists(d.file("out"))) << "a refused run left its output folder";
+  fs::create_directories(d.file("there"));
+  EXPECT_EQ(wait_exit(spawn_run(d.file("tiny.yaml"), d.file("there"), d.file("run2.log"))), 2);
+  EXPECT_TRUE(fs::is_directory(d.file("there")));
+  EXPECT_TRUE(fs::is_empty(d.file("there")));
 }
 
 // Seen: a drafter with a shorter context than generation.ctx (256 against 2048) let the other

@@ -204,8 +204,31 @@ TEST_F(ConfigTest, OutOfRange) {
             f() + ":9: prompts.skip: expected an integer >= 0, got -2");
   EXPECT_EQ(error_of(replaced("name: t", "name: ../escape")),
             f() +
-                ":1: name: expected letters, digits, '.', '_' or '-' (it names "
+                ":1: name: expected 1-128 letters, digits, '.', '_' or '-', not . or .. (it names "
                 "results/<name>/), got '../escape'");
+  // Seen: ".." wrote results/../results.jsonl (over the user's own files); a 300-character
+  // name failed only when its folder was made, leaving results/ behind.
+  for (const std::string& name : {std::string("\"..\""), std::string("."), std::string(129, 'n')})
+    EXPECT_NE(error_of(replaced("name: t", "name: " + name)).find(":1: name: expected 1-128"),
+              std::string::npos)
+        << name;
+  // Seen: 1e39 passed, became inf as the sampler's float and failed mid-run; 1e-320 became 0.
+  EXPECT_EQ(error_of(replaced("[0, 1]", "[1e39]")),
+            f() +
+                ":12: sweep.temperature[0]: expected 0 or a number in [1e-30, 1e30] (the sampler "
+                "computes in float), got 1e+39");
+  EXPECT_EQ(error_of(replaced("[0, 1]", "[1e-320]")),
+            f() +
+                ":12: sweep.temperature[0]: expected 0 or a number in [1e-30, 1e30] (the sampler "
+                "computes in float), got 9.99989e-321");
+  EXPECT_EQ(error_of(std::string(kBase) + "  draft_temperature: 1e308\n"),
+            f() +
+                ":13: sweep.draft_temperature[0]: expected 0 or a number in [1e-30, 1e30] (the "
+                "sampler computes in float), got 1e+308");
+  EXPECT_EQ(error_of(std::string(kBase) + "  lenience: 1e-320\n"),
+            f() +
+                ":13: sweep.lenience[0]: expected a number in (0, 1] of at least 1e-30 (the "
+                "sampler computes in float), got 9.99989e-321");
   EXPECT_EQ(error_of(std::string(kBase) + "simulate:\n  table: paper-table9\n"),
             f() + ":14: simulate.table: expected one of paper-table1, got 'paper-table9'");
 }
@@ -219,6 +242,17 @@ TEST_F(ConfigTest, SweepSemantics) {
             f() + ":10: sweep.drafter: expected a non-empty list of drafter names");
   EXPECT_EQ(error_of(replaced("[1, 2, 4]", "[1, 2, 1]")),
             f() + ":11: sweep.gamma[2]: duplicate value (same as sweep.gamma[0])");
+  // Seen: "", "a\nb", "..", "a/b" accepted as drafter names (stderr lines and table rows
+  // broke). Expected: a safe word ('+' allowed: skip-14-15+26-27).
+  for (const std::string& name : {std::string("\"a b\""), std::string("\"a/b\""),
+                                  std::string("\"..\""), std::string("\"a\\nb\"")})
+    EXPECT_NE(error_of(replaced("  b: models/zoo/x\n", "  " + name + ": models/zoo/x\n"))
+                  .find(":6: drafters: expected a drafter name of 1-64 letters"),
+              std::string::npos)
+        << name;
+  // Seen: a tree beside lenience leaves no cell; run wrote empty results, exit 0.
+  EXPECT_EQ(error_of(std::string(kBase) + "  tree: [2x2]\n  lenience: [0.5]\n"),
+            "");  // the config loads; expanding it is refused (SweepTree tests, CLI below)
   EXPECT_EQ(error_of(replaced("  b: models/zoo/x\n", "  b: \"\"\n")),
             f() +
                 ":6: drafters.b: expected a drafter spec (model path, lookup:n=N, "

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,7 +120,16 @@ TEST(ResultsStore, TornFinalLineIsIgnoredAndTruncatedOnResume) {
   ScratchDir dir;
   const std::string file =
       dir.write("results.jsonl", "{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\",\"va");
-  EXPECT_EQ(results_read(file).size(), 1u);
+  // Readers of finished results refuse the torn row (a table or merge without that cell
+  // would be wrong without a word); only the store of a resumed run drops it.
+  try {
+    results_read(file);
+    FAIL() << "a torn final row was read past";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(file + ":2: incomplete final row (19 bytes without", 0),
+              0u)
+        << e.what();
+  }
   ::testing::internal::CaptureStderr();
   {
     ResultsStore store(dir.path.string(), ResultsOpenMode::resume);
@@ -214,11 +224,16 @@ TEST(ResultsMerge, JoinsShardsDedupsAndRejectsConflicts) {
   ScratchDir dir;
   const std::string a =
       dir.write("a.jsonl", "{\"cell_id\":\"c1\",\"v\":1}\n{\"cell_id\":\"c3\",\"v\":3}\n");
-  const std::string b = dir.write(
+  const std::string torn = dir.write(
       "b.jsonl",
       "{\"cell_id\":\"c2\",\"v\":2}\n{\"cell_id\":\"c1\",\"v\":1}\n{\"cell_id\":\"c4\",\"v\"");
   const std::string out = dir.file("merged/results.jsonl");
-  results_merge({a, b}, out);
+  // Seen: the torn c4 row was dropped and the merge said nothing. Expected: refused, no output.
+  EXPECT_THROW(results_merge({a, torn}, out), InputError);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const std::string b =
+      dir.write("b.jsonl", "{\"cell_id\":\"c2\",\"v\":2}\n{\"cell_id\":\"c1\",\"v\":1}\n");
+  EXPECT_EQ(results_merge({a, b}, out), 3u);
   EXPECT_EQ(
       slurp(out),
       "{\"cell_id\":\"c1\",\"v\":1}\n{\"cell_id\":\"c3\",\"v\":3}\n{\"cell_id\":\"c2\",\"v\":2}\n");
@@ -232,6 +247,81 @@ TEST(ResultsMerge, JoinsShardsDedupsAndRejectsConflicts) {
   }
   EXPECT_EQ(results_read(out).size(), 3u);  // the failed merge left the output alone
   EXPECT_THROW(results_merge({dir.file("none.jsonl")}, out), InputError);
+  // Seen: inputs without rows gave an empty output, exit 0. Expected: nothing to merge.
+  const std::string empty = dir.write("empty.jsonl", "\n\n");
+  try {
+    results_merge({empty}, dir.file("e.jsonl"));
+    FAIL() << "an empty merge was written";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              dir.file("e.jsonl") + ": nothing to merge (the input files hold no rows)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("e.jsonl")));
+}
+
+// Rows a reader must refuse rather than pool or use: a second row of the same cell (a file
+// appended to itself doubled every count in the tables), ids that would name files outside
+// the output folder, and cell parameters of the wrong type, named.
+TEST(ResultsRead, RepeatsUnsafeIdsAndWrongTypesAreNamed) {
+  ScratchDir dir;
+  auto error_of = [&](const std::string& text) {
+    const std::string file = dir.write("r.jsonl", text);
+    try {
+      results_read(file);
+    } catch (const InputError& e) {
+      return std::string(e.what()).substr(file.size());
+    }
+    return std::string("(read)");
+  };
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\"}\n{\"cell_id\":\"c2\"}\n{\"cell_id\":\"c1\"}\n"),
+            ":3: cell_id c1 has a row already, at line 1 (a cell has one row; speclab merge joins "
+            "shards and drops repeats)");
+  // The same cell under two configs, or as a measured and a predicted row, is no repeat.
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"config_hash\":\"a\"}\n{\"cell_id\":\"c1\","
+                     "\"config_hash\":\"b\"}\n{\"cell_id\":\"c1\",\"config_hash\":\"a\","
+                     "\"row_kind\":\"predicted\"}\n"),
+            "(read)");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"config_hash\":\"x/../../escaped\"}\n"),
+            ":1: config_hash 'x/../../escaped': expected 1-64 letters, digits, '.', '_' or '-' "
+            "(not . or ..)");
+  EXPECT_EQ(error_of("{\"cell_id\":\"..\"}\n"),
+            ":1: cell_id '..': expected 1-64 letters, digits, '.', '_' or '-' (not . or ..)");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"gamma\":\"two\"}\n"),
+            ":1: field gamma: expected a number, got string");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"drafter\":3}\n"),
+            ":1: field drafter: expected a string, got number");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"draft_temperature_same\":1}\n"),
+            ":1: field draft_temperature_same: expected true or false, got number");
+}
+
+// Seen: a symbolic link at DIR/.lock was written through (the file it named became a pid) and
+// its content echoed over several lines. Expected: refused, the file it names unchanged.
+TEST(ResultsStore, ALockThatIsNotARegularFileIsRefused) {
+  ScratchDir dir;
+  const std::string precious = dir.write("precious.txt", "PRECIOUS DATA\nline 2\n");
+  std::filesystem::create_directories(dir.file("out"));
+  std::filesystem::create_symlink(precious, dir.file("out/.lock"));
+  try {
+    ResultsStore store(dir.file("out"), ResultsOpenMode::fresh);
+    FAIL() << "a linked lock was taken";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), dir.file("out/.lock") +
+                                         ": is a symbolic link, expected speclab's own lock file "
+                                         "(a regular file; remove the link)");
+  }
+  EXPECT_EQ(slurp(precious), "PRECIOUS DATA\nline 2\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("out/.lock")));
+  std::filesystem::remove(dir.file("out/.lock"));
+  ASSERT_EQ(mkfifo(dir.file("out/.lock").c_str(), 0644), 0);
+  EXPECT_THROW(ResultsStore(dir.file("out"), ResultsOpenMode::fresh), InputError);
+  // A stale lock holding text, not a pid, is taken over without echoing the text.
+  std::filesystem::remove(dir.file("out/.lock"));
+  dir.write("out/.lock", "two\nlines\n");
+  ::testing::internal::CaptureStderr();
+  { ResultsStore store(dir.file("out"), ResultsOpenMode::fresh); }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("taking over a stale lock of pid unknown"), std::string::npos) << err;
+  EXPECT_EQ(err.find("lines"), std::string::npos) << err;
 }
 
 // Rows of two configs: refused naming both hashes and places; with allow_mixed_configs kept

@@ -124,6 +124,23 @@ TEST(Sweep, SimulatorOnlyConfigHasNoCells) {
   EXPECT_THROW(sweep_expand(experiment_config_load(path)), InputError);
 }
 
+// Seen: axes whose every combination does not exist (tree speculation is exact only) gave 0
+// cells, an empty results file and exit 0. Expected: refused, naming the sweep.
+TEST(Sweep, ASweepOfNoCellsIsRefused) {
+  ScratchDir dir;
+  for (const char* extra :
+       {"sweep.lenience=[0.5]", "sweep.p_min=[0.3]", "sweep.gamma_policy=[heuristic]"}) {
+    try {
+      sweep_expand(load(dir, {"sweep.tree=[2x2]", extra}));
+      FAIL() << extra << ": expanded";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(": sweep: expands to no cells"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_FALSE(sweep_expand(load(dir, {"sweep.tree=[2x2]"})).empty());
+}
+
 TEST(Shard, RoundRobinPartitionsTheCells) {
   ScratchDir dir;
   const std::vector<Cell> cells = sweep_expand(load(dir));
