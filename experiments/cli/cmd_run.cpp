@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "core/error.h"
 #include "core/input_file.h"
@@ -98,6 +99,26 @@ void run_experiment(const RunArgs& a) {
   }
   OutputDirCleanup cleanup(dir);  // a run refused before its first row leaves nothing behind
   ResultsStore store(dir, a.resume ? ResultsOpenMode::resume : ResultsOpenMode::fresh);
+  if (a.resume) {
+    // A row counts as done only if this config wrote it: another config's row (or a cell
+    // this sweep lacks) under the same id would be taken for a measurement it is not.
+    const std::string hash = cfg.config_hash();
+    std::set<std::string> ids;
+    for (const Cell& c : all) ids.insert(c.cell_id);
+    const std::vector<ResultRow> earlier = results_read(store.results_path());
+    for (size_t i = 0; i < earlier.size(); ++i) {
+      const ResultRow& r = earlier[i];
+      SPECLAB_INPUT_CHECK(r.config_hash.value_or("") == hash, store.results_path(), ": row ", i + 1,
+                          " (cell ", r.cell.cell_id, ") is of config_hash ",
+                          r.config_hash.value_or("(none)"), ", this config hashes to ", hash,
+                          "; resume with the config (and --set) that wrote it, or write "
+                          "elsewhere with --out DIR");
+      SPECLAB_INPUT_CHECK(ids.count(r.cell.cell_id), store.results_path(), ": row ", i + 1,
+                          " is of cell ", r.cell.cell_id,
+                          ", which this sweep does not have; resume with the config that wrote "
+                          "it, or write elsewhere with --out DIR");
+    }
+  }
   std::vector<const Cell*> todo;
   for (const auto& c : cells)
     if (!store.finished_cell_ids().count(c.cell_id)) todo.push_back(&c);

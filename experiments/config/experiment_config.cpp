@@ -14,6 +14,8 @@
 #include <iterator>
 #include <limits>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "core/cpu_matmul.h"
 #include "core/error.h"
@@ -511,6 +513,49 @@ void config_check_utf8(const std::string& text, const std::string& what) {
     pos += utf8_sequence_length(text, pos);
   }
 }
+
+// A config is a page of nested mappings: 64 levels is far beyond any. yaml-cpp parses nesting
+// recursively and gives up deep down with "bad file"; this names the line instead. Counts
+// flow brackets outside quotes and comments, and block levels by indentation.
+constexpr int kMaxConfigDepth = 64;
+void config_check_depth(const std::string& text, const std::string& what) {
+  int line = 1, flow = 0;
+  std::vector<size_t> indents;  // the indentation of each open block level
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string_view l(text.data() + pos, end - pos);
+    const size_t indent = l.find_first_not_of(' ');
+    if (flow == 0 && indent != std::string_view::npos && l[indent] != '#') {
+      while (!indents.empty() && indents.back() >= indent) indents.pop_back();
+      indents.push_back(indent);
+      SPECLAB_INPUT_CHECK(static_cast<int>(indents.size()) <= kMaxConfigDepth, what, ":", line,
+                          ": nested deeper than ", kMaxConfigDepth,
+                          " levels (indentation); expected a config of a few levels");
+    }
+    char quote = 0;
+    for (size_t i = 0; i < l.size(); ++i) {
+      const char ch = l[i];
+      if (quote) {
+        if (ch == quote) quote = 0;
+        continue;
+      }
+      if (ch == '"' || ch == '\'') {
+        quote = ch;
+      } else if (ch == '#' && (i == 0 || l[i - 1] == ' ')) {
+        break;
+      } else if (ch == '[' || ch == '{') {
+        SPECLAB_INPUT_CHECK(++flow <= kMaxConfigDepth, what, ":", line, ": nested deeper than ",
+                            kMaxConfigDepth,
+                            " levels ([ and {); expected a config of a few levels");
+      } else if ((ch == ']' || ch == '}') && flow > 0) {
+        --flow;
+      }
+    }
+    pos = end + 1;
+    ++line;
+  }
+}
 }  // namespace
 
 ExperimentConfig experiment_config_load(const std::string& path,
@@ -526,8 +571,14 @@ ExperimentConfig experiment_config_load(const std::string& path,
   // valid UTF-8: refuse other bytes here, naming the line (found by fuzzing).
   config_check_utf8(text, path);
   for (const auto& o : overrides) config_check_utf8(o, "--set " + o.substr(0, o.find('=')));
+  config_check_depth(text, path);
   try {
-    root = YAML::Load(text);
+    // Every document, so that a second one (after ---, or text after ...) is not ignored.
+    const std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    SPECLAB_INPUT_CHECK(docs.size() <= 1, path, ": holds ", docs.size(),
+                        " YAML documents, expected one (a second after --- or ... would be "
+                        "ignored)");
+    if (!docs.empty()) root = docs[0];
   } catch (const YAML::ParserException& e) {
     fail_input(path, ":", e.mark.line + 1, ": YAML syntax error: ", e.msg);
   } catch (const YAML::BadFile&) {

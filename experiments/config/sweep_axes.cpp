@@ -61,6 +61,7 @@ SweepAxis field_axis(std::string key, T Cell::*field, std::string type, T fallba
   a.check = [bad](const json& v, const ExperimentConfig&) {
     return SweepAxisProblem{"", bad(v.get<T>())};
   };
+  a.check_is_a_range = true;
   a.apply = [field](const json& v, const ExperimentConfig&, Cell& c) {
     c.*field = v.get<T>();
     return true;

@@ -87,6 +87,9 @@ struct SweepAxis {
   // Range and cross-reference check of one value.
   std::function<SweepAxisProblem(const nlohmann::json& value, const ExperimentConfig& config)>
       check;
+  // Whether `check` reads nothing of the config (a range): then it also checks the value a
+  // result row holds (experiments/results/results_store.cpp), with any config.
+  bool check_is_a_range = false;
   // Optional check of the whole list against the rest of the config, at path sweep.<key>:
   // "" = fine, else the message.
   std::function<std::string(const std::vector<nlohmann::json>& values,

@@ -30,6 +30,17 @@ int64_t memory_limit_from_env() {
   return n > 0 ? n : -1;
 }
 
+#ifdef SPECLAB_HAVE_CUDA
+// The device check, its message prefixed with the key or flag that asked for the device.
+void require_cuda_device(const std::string& what) {
+  try {
+    speclab_cuda_device_info();
+  } catch (const InputError& e) {
+    fail_input(what, ": 'cuda' requested but ", e.what());
+  }
+}
+#endif
+
 }  // namespace
 
 std::unique_ptr<TokenRunner> backend_create_runner(const std::string& backend,
@@ -38,7 +49,7 @@ std::unique_ptr<TokenRunner> backend_create_runner(const std::string& backend,
   if (backend == "cpu") return std::make_unique<LlamaRunner>(model, max_ctx);
   if (backend == "cuda") {
 #ifdef SPECLAB_HAVE_CUDA
-    speclab_cuda_device_info();  // InputError "no CUDA device found (...)" without a device
+    require_cuda_device(what);  // "<what>: no CUDA device found (...)" without a device
     return std::make_unique<CudaLlamaRunner>(model, max_ctx);
 #else
     fail_no_cuda_build(what);
@@ -62,7 +73,7 @@ TokenRunnerFactory backend_runner_factory(const std::string& backend, const std:
   if (backend == "cpu") return {};  // the drafter's default: LlamaRunner
   if (backend == "cuda") {
 #ifdef SPECLAB_HAVE_CUDA
-    speclab_cuda_device_info();  // InputError "no CUDA device found (...)" without a device
+    require_cuda_device(what);  // "<what>: no CUDA device found (...)" without a device
     return [](const LlamaModel& model, int64_t max_ctx, std::vector<bool> skip_layers) {
       return std::unique_ptr<TokenRunner>(
           std::make_unique<CudaLlamaRunner>(model, max_ctx, std::move(skip_layers)));
@@ -87,7 +98,7 @@ BatchTokenRunnerFactory backend_batched_runner_factory(const std::string& backen
   if (backend == "cpu") return {};  // batch_drafter_create's default: BatchedLlamaRunner
   if (backend == "cuda") {
 #ifdef SPECLAB_HAVE_CUDA
-    speclab_cuda_device_info();  // InputError "no CUDA device found (...)" without a device
+    require_cuda_device(what);  // "<what>: no CUDA device found (...)" without a device
     return [](const LlamaModel& model, int64_t n_slots, int64_t max_ctx) {
       return std::unique_ptr<BatchTokenRunner>(
           std::make_unique<CudaBatchedLlamaRunner>(model, n_slots, max_ctx));

@@ -176,6 +176,36 @@ const std::set<std::string>& declared_names() {
   return names;
 }
 
+// Counts and fractions a reader would otherwise pool or print as they are: a count below 0,
+// more accepted than tested, an acceptance rate outside [0, 1], a negative standard error.
+void result_row_check_ranges(const ResultRow& r, const std::string& where) {
+  auto counts = [&](const std::optional<int64_t>& tested, const std::optional<int64_t>& accepted,
+                    const std::string& at) {
+    if (tested && *tested < 0)
+      fail_input(where, ": field ", at, "tested: expected >= 0, got ", *tested);
+    if (accepted && (*accepted < 0 || (tested && *accepted > *tested)))
+      fail_input(where, ": field ", at, "accepted: expected 0 <= accepted <= tested, got ",
+                 *accepted, " of ", tested.value_or(-1));
+  };
+  counts(r.tested, r.accepted, "");
+  if (r.samples)
+    for (size_t i = 0; i < r.samples->size(); ++i)
+      counts((*r.samples)[i].tested, (*r.samples)[i].accepted, str_cat("samples[", i, "]."));
+  auto fraction = [&](const std::optional<double>& v, const char* name) {
+    if (v && !std::isnan(*v) && !(*v >= 0 && *v <= 1))
+      fail_input(where, ": field ", name, ": expected a fraction in [0, 1], got ", *v);
+  };
+  fraction(r.alpha_empirical, "alpha_empirical");
+  fraction(r.alpha_beta, "alpha_beta");
+  auto non_negative = [&](const std::optional<double>& v, const char* name) {
+    if (v && !std::isnan(*v) && !(*v >= 0))
+      fail_input(where, ": field ", name, ": expected a number >= 0, got ", *v);
+  };
+  non_negative(r.alpha_se, "alpha_se");
+  non_negative(r.tau, "tau");
+  non_negative(r.tau_se, "tau_se");
+}
+
 }  // namespace
 
 std::string ResultRow::kind() const {
@@ -209,6 +239,7 @@ ResultRow ResultRow::from_json(const nlohmann::json& j_in, const std::string& wh
 #define SPECLAB_X(group, type, name, unit, meaning) get(j, #name, where, "", &r.name);
   SPECLAB_RESULT_ROW_FIELDS(SPECLAB_X)
 #undef SPECLAB_X
+  result_row_check_ranges(r, where);
   // What is neither declared nor the cell's stays as it was.
   const nlohmann::json cell_keys = r.cell.to_json();
   for (auto it = j.begin(); it != j.end(); ++it)

@@ -18,6 +18,8 @@
 #include "core/json_input.h"
 #include "core/output_file.h"
 #include "core/safe_name.h"
+#include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep_axes.h"
 
 namespace fs = std::filesystem;
 
@@ -68,6 +70,22 @@ void check_cell_key_types(const nlohmann::json& row, const std::string& where) {
     const bool same = std::string(json_kind(*got)) == json_kind(it.value());
     SPECLAB_INPUT_CHECK(same, where, ": field ", it.key(), ": expected ", json_kind(it.value()),
                         ", got ", got->type_name());
+    // An integer key holding 2.5 would be read as 2.
+    SPECLAB_INPUT_CHECK(!it.value().is_number_integer() || got->is_number_integer(), where,
+                        ": field ", it.key(), ": expected an integer, got ", got->dump());
+  }
+  const auto index = row.find("cell_index");
+  if (index != row.end() && index->is_number_integer() && index->get<int64_t>() < 0)
+    fail_input(where, ": field cell_index: expected an integer >= 0, got ", index->dump());
+  // The ranges the sweep's own axes hold their values to (gamma 1..64, temperature >= 0, ...).
+  static const ExperimentConfig any_config;
+  for (const SweepAxis& axis : sweep_axes()) {
+    if (!axis.check_is_a_range || !reference.contains(axis.key)) continue;
+    const auto got = row.find(axis.key);
+    if (got == row.end() || got->is_null()) continue;
+    const SweepAxisProblem problem = axis.check(*got, any_config);
+    SPECLAB_INPUT_CHECK(problem.message.empty(), where, ": field ", axis.key, ": ",
+                        problem.message);
   }
 }
 

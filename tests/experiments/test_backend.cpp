@@ -39,6 +39,15 @@ TEST(Backend, CudaWithoutDeviceOrBuildExitsTwo) {
   EXPECT_TRUE(r.err.find("no CUDA device") != std::string::npos ||
               r.err.find("no CUDA backend") != std::string::npos)
       << r.err;
+  // Seen: "no CUDA device found (...)" named neither the flag nor the config key.
+  EXPECT_NE(r.err.find("speclab: --backend: 'cuda' requested but"), std::string::npos) << r.err;
+  testing_util::ScratchDir dir;
+  const auto run = testing_util::run_speclab(
+      "run '" + std::string(SPECLAB_SOURCE_DIR) + "/configs/gate.yaml' --out '" + dir.file("o") +
+      "' --no-plots --set generation.backend=cuda --set 'sweep.drafter=[lookup]'");
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(run.one_line_error()) << run.err;
+  EXPECT_NE(run.err.find("generation.backend: 'cuda' requested but"), std::string::npos) << run.err;
 }
 
 // The row's run_cuda_graphs: "none" on cpu; on cuda the SPECLAB_CUDA_GRAPHS switch of the

@@ -4,6 +4,8 @@
 // --two-sided; --json, --junit and --calibrate each have their own case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -183,7 +185,8 @@ TEST(CliCheck, RiseIsImprovementUnlessTwoSided) {
 TEST(CliCheck, JsonAndJunitReportARegression) {
   ScratchDir dir;
   auto rows = lookup_rows();
-  rows[2]["alpha_empirical"] = rows[2]["alpha_empirical"].get<double>() + 0.3;
+  // Higher in the baseline than measured: a fall of acceptance (at most 1: a rate).
+  rows[2]["alpha_empirical"] = std::min(1.0, rows[2]["alpha_empirical"].get<double>() + 0.3);
   const std::string id = rows[2]["cell_id"];
   const std::string junit = dir.file("gate.xml");
   const auto r =
@@ -204,7 +207,7 @@ TEST(CliCheck, JsonAndJunitReportARegression) {
     // kernel that rounds differently may move a greedy figure inside gate.deterministic_band).
     const double value = objs[i]["alpha"]["value"], baseline = objs[i]["alpha"]["baseline"];
     if (planted) {
-      EXPECT_LT(value, baseline - 0.2) << objs[i];
+      EXPECT_LT(value, baseline - 0.1) << objs[i];
     } else {
       EXPECT_LE(std::fabs(value - baseline), objs[i]["alpha"]["tolerance"].get<double>())
           << objs[i];

@@ -472,6 +472,26 @@ TEST(CliRunRefusals, PromptLongerThanTheContextIsRefusedBeforeWork) {
   EXPECT_TRUE(fs::is_empty(d.file("there")));
 }
 
+// Seen: --resume counted a row of another config (the same cell_id), a bare
+// {"cell_id":"zzz"} and rows of another sweep as done. Expected: refused before any cell runs,
+// naming the row; the file left as it was.
+TEST(CliRunRefusals, ResumeRefusesRowsThisConfigDidNotWrite) {
+  ScratchDir d;
+  const std::string config = write_config(d);
+  fs::create_directories(d.file("out"));
+  for (const std::string& row :
+       {std::string("{\"cell_id\":\"zzz\"}"),
+        std::string("{\"cell_id\":\"abc\",\"config_hash\":\"0123456789abcdef\"}")}) {
+    d.write("out/results.jsonl", row + "\n");
+    const pid_t pid = spawn_run(config, d.file("out"), d.file("run.log"), {"--resume"});
+    EXPECT_EQ(wait_exit(pid), 2);
+    const std::string log = slurp(d.file("run.log"));
+    EXPECT_NE(log.find(d.file("out/results.jsonl") + ": row 1 (cell "), std::string::npos) << log;
+    EXPECT_NE(log.find(", this config hashes to "), std::string::npos) << log;
+    EXPECT_EQ(slurp(d.file("out/results.jsonl")), row + "\n");
+  }
+}
+
 // Seen: a drafter with a shorter context than generation.ctx (256 against 2048) let the other
 // drafters' cells run for minutes, then stopped at its first cell. Expected: refused before
 // the first cell, naming the drafter and both lengths; another vocabulary likewise.

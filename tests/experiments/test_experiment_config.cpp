@@ -354,6 +354,25 @@ TEST_F(ConfigTest, FileLevelErrors) {
   EXPECT_EQ(error_of("name: [t\n"), f() + ":2: YAML syntax error: end of sequence flow not found");
   EXPECT_EQ(error_of(""), f() + ": the config file is empty (expected a mapping)");
   EXPECT_EQ(error_of("- a\n- b\n"), f() + ":1: (top level): expected a mapping, got a list");
+  // Seen: a second document, or text after "...", was ignored; 100,000 brackets or 5,000
+  // indented levels gave "YAML syntax error: bad file".
+  EXPECT_EQ(error_of(std::string(kBase) + "---\nname: other\n"),
+            f() +
+                ": holds 2 YAML documents, expected one (a second after --- or ... would be "
+                "ignored)");
+  EXPECT_NE(error_of(std::string(kBase) + "...\ngarbage: [\n").find("YAML syntax error"),
+            std::string::npos);
+  EXPECT_EQ(error_of("name: t\nquestion: q\nx: " + std::string(100000, '[') + "\n"),
+            f() + ":3: nested deeper than 64 levels ([ and {); expected a config of a few levels");
+  std::string deep = "name: t\n";
+  for (int i = 0; i < 70; ++i)
+    deep += std::string(static_cast<size_t>(i), ' ') + "k" + std::to_string(i) + ":\n";
+  EXPECT_EQ(error_of(deep), f() +
+                                ":66: nested deeper than 64 levels (indentation); expected a "
+                                "config of a few levels");
+  EXPECT_EQ(error_of(std::string(kBase) + "# [[[[ a comment\nmeasure:\n  note: \"[[[\"\n")
+                .find("nested deeper"),
+            std::string::npos);
   const std::string missing = dir.file("nope.yaml");
   try {
     experiment_config_load(missing);

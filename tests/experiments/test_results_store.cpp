@@ -292,6 +292,29 @@ TEST(ResultsRead, RepeatsUnsafeIdsAndWrongTypesAreNamed) {
             ":1: field drafter: expected a string, got number");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"draft_temperature_same\":1}\n"),
             ":1: field draft_temperature_same: expected true or false, got number");
+  // Seen: values read as they were (gamma 10^15 printed as a negative number, 2.5 read as 2,
+  // accepted above tested). Expected: the axes' own ranges and the counts' invariants.
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"gamma\":65}\n"),
+            ":1: field gamma: expected an integer in 1..64, got 65");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"gamma\":2.5}\n"),
+            ":1: field gamma: expected an integer, got 2.5");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"temperature\":-1}\n"),
+            ":1: field temperature: expected a number >= 0 (0 = greedy), got -1");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"cell_index\":-7}\n"),
+            ":1: field cell_index: expected an integer >= 0, got -7");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"tested\":10,\"accepted\":11}\n"),
+            ":1: field accepted: expected 0 <= accepted <= tested, got 11 of 10");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"tested\":-100}\n"),
+            ":1: field tested: expected >= 0, got -100");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_empirical\":7}\n"),
+            ":1: field alpha_empirical: expected a fraction in [0, 1], got 7");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_se\":-1}\n"),
+            ":1: field alpha_se: expected a number >= 0, got -1");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"samples\":[{\"tested\":1,\"accepted\":-1}]}\n"),
+            ":1: field samples[0].accepted: expected 0 <= accepted <= tested, got -1 of 1");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_empirical\":null,\"tested\":0,"
+                     "\"accepted\":0}\n"),
+            "(read)");  // NaN is written as null
 }
 
 // Seen: a symbolic link at DIR/.lock was written through (the file it named became a pid) and
