@@ -23,6 +23,7 @@
 #include "core/safe_name.h"
 #include "experiments/config/config_schema.h"
 #include "experiments/config/sweep_axes.h"
+#include "models/drafters/drafter.h"
 #include "models/formats/hf_hub_cache.h"
 #include "models/tokenizer/utf8.h"
 
@@ -742,10 +743,17 @@ void experiment_config_validate(const ExperimentConfig& c) {
   if (c.target)
     check(c.prompts || c.measure.cost_only, "prompts",
           "required key is missing (only measure.cost_only configs run without prompts)");
-  for (const auto& d : c.drafters)
+  for (const auto& d : c.drafters) {
     check(!d.ref.spec.empty(), "drafters." + d.name,
           "expected a drafter spec (model path, lookup:n=N, self:skip=A-B, ngram:PATH), got an "
           "empty string");
+    // Every drafter's syntax, used by this sweep or only by a --set of it.
+    try {
+      drafter_spec_check(d.ref.spec);
+    } catch (const InputError& e) {
+      fail_input(c.where("drafters." + d.name), ": ", e.what());
+    }
+  }
   if (c.prompts)
     check(!c.prompts->files.empty(), "prompts.file",
           "expected a JSONL file path or a non-empty list of them");

@@ -21,10 +21,15 @@ std::string latex_escape(const std::string& s) {
 }
 
 // A cell of a Markdown table: a '|' would end the cell ("median |err|" split a header in two
-// and shifted every column after it), so it is written \|, which renderers show as '|'.
+// and shifted every column after it), so it is written \|, which renderers show as '|'; a line
+// break would end the row, so CR and LF are written as a space.
 std::string markdown_cell(const std::string& s) {
   std::string o;
   for (char c : s) {
+    if (c == '\n' || c == '\r') {
+      o += ' ';
+      continue;
+    }
     if (c == '|') o += '\\';
     o += c;
   }

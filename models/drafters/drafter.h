@@ -92,6 +92,11 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
 // Whether drafter_create reads `spec` as a model path (not lookup, self: or ngram:).
 bool drafter_spec_is_model(const std::string& spec);
 
+// The syntax of a lookup:, self: or ngram: spec, without a model (a config's drafters, used
+// by the sweep or not): InputError "drafter 'SPEC': ..." as drafter_create would give. The
+// layer ranges of self: are checked against the target when the drafter is made.
+void drafter_spec_check(const std::string& spec);
+
 // drafter_create for a draft model the caller has already loaded (from `spec`, the name used
 // in errors and reports): a caller that sizes the context by the draft's loads it once.
 std::unique_ptr<Drafter> drafter_create_model(std::unique_ptr<LlamaModel> model,

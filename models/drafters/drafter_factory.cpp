@@ -6,6 +6,8 @@
 //   anything else             a model path (HF directory, .gguf, synthetic:<shape>)
 #include <map>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "models/drafters/drafter.h"
@@ -36,12 +38,16 @@ std::map<std::string, std::string> parse_options(const std::string& spec, const 
   std::stringstream ss(opts);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
     const auto eq = item.find('=');
     SPECLAB_INPUT_CHECK(eq != std::string::npos && eq > 0, "drafter '", spec, "': option '", item,
                         "' is not key=value");
-    out[item.substr(0, eq)] = item.substr(eq + 1);
+    const std::string key = item.substr(0, eq);
+    SPECLAB_INPUT_CHECK(out.emplace(key, item.substr(eq + 1)).second, "drafter '", spec,
+                        "': option '", key, "' given twice");
   }
+  // getline drops a trailing empty item: "n=3," is an empty option, not "n=3".
+  SPECLAB_INPUT_CHECK(opts.empty() || opts.back() != ',', "drafter '", spec,
+                      "': an empty option after the last ','");
   return out;
 }
 
@@ -58,39 +64,63 @@ int parse_int(const std::string& spec, const std::string& s) {
   return v;
 }
 
+// lookup[:n=N,min=M]: the longest and shortest n-gram matched.
+std::pair<int, int> lookup_options(const std::string& spec) {
+  auto opts = parse_options(spec, spec.size() > 7 ? spec.substr(7) : "");
+  int n = 3, min = 1;
+  for (const auto& [k, v] : opts) {
+    if (k == "n")
+      n = parse_int(spec, v);
+    else if (k == "min")
+      min = parse_int(spec, v);
+    else
+      fail_input("drafter '", spec, "': unknown option '", k, "' (expected n, min)");
+  }
+  SPECLAB_INPUT_CHECK(min >= 1 && n >= min && n <= 64, "drafter '", spec, "': n=", n, " min=", min,
+                      " (expected 1 <= min <= n <= 64)");
+  return {n, min};
+}
+
+// self:skip=A-B[+C-D...]: the layer ranges skipped, as written (checked against a model's
+// layer count by the caller).
+std::vector<std::pair<int, int>> self_skip_ranges(const std::string& spec) {
+  auto opts = parse_options(spec, spec.substr(5));
+  SPECLAB_INPUT_CHECK(opts.size() == 1 && opts.count("skip"), "drafter '", spec,
+                      "': expected self:skip=A-B (layers to skip, e.g. self:skip=4-11)");
+  std::vector<std::pair<int, int>> ranges;
+  const std::string& text = opts["skip"];
+  size_t start = 0;
+  while (true) {
+    const size_t plus = text.find('+', start);
+    const std::string range = text.substr(start, plus == std::string::npos ? plus : plus - start);
+    const auto dash = range.find('-');
+    const int a = parse_int(spec, range.substr(0, dash));
+    const int b = dash == std::string::npos ? a : parse_int(spec, range.substr(dash + 1));
+    SPECLAB_INPUT_CHECK(0 <= a && a <= b, "drafter '", spec, "': layer range ", range,
+                        " (expected A-B with 0 <= A <= B)");
+    ranges.emplace_back(a, b);
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  return ranges;
+}
+
 }  // namespace
 
 std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaModel& target,
                                         int64_t max_ctx, const TokenRunnerFactory& make_runner) {
   const int64_t vocab = target.config.vocab_size;
   if (spec == "lookup" || spec.rfind("lookup:", 0) == 0) {
-    auto opts = parse_options(spec, spec.size() > 7 ? spec.substr(7) : "");
-    int n = 3, min = 1;
-    for (const auto& [k, v] : opts) {
-      if (k == "n")
-        n = parse_int(spec, v);
-      else if (k == "min")
-        min = parse_int(spec, v);
-      else
-        fail_input("drafter '", spec, "': unknown option '", k, "' (expected n, min)");
-    }
+    const auto [n, min] = lookup_options(spec);
     return std::make_unique<PromptLookupDrafter>(vocab, n, min);
   }
   if (spec.rfind("self:", 0) == 0) {
-    auto opts = parse_options(spec, spec.substr(5));
     const int64_t n_layers = target.config.n_layers;
     std::vector<bool> skip(static_cast<size_t>(n_layers), false);
-    SPECLAB_INPUT_CHECK(opts.size() == 1 && opts.count("skip"), "drafter '", spec,
-                        "': expected self:skip=A-B (layers to skip, e.g. self:skip=4-11)");
-    std::stringstream ss(opts["skip"]);
-    std::string range;
     int n_skipped = 0;
-    while (std::getline(ss, range, '+')) {
-      const auto dash = range.find('-');
-      const int a = parse_int(spec, range.substr(0, dash));
-      const int b = dash == std::string::npos ? a : parse_int(spec, range.substr(dash + 1));
-      SPECLAB_INPUT_CHECK(0 <= a && a <= b && b < n_layers, "drafter '", spec, "': layer range ",
-                          range, " outside 0..", n_layers - 1);
+    for (const auto& [a, b] : self_skip_ranges(spec)) {
+      SPECLAB_INPUT_CHECK(b < n_layers, "drafter '", spec, "': layer range ", a, "-", b,
+                          " outside 0..", n_layers - 1);
       for (int l = a; l <= b; l++) {
         n_skipped += skip[static_cast<size_t>(l)] ? 0 : 1;
         skip[static_cast<size_t>(l)] = true;
@@ -104,6 +134,16 @@ std::unique_ptr<Drafter> drafter_create(const std::string& spec, const LlamaMode
     return ngram_drafter_load(spec.substr(6), vocab);
   }
   return drafter_create_model(llama_load(spec), spec, max_ctx, make_runner);
+}
+
+void drafter_spec_check(const std::string& spec) {
+  if (spec == "lookup" || spec.rfind("lookup:", 0) == 0) {
+    lookup_options(spec);
+  } else if (spec.rfind("self:", 0) == 0) {
+    self_skip_ranges(spec);
+  } else if (spec.rfind("ngram:", 0) == 0) {
+    SPECLAB_INPUT_CHECK(spec.size() > 6, "drafter '", spec, "': expected ngram:PATH");
+  }
 }
 
 bool drafter_spec_is_model(const std::string& spec) {

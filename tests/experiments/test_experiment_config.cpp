@@ -250,6 +250,19 @@ TEST_F(ConfigTest, SweepSemantics) {
                   .find(":6: drafters: expected a drafter name of 1-64 letters"),
               std::string::npos)
         << name;
+  // Seen: drafters the sweep does not use were never checked (lookup:n=-1 ran with exit 0),
+  // and a repeated or empty option was read past. Expected: every drafter's syntax, by line.
+  EXPECT_EQ(
+      error_of(replaced("  b: models/zoo/x\n", "  b: models/zoo/x\n  c: \"lookup:n=-1\"\n")),
+      f() + ":7: drafters.c: drafter 'lookup:n=-1': n=-1 min=1 (expected 1 <= min <= n <= 64)");
+  EXPECT_EQ(error_of(replaced("  a: \"lookup:n=3\"", "  a: \"lookup:n=3,n=4\"")),
+            f() + ":5: drafters.a: drafter 'lookup:n=3,n=4': option 'n' given twice");
+  EXPECT_EQ(error_of(replaced("  a: \"lookup:n=3\"", "  a: \"lookup:n=3,\"")),
+            f() + ":5: drafters.a: drafter 'lookup:n=3,': an empty option after the last ','");
+  EXPECT_EQ(error_of(replaced("  a: \"lookup:n=3\"", "  a: \"self:skip=4-2\"")),
+            f() +
+                ":5: drafters.a: drafter 'self:skip=4-2': layer range 4-2 (expected A-B with 0 "
+                "<= A <= B)");
   // Seen: a tree beside lenience leaves no cell; run wrote empty results, exit 0.
   EXPECT_EQ(error_of(std::string(kBase) + "  tree: [2x2]\n  lenience: [0.5]\n"),
             "");  // the config loads; expanding it is refused (SweepTree tests, CLI below)

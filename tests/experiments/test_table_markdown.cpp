@@ -24,7 +24,7 @@ TEST(TableMarkdown, PipesInsideCellsAreEscapedSoEveryLineHasTheHeadersCells) {
   Table t;
   t.title = "errors";
   t.headers = {"cells", "median |err|", "max |err|"};
-  t.rows = {{"3", "+2.0%", "a|b"}, {"4", "-", "-"}};
+  t.rows = {{"3", "+2.0%", "a|b"}, {"4", "-", "evil\nname\r|x"}};  // a break ended the row
   const std::string md = table_render(t, TableFormat::kMarkdown);
   std::istringstream in(md);
   std::string line;
@@ -35,6 +35,7 @@ TEST(TableMarkdown, PipesInsideCellsAreEscapedSoEveryLineHasTheHeadersCells) {
   for (const std::string& l : table_lines) EXPECT_EQ(markdown_cells(l), 3u) << l;
   EXPECT_NE(md.find("| cells | median \\|err\\| | max \\|err\\| |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 3 | +2.0% | a\\|b |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 4 | - | evil name \\|x |"), std::string::npos) << md;
   // The other formats keep the text as it is.
   EXPECT_NE(table_render(t, TableFormat::kCsv).find("cells,median |err|,max |err|"),
             std::string::npos);
