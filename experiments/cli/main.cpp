@@ -29,6 +29,22 @@ void describe_defaults(CLI::App& app) {
   }
 }
 
+// An empty value (--out '', --trace '', --profiles '') was taken as the option not given and
+// silently became its default: every option that takes a value refuses "" instead.
+void refuse_empty_values(CLI::App& app) {
+  const CLI::Validator non_empty(
+      [](std::string& value) {
+        return value.empty() ? std::string(
+                                   "an empty value (expected one; leave the option out "
+                                   "for its default)")
+                             : std::string();
+      },
+      "", "non-empty");
+  for (CLI::App* verb : app.get_subcommands({}))
+    for (CLI::Option* opt : verb->get_options({}))
+      if (opt != verb->get_help_ptr() && opt->get_expected_max() != 0) opt->check(non_empty);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,6 +76,7 @@ int main(int argc, char** argv) {
   speclab::register_config_reference(app);
   speclab::register_result_fields(app);
   describe_defaults(app);
+  refuse_empty_values(app);
   try {
     speclab::matmul_check_environment();  // a misspelt kernel setting must not run as the default
     app.parse(argc, argv);

@@ -65,6 +65,31 @@ std::string zoo_config(const ScratchDir& d, const std::string& prompts) {
 // A result row as `run` writes them (enough for merge and check to read).
 const char* kRow = R"({"cell_id": "c1", "alpha": 0.5})";
 
+// Seen: --out '' ran into results/<name>, and --trace '', --profiles '', --bands '', --junit ''
+// and table --table '' were as if not given. Expected: an empty value is refused, naming the
+// option, before anything runs or is written.
+TEST(CliHostileInputs, EmptyOptionValuesAreRefused) {
+  ScratchDir d;
+  const std::string gate = std::string(SPECLAB_SOURCE_DIR) + "/configs/gate.yaml";
+  const std::string baseline = std::string(SPECLAB_SOURCE_DIR) + "/results/baselines/gate.jsonl";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run '" + gate + "' --no-plots --out ''", "--out"},
+      {"run '" + gate + "' --no-plots --out '" + d.file("o") + "' --trace ''", "--trace"},
+      {"predict '" + gate + "' --out '" + d.file("o") + "' --profiles ''", "--profiles"},
+      {"check '" + gate + "' --baseline '" + baseline + "' --bands ''", "--bands"},
+      {"check '" + gate + "' --baseline '" + baseline + "' --junit ''", "--junit"},
+      {"table '" + baseline + "' --table ''", "--table"},
+      {"table '" + baseline + "' --out ''", "--out"},
+  };
+  for (const auto& [args, option] : cases) {
+    SCOPED_TRACE(args);
+    expect_refused(run_speclab(args), {"arguments: " + option +
+                                       ": an empty value (expected one; leave the option "
+                                       "out for its default)"});
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(d.path));
+}
+
 TEST(CliHostileInputs, DevZeroAsConfig) {
   expect_refused(run_speclab("run /dev/zero --no-plots"),
                  {"/dev/zero: is a character device, expected a regular file (config file)"});

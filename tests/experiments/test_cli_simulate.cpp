@@ -192,7 +192,7 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
       // Seen: 2147483647 accepted (7.8 s of search); '' meant c = 0; a trailing comma dropped.
       {"--alpha 0.5 --gamma 2147483647", "--gamma: expected an integer in 1..100000"},
       {"--alpha 0.5 --gamma-max 100001", "--gamma-max: expected an integer in 1..100000"},
-      {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list ''", "--c-list: expected a comma list"},
+      {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list ''", "--c-list: an empty value"},
       {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list 0.1,", "--c-list: expected a comma list"},
       {"--curve speedup, --alpha-grid 0:0.5:0.1", "--curve: expected"},
       {"--curve speedup --alpha-grid 0:0.5:0.1 --gamma-list 2,,3", "--gamma-list: expected"},
