@@ -209,6 +209,9 @@ void cost_profile_validate(const CostProfile& c, const std::string& where) {
                       ")");
   SPECLAB_INPUT_CHECK(!c.draft_round_s.empty(), where,
                       ": draft_round_s: expected draft seconds for n = 0.. tokens (empty)");
+  SPECLAB_INPUT_CHECK(c.draft_round_s[0] == 0, where,
+                      ": draft_round_s[0]: expected 0 (drafting no token takes no time), got ",
+                      c.draft_round_s[0]);
   auto check_all = [&](const std::vector<double>& v, const char* name) {
     for (size_t i = 0; i < v.size(); i++)
       SPECLAB_INPUT_CHECK(finite_non_negative(v[i]), where, ": ", name, "[", i,

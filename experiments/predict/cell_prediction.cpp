@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/safe_name.h"
 #include "core/speculative_verify.h"
 #include "core/speedup_theory.h"
 #include "core/token_tree.h"
@@ -287,6 +288,18 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
   if (mode_ != ProfileMode::kMeasure && std::filesystem::exists(index_file)) {
     index_ = profile_read_json(index_file);
     SPECLAB_INPUT_CHECK(index_.is_object(), index_file, ": expected an object (group -> settings)");
+    // Each entry names files in this directory: a name with a folder in it (../x) or of
+    // another type would read or be taken for a file elsewhere.
+    for (const auto& [group, entry] : index_.items()) {
+      SPECLAB_INPUT_CHECK(entry.is_object(), index_file, ": ", group, ": expected an object");
+      for (const char* key : {"cost_profile", "acceptance_profile", "batched_cost_profile"}) {
+        if (!entry.contains(key)) continue;
+        const nlohmann::json& v = entry[key];
+        SPECLAB_INPUT_CHECK(v.is_string() && safe_name(v.get<std::string>(), 255), index_file, ": ",
+                            group, ".", key, ": expected a file name in this directory, got ",
+                            v.dump());
+      }
+    }
   }
 }
 

@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -322,12 +324,41 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
   SPECLAB_INPUT_CHECK(j.is_object() && json_member_is(j, "format", "speclab-cost-profile"), where,
                       ": expected a speclab cost profile (\"format\": \"speclab-cost-profile\")");
   SPECLAB_INPUT_CHECK(json_member_is(j, "version", 1), where, ": version: expected 1");
+  // The keys cost_profile_to_json writes: any other is a hand edit or another tool's file,
+  // whose meaning this reader would drop without a word.
+  static const std::set<std::string> known = {"format",
+                                              "version",
+                                              "source",
+                                              "context_len",
+                                              "target_s",
+                                              "draft_round_s",
+                                              "draft_step_s",
+                                              "draft_catchup_s",
+                                              "draft_prefill_s",
+                                              "host_round_s",
+                                              "c",
+                                              "baseline_step_s",
+                                              "draft_tree_s",
+                                              "draft_behind_s",
+                                              "verify_device_s",
+                                              "spread",
+                                              "taken",
+                                              "parts"};
+  for (const auto& [key, value] : j.items())
+    SPECLAB_INPUT_CHECK(known.count(key), where, ": unknown key '", key,
+                        "' (a speclab cost profile has no such figure)");
+  SPECLAB_INPUT_CHECK(!j.contains("source") || j["source"].is_string(), where,
+                      ": source: expected a string");
   CostProfileRecord r;
   CostProfile& c = r.cost;
   // Figures read back from a file are reused, whatever the file says produced them (its
   // "source" and "taken" say that).
   c.source = "reused";
-  c.context_len = static_cast<int64_t>(number(j, "context_len", where, 0, false));
+  const double context_len = number(j, "context_len", where, 0, false);
+  SPECLAB_INPUT_CHECK(
+      context_len >= 0 && context_len <= 1e9 && context_len == std::floor(context_len), where,
+      ": context_len: expected a whole number of tokens >= 0, got ", context_len);
+  c.context_len = static_cast<int64_t>(context_len);
   c.target_s = number_list(j, "target_s", where);
   c.draft_round_s = number_list(j, "draft_round_s", where);
   c.host_round_s = number_list(j, "host_round_s", where);
@@ -359,6 +390,15 @@ CostProfileRecord cost_profile_record_from_json(const nlohmann::json& j, const s
     }
   }
   cost_profile_validate(c, where);
+  // c is written beside the figures it is made of (for a reader of the file): it must be what
+  // they give, or the file was edited by hand.
+  if (j.contains("c")) {
+    SPECLAB_INPUT_CHECK(j["c"].is_number(), where, ": c: expected a number");
+    const double written = j["c"].get<double>(), made = c.c();
+    SPECLAB_INPUT_CHECK(std::fabs(written - made) <= 1e-9 * std::max(1.0, std::fabs(made)), where,
+                        ": c: ", written, " is not what the figures give (", made,
+                        "; c is derived, not read)");
+  }
   c.origin = where;
   // Files written before the spread and the circumstances were recorded have neither.
   if (j.contains("spread")) {
@@ -542,9 +582,10 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
                       where, ": expected a speclab acceptance profile");
   SPECLAB_INPUT_CHECK(json_member_is(j, "version", 1), where, ": version: expected 1");
   AcceptanceProfile a;
-  a.max_depth = static_cast<int>(number(j, "max_depth", where, 0, true));
-  SPECLAB_INPUT_CHECK(a.max_depth >= 0 && a.max_depth <= 1024, where,
-                      ": max_depth: expected 0..1024");
+  const double max_depth = number(j, "max_depth", where, 0, true);
+  SPECLAB_INPUT_CHECK(max_depth >= 0 && max_depth <= 1024 && max_depth == std::floor(max_depth),
+                      where, ": max_depth: expected a whole number in 0..1024, got ", max_depth);
+  a.max_depth = static_cast<int>(max_depth);
   SPECLAB_INPUT_CHECK(j.contains("prompts") && j["prompts"].is_array(), where,
                       ": prompts: expected a list");
   // Files written before measure.acceptance_stride have a rollout at every position.
@@ -561,6 +602,10 @@ AcceptanceProfile acceptance_profile_from_json(const nlohmann::json& j, const st
                         ": expected an object with a string id");
     AcceptancePrompt p;
     p.prompt_id = pj["id"].get<std::string>();
+    // One entry per prompt: a second would weigh that prompt twice in every summary.
+    for (size_t k = 0; k < i; ++k)
+      SPECLAB_INPUT_CHECK(j["prompts"][k]["id"] != pj["id"], at, ": id '", p.prompt_id,
+                          "' repeats prompts[", k, "]");
     for (const char* key : {"accept", "top_prob", "entropy", "beta"})
       SPECLAB_INPUT_CHECK(
           pj.contains(key) && pj[key].is_array() && pj[key].size() == pj["accept"].size(), at, ": ",

@@ -322,7 +322,28 @@ TEST(CostProfileFile, BadSpreadOrCircumstancesNameFileAndKey) {
       {R"("taken":{"utc":5})", "f.json: taken: utc: expected a string"},
       {R"("taken":{"load_before":"high"})", "f.json: taken: load_before: expected a number"},
       {R"("taken":{"machine":[]})", "f.json: taken.machine: expected an object"},
+      // Seen: read past or taken as they were (a prediction of 0.000 from draft_round_s[0] 5).
+      {R"("colour":"red")",
+       "f.json: unknown key 'colour' (a speclab cost profile has no such "
+       "figure)"},
+      {R"("source":5)", "f.json: source: expected a string"},
+      {R"("context_len":-5)",
+       "f.json: context_len: expected a whole number of tokens >= 0, got -5"},
+      {R"("c":-1)", "f.json: c: -1 is not what the figures give (0.1; c is derived, not read)"},
+      {R"("c":"x")", "f.json: c: expected a number"},
   };
+  const nlohmann::json zero_first = nlohmann::json::parse(
+      R"({"format":"speclab-cost-profile","version":1,"target_s":[0.01,0.02],)"
+      R"("draft_round_s":[5,0.001],"draft_step_s":0.001,"host_round_s":[0,0]})");
+  try {
+    cost_profile_record_from_json(zero_first, "f.json");
+    ADD_FAILURE() << "draft_round_s[0] = 5 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "f.json: draft_round_s[0]: expected 0 (drafting no token takes no time), got 5");
+  }
+  EXPECT_NO_THROW(
+      cost_profile_record_from_json(nlohmann::json::parse("{" + base + ",\"c\":0.1}"), "f.json"));
   for (const auto& [extra, message] : cases) {
     const nlohmann::json j = nlohmann::json::parse("{" + base + "," + extra + "}");
     try {
@@ -356,6 +377,8 @@ TEST(CostProfileFile, AStaleProfileIsFlaggedByTheCellItPredicts) {
   constexpr double kFaster = 100;
   for (auto& t : p["target_s"]) t = t.get<double>() / kFaster;
   p["baseline_step_s"] = p["baseline_step_s"].get<double>() / kFaster;
+  // c is derived from the figures and checked against them on reading.
+  p["c"] = p["draft_step_s"].get<double>() / p["target_s"][0].get<double>();
   // The head's share of the target calls and of the plain step, scaled with them (a part is
   // checked to be at most its whole).
   if (p.contains("parts") && p["parts"].contains("target_head_s")) {
@@ -513,6 +536,17 @@ TEST(CostProfileFile, ResumeNeverOverwritesTheProfileEarlierRowsCameFrom) {
   EXPECT_TRUE(bad.one_line_error()) << bad.err;
   EXPECT_NE(bad.err.find("index.json: expected an object"), std::string::npos) << bad.err;
   EXPECT_EQ(read_bytes(cost_file), cost_bytes);
+  // Seen: an entry naming a file outside the directory, or of another type, was read past.
+  d.write("R/profiles/index.json", R"({"g": {"cost_profile": "../../x.json"}})"
+                                   "\n");
+  const CliResult outside =
+      run_speclab("run '" + cfg + "' --out '" + out + "' --resume --no-plots");
+  EXPECT_EQ(outside.exit_code, 2) << outside.err;
+  EXPECT_TRUE(outside.one_line_error()) << outside.err;
+  EXPECT_NE(outside.err.find("index.json: g.cost_profile: expected a file name in this "
+                             "directory, got \"../../x.json\""),
+            std::string::npos)
+      << outside.err;
 }
 
 // `speclab run` checks each cell's cost profile before the cell (on by default): every row

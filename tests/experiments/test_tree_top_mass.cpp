@@ -136,5 +136,40 @@ TEST(AcceptanceTopMass, LenientTvAndTopMassAreWrittenOnlyWhenThereAndReadBack) {
   EXPECT_FALSE(acceptance_profile_to_json(a)["prompts"][0].contains("lenient_tv"));
 }
 
+// Seen: a prompt listed twice (weighed twice in every summary), max_depth 2.5 read as 2 and
+// version 1.5 were accepted. Expected: each refused, naming the file and key.
+TEST(AcceptanceProfileFile, RepeatedPromptsAndFractionalCountsAreRefused) {
+  AcceptanceProfile a;
+  a.max_depth = 1;
+  AcceptancePrompt p;
+  p.prompt_id = "p0";
+  AcceptanceRollout r;
+  r.accept = {0.5f};
+  r.top_prob = {0.9f};
+  r.entropy = {0.1f};
+  p.positions.push_back(r);
+  a.prompts = {p, p};
+  auto error_of = [](const nlohmann::json& j) {
+    try {
+      acceptance_profile_from_json(j, "f.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(read)");
+  };
+  const nlohmann::json twice = acceptance_profile_to_json(a);
+  EXPECT_EQ(error_of(twice), "f.json: prompts[1]: id 'p0' repeats prompts[0]");
+  a.prompts.pop_back();
+  nlohmann::json j = acceptance_profile_to_json(a);
+  EXPECT_EQ(error_of(j), "(read)");
+  j["max_depth"] = 2.5;
+  EXPECT_EQ(error_of(j), "f.json: max_depth: expected a whole number in 0..1024, got 2.5");
+  j = acceptance_profile_to_json(a);
+  j["version"] = 1.5;
+  EXPECT_EQ(error_of(j), "f.json: version: expected 1");
+  j["version"] = "1";
+  EXPECT_EQ(error_of(j), "f.json: version: expected 1");
+}
+
 }  // namespace
 }  // namespace speclab
