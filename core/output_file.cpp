@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace speclab {
 
@@ -52,6 +53,22 @@ OutputTarget output_target_resolve(const std::string& path) {
   if (S_ISDIR(st.st_mode)) fail_input(path, ": is a directory (expected a file path)");
   t.kind = S_ISREG(st.st_mode) ? OutputTarget::Kind::kRegular : OutputTarget::Kind::kSpecial;
   return t;
+}
+
+void output_dir_create(const std::string& dir, const char* what) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode) && ::stat(dir.c_str(), &st) != 0)
+      fail_input(dir, ": is a symbolic link to nothing (expected a folder for the ", what, ")");
+    if (!S_ISDIR(st.st_mode))
+      fail_input(dir, ": is ", input_file_kind(st.st_mode), ", expected a folder for the ", what);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec))
+    fail_input(dir, ": cannot create the ", what, " (",
+               ec ? ec.message() : std::string("something else is in the way"), ")");
 }
 
 int output_special_open(const std::string& path, const std::string& shown) {

@@ -32,6 +32,11 @@ struct OutputTarget {
 };
 OutputTarget output_target_resolve(const std::string& path);
 
+// Creates the folder `dir` (and the missing ones above it) for outputs; InputError naming
+// `dir` and why when it cannot: something else is there ("is a regular file, expected a
+// folder (results directory)"), a symbolic link to nothing, or the system's reason.
+void output_dir_create(const std::string& dir, const char* what);
+
 // Opens a device or FIFO at `path` for writing without creating, truncating or blocking on it
 // (a FIFO with no reader: InputError naming `shown`). Returns the descriptor (blocking again).
 int output_special_open(const std::string& path, const std::string& shown);

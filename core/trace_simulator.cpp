@@ -414,6 +414,23 @@ std::vector<RoundTrace> trace_parse(const std::string& text, const std::string& 
                         "], got ", n);
     r.n_draft = static_cast<int>(g);
     r.n_accepted = static_cast<int>(n);
+    // Keys the replay does not use, written by speclab's trace writer: when present they must
+    // agree with the counts, or the line is not the round it claims to be.
+    for (const char* key : {"gamma", "round", "request", "repeat"}) {
+      SPECLAB_INPUT_CHECK(
+          !j.contains(key) || (j[key].is_number_integer() && j[key].get<int64_t>() >= 0), where,
+          "'", key, "' must be an integer >= 0");
+    }
+    if (j.contains("accept")) {
+      const json& a = j["accept"];
+      const size_t examined = static_cast<size_t>(std::min(n + 1, g));
+      bool consistent = a.is_array() && a.size() == examined;
+      for (size_t i = 0; consistent && i < a.size(); ++i)
+        consistent = a[i].is_boolean() && a[i].get<bool>() == (static_cast<int64_t>(i) < n);
+      SPECLAB_INPUT_CHECK(consistent, where, "'accept' must be ", examined,
+                          " booleans, the first n_accepted = ", n,
+                          " true and any after them false, got ", a.dump());
+    }
     if (j.contains("beta")) {
       const json& b = j["beta"];
       SPECLAB_INPUT_CHECK(b.is_array() && b.size() <= static_cast<size_t>(g), where,

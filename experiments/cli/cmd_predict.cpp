@@ -86,9 +86,7 @@ void predict_experiment(const PredictArgs& a) {
   for (const Cell& c : cells) by_id[c.cell_id] = &c;
   for (const auto& g : CellPredictor::best_per_group(cells, predictions))
     rows.push_back(g.to_json(*by_id.at(g.best_cell_id)));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  SPECLAB_INPUT_CHECK(!ec, dir, ": cannot create the output directory: ", ec.message());
+  output_dir_create(dir, "predictions (--out DIR)");
   write_lines_atomically(dir + "/predictions.jsonl", rows);
 
   // Configs with cells of concurrency > 1 get the N and the throughput columns.

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@ struct SimulateArgs {
   // Which options were given.
   bool has_alpha = false, has_gamma = false, has_gamma_max = false, has_c = false;
   bool has_c_list = false, has_gamma_list = false;  // given, even as '' (then refused)
+  std::set<std::string> given;                      // every option on the command line
 };
 
 std::string fmt(const char* f, double v) {
@@ -501,6 +503,28 @@ void run(SimulateArgs& a) {
                     !a.monte_carlo.empty() + !a.replay.empty();
   SPECLAB_INPUT_CHECK(modes <= 1,
                       "simulate: give one of --table, --figure/--curve, --monte-carlo, --replay");
+  // An option of another mode would be ignored without a word (even a bad value of it).
+  const bool curves = a.figure != 0 || !a.curve.empty(), monte = !a.monte_carlo.empty();
+  const std::string mode = !a.table.empty()    ? "--table"
+                           : curves            ? "--figure/--curve"
+                           : monte             ? "--monte-carlo"
+                           : !a.replay.empty() ? "--replay"
+                                               : "--alpha (the analytic table)";
+  auto only_with = [&](const char* option, bool applies, const char* where) {
+    SPECLAB_INPUT_CHECK(!a.given.count(option) || applies, option, ": only for ", where, "; with ",
+                        mode, " it would be ignored");
+  };
+  for (const char* o : {"--rounds", "--seed", "--markov", "--markov-fit"})
+    only_with(o, monte, "--monte-carlo");
+  only_with("--policy", monte || !a.replay.empty(), "--monte-carlo and --replay");
+  for (const char* o : {"--alpha-grid", "--c-list", "--gamma-list", "--format"})
+    only_with(o, curves, "--figure and --curve");
+  only_with("--alpha", a.table.empty() && !curves && a.replay.empty(),
+            "the analytic table and --monte-carlo (curves take --alpha-grid)");
+  // Seeds are written to JSON, whose numbers hold integers exactly up to 2^53.
+  SPECLAB_INPUT_CHECK(a.seed <= (uint64_t{1} << 53) - 1,
+                      "--seed: expected an integer in 0..9007199254740991 (2^53 - 1), got ",
+                      a.seed);
   if (!a.table.empty()) return run_table(a);
   if (a.figure != 0 || !a.curve.empty()) return run_curve(a);
   if (!a.monte_carlo.empty()) return run_monte_carlo(a);
@@ -539,7 +563,9 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Random seed");
   cmd->add_option("--replay", args->replay, "Replay a recorded trace (JSON lines)");
   cmd->add_option("--policy", args->policy, "Gamma policy: fixed, heuristic or oracle");
-  cmd->callback([args, alpha, c, gamma, gamma_max, c_list, gamma_list] {
+  cmd->callback([args, cmd, alpha, c, gamma, gamma_max, c_list, gamma_list] {
+    for (const CLI::Option* o : cmd->get_options({}))
+      if (o->count() > 0) args->given.insert(o->get_name());
     args->has_c_list = c_list->count() > 0;
     args->has_gamma_list = gamma_list->count() > 0;
     args->has_alpha = alpha->count() > 0;

@@ -52,10 +52,7 @@ void run_table(const TableArgs& a) {
   }
   const bool several_configs = configs.size() > 1;
   if (!a.out.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.out, ec);
-    SPECLAB_INPUT_CHECK(std::filesystem::is_directory(a.out), a.out,
-                        ": cannot create the output directory");
+    output_dir_create(a.out, "tables (--out DIR)");
     const char* ext = f == TableFormat::kCsv     ? ".csv"
                       : f == TableFormat::kJson  ? ".json"
                       : f == TableFormat::kLatex ? ".tex"

@@ -588,7 +588,14 @@ ExperimentConfig experiment_config_load(const std::string& path,
   if (root.IsNull()) fail_input(path, ": the config file is empty (expected a mapping)");
 
   std::vector<std::string> override_keys;
-  for (const auto& o : overrides) override_keys.push_back(apply_override(root, o));
+  for (const auto& o : overrides) {
+    override_keys.push_back(apply_override(root, o));
+    // A key set twice: the last would win without a word.
+    for (size_t i = 0; i + 1 < override_keys.size(); ++i)
+      SPECLAB_INPUT_CHECK(override_keys[i] != override_keys.back(), "--set ", override_keys.back(),
+                          ": given twice (once is enough; the last would "
+                          "win)");
+  }
 
   Reader r(path, override_keys, &c.locations);
   const fs::path repo_root = find_repo_root(fs::absolute(path).parent_path());
@@ -635,6 +642,10 @@ ExperimentConfig experiment_config_load(const std::string& path,
       p.chat_template = r.scalar_bool(m.get("chat_template"), "prompts.chat_template");
     if (m.has("tokenizer")) {
       const std::string spec = expanded(m.get("tokenizer"), "prompts.tokenizer");
+      if (spec.empty())
+        r.fail(m.get("tokenizer"), "prompts.tokenizer",
+               "expected a tokenizer path, got an empty string (leave the key out for the "
+               "target's own)");
       p.tokenizer = ModelRef{spec, resolve_model(spec, repo_root)};
     }
     c.prompts = p;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
 #include <type_traits>
 
 #include "core/error.h"
@@ -54,7 +56,7 @@ SweepAxis field_axis(std::string key, T Cell::*field, std::string type, T fallba
     if constexpr (std::is_same_v<T, int>)
       return r.integer(n, path);
     else if constexpr (std::is_same_v<T, double>)
-      return r.number(n, path);
+      return r.number(n, path) + 0.0;  // -0 is 0: one cell, one cell id
     else
       return r.string(n, path);
   };
@@ -170,7 +172,7 @@ SweepAxis draft_temperature_axis() {
     if (n.IsScalar() && n.Scalar() == "same") return "same";
     r.record(n, path);
     double v = 0;
-    if (plain_number(n, &v)) return v;
+    if (plain_number(n, &v)) return v + 0.0;  // -0 is 0
     r.fail(n, path, "expected \"same\" or a number, got " + r.describe(n));
   };
   a.check = [](const json& v, const ExperimentConfig&) {
@@ -287,6 +289,26 @@ SweepAxis tree_axis() {
   a.omit_at_default = true;
   a.parse = [](const YAML::Node& n, const std::string& path, SweepYamlReader& r) -> json {
     return r.string(n, path);
+  };
+  // Two spellings of one tree ("2x2" and "2x2:topk") are one cell: a duplicate, not a cell
+  // merged into another without a word.
+  a.check_list = [](const std::vector<json>& values, const ExperimentConfig&) -> std::string {
+    std::map<std::string, size_t> first;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string text = values[i].get<std::string>();
+      std::string shape = text;
+      try {
+        if (text != "off") shape = tree_shape_parse(text, "tree").to_string();
+      } catch (const InputError&) {
+        continue;  // the value's own check names it
+      }
+      const auto [it, fresh] = first.emplace(shape, i);
+      if (!fresh)
+        return str_cat("[", i, "] '", text, "' is the tree of [", it->second, "] '",
+                       values[it->second].get<std::string>(), "' (", shape,
+                       "): one cell, given twice");
+    }
+    return "";
   };
   a.check = [](const json& v, const ExperimentConfig& config) {
     const std::string text = v.get<std::string>();

@@ -69,6 +69,16 @@ ExperimentSession::ExperimentSession(const ExperimentConfig& cfg, std::atomic<bo
                       ": generation.ctx = ", cfg.generation.ctx,
                       " exceeds the target's context length ", model_ctx, " (", cfg.target->spec,
                       ")");
+  // A top-k beyond the vocabulary keeps every token: it would run as top_k 0 under another
+  // cell id.
+  if (cfg.sweep) {
+    const std::vector<nlohmann::json>& top_ks = cfg.sweep->values("top_k");
+    for (size_t i = 0; i < top_ks.size(); ++i)
+      SPECLAB_INPUT_CHECK(top_ks[i].get<int64_t>() <= target_model_->config.vocab_size,
+                          cfg.where("sweep.top_k"), ": sweep.top_k[", i,
+                          "] = ", top_ks[i].get<int64_t>(), " exceeds the target's vocabulary of ",
+                          target_model_->config.vocab_size, " tokens (", cfg.target->spec, ")");
+  }
   target_ = backend_create_runner(cfg.generation.backend, *target_model_, cfg.generation.ctx,
                                   cfg.where("generation.backend"));
   ctx_.target_model = target_model_.get();

@@ -213,10 +213,7 @@ ResultsStore::ResultsStore(const std::string& dir, ResultsOpenMode mode)
     : dir_(dir),
       results_path_((fs::path(dir) / "results.jsonl").string()),
       lock_path_((fs::path(dir) / ".lock").string()) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  SPECLAB_INPUT_CHECK(!ec && fs::is_directory(dir), dir, ": cannot create results directory",
-                      ec ? ": " + ec.message() : "");
+  output_dir_create(dir, "results directory");
   lock_fd_ = lock_take(lock_path_);
   try {
     data_fd_ = ::open(results_path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

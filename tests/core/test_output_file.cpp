@@ -88,6 +88,32 @@ TEST(OutputFile, DirectoryInTheWayIsOneLineAndStays) {
   EXPECT_TRUE(std::filesystem::is_directory(dir.file("tables.md/inside")));
 }
 
+// Seen: `--out` naming a dangling link said "File exists", a file in the way gave no reason.
+TEST(OutputDir, WhatIsInTheWayIsNamed) {
+  TempDir dir;
+  auto error_of = [](const std::string& path) {
+    try {
+      output_dir_create(path, "results directory");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(created)");
+  };
+  testing::write_text(dir.file("afile"), "x");
+  EXPECT_EQ(error_of(dir.file("afile")),
+            dir.file("afile") + ": is a regular file, expected a folder for the results directory");
+  ASSERT_EQ(::symlink(dir.file("nothing").c_str(), dir.file("dangling").c_str()), 0);
+  EXPECT_EQ(error_of(dir.file("dangling")),
+            dir.file("dangling") +
+                ": is a symbolic link to nothing (expected a folder for the results directory)");
+  EXPECT_EQ(error_of(dir.file("afile/below"))
+                .rfind(dir.file("afile/below") + ": cannot create the results directory (", 0),
+            0u);
+  EXPECT_EQ(error_of(dir.file("a/b/c")), "(created)");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b/c")));
+  EXPECT_EQ(error_of(dir.file("a/b/c")), "(created)");  // already there: fine
+}
+
 TEST(OutputFile, PathEndingInASlashCreatesNothing) {
   TempDir dir;
   EXPECT_EQ(write_error(dir.file("new/"), "x"),

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -84,6 +85,17 @@ TEST(CliRunErrors, BadShardSetAndUnknownOption) {
   expect_refused(run(d, "'" + cfg + "'" + out + " --set sweep.gamma=[0]"), "sweep.gamma");
   expect_refused(run(d, "'" + cfg + "'" + out + " --set sweep.gama=[2]"), "sweep.gama");
   expect_refused(run(d, "'" + cfg + "'" + out + " --frobnicate"), "speclab: arguments:");
+}
+
+// Seen: a top-k above the vocabulary (it keeps every token, so runs as top-k 0 under another
+// cell id) was accepted. Expected: refused once the target is known, before any cell.
+TEST(CliRunErrors, TopKAboveTheVocabularyIsRefused) {
+  ScratchDir d;
+  const std::string cfg = d.write("c.yaml", kConfig);
+  const Ran r =
+      run(d, "'" + cfg + "' --out '" + d.file("out") + "' --set 'sweep.top_k=[0, 1000000]'");
+  expect_refused(r, "sweep.top_k[1] = 1000000 exceeds the target's vocabulary of ");
+  EXPECT_FALSE(std::filesystem::exists(d.file("out")));
 }
 
 // A synthetic-acceptance probability outside (0, 1], in the file or from --set.

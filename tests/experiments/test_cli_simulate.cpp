@@ -179,6 +179,10 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
   const std::string bad = write_file(
       "bad.jsonl", "{\"n_draft\":2,\"n_accepted\":1}\n{\"n_draft\":2,\"n_accepted\":1}\n{oops\n");
   const std::string bad_range = write_file("bad_range.jsonl", "{\"n_draft\":2,\"n_accepted\":3}\n");
+  const std::string bad_accept =
+      write_file("bad_accept.jsonl", "{\"n_draft\":2,\"n_accepted\":1,\"accept\":[true,true]}\n");
+  const std::string bad_round =
+      write_file("bad_round.jsonl", "{\"n_draft\":2,\"n_accepted\":1,\"round\":\"x\"}\n");
   struct Case {
     std::string args, needle;
   };
@@ -191,6 +195,18 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
       {"--alpha 0.5 --gamma-max 0", "--gamma-max: expected an integer in 1..100000"},
       // Seen: 2147483647 accepted (7.8 s of search); '' meant c = 0; a trailing comma dropped.
       {"--alpha 0.5 --gamma 2147483647", "--gamma: expected an integer in 1..100000"},
+      // Seen: options of another mode ignored, even with a bad value; a seed of -1 wrapped.
+      {"--alpha 0.5 --rounds 10",
+       "--rounds: only for --monte-carlo; with --alpha (the analytic "
+       "table) it would be ignored"},
+      {"--alpha 0.5 --policy bogus", "--policy: only for --monte-carlo and --replay"},
+      {"--table paper-table1 --alpha 0.5", "--alpha: only for the analytic table and"},
+      {"--alpha 0.5 --format json", "--format: only for --figure and --curve"},
+      {"--monte-carlo iid --alpha 0.5 --seed 9007199254740992",
+       "--seed: expected an integer in 0..9007199254740991 (2^53 - 1)"},
+      {"--replay " + bad_accept + " --gamma 2",
+       bad_accept + ":1: 'accept' must be 2 booleans, the first n_accepted = 1 true"},
+      {"--replay " + bad_round + " --gamma 2", bad_round + ":1: 'round' must be an integer >= 0"},
       {"--alpha 0.5 --gamma-max 100001", "--gamma-max: expected an integer in 1..100000"},
       {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list ''", "--c-list: an empty value"},
       {"--curve speedup --alpha-grid 0:0.5:0.1 --c-list 0.1,", "--c-list: expected a comma list"},
@@ -229,7 +245,7 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
     EXPECT_EQ(lines(r.err).size(), 1u) << c.args << "\nstderr: " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args << "\nstdout: " << r.out;
   }
-  for (const std::string& p : {good, bad, bad_range}) std::remove(p.c_str());
+  for (const std::string& p : {good, bad, bad_range, bad_accept, bad_round}) std::remove(p.c_str());
 }
 
 }  // namespace

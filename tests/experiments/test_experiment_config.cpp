@@ -212,6 +212,14 @@ TEST_F(ConfigTest, OutOfRange) {
     EXPECT_NE(error_of(replaced("name: t", "name: " + name)).find(":1: name: expected 1-128"),
               std::string::npos)
         << name;
+  // Seen: -0.0 a cell apart from 0 (another cell id for the same setting).
+  EXPECT_EQ(error_of(replaced("[0, 1]", "[0, -0.0]")),
+            f() + ":12: sweep.temperature[1]: duplicate value (same as sweep.temperature[0])");
+  // Seen: prompts.tokenizer "" taken as unset (target "" is refused).
+  EXPECT_EQ(error_of(replaced("  file: p.jsonl\n", "  file: p.jsonl\n  tokenizer: \"\"\n")),
+            f() +
+                ":9: prompts.tokenizer: expected a tokenizer path, got an empty string (leave "
+                "the key out for the target's own)");
   // Seen: 1e39 passed, became inf as the sampler's float and failed mid-run; 1e-320 became 0.
   EXPECT_EQ(error_of(replaced("[0, 1]", "[1e39]")),
             f() +
@@ -433,6 +441,9 @@ TEST_F(ConfigTest, OverrideErrorsNameTheOverride) {
   EXPECT_EQ(error_of(kBase, {"sweep..gamma=1"}),
             "--set sweep..gamma: empty key segment (expected key.path=value)");
   EXPECT_EQ(error_of(kBase, {"name.x=1"}), "--set name.x: 'name' is not a mapping");
+  // Seen: the last of two --set of one key won without a word.
+  EXPECT_EQ(error_of(kBase, {"sweep.gamma=[2]", "sweep.gamma=[4]"}),
+            "--set sweep.gamma: given twice (once is enough; the last would win)");
   EXPECT_EQ(error_of(kBase, {"sweep.gamma=[1,"})
                 .rfind("--set sweep.gamma: the value is not valid YAML: ", 0),
             0u);

@@ -83,6 +83,22 @@ TEST(SweepTree, BadShapesNameTheKey) {
   }
 }
 
+// Seen: [2x2, "2x2:topk"] (one tree spelt twice) became one cell without a word.
+TEST(SweepTree, OneTreeSpeltTwiceIsADuplicate) {
+  ScratchDir dir;
+  try {
+    load(dir, {"sweep.tree=[2x2, '2x2:topk']"});
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("--set sweep.tree: sweep.tree: [1] '2x2:topk' is the tree of "
+                                   "[0] '2x2' (2x2:topk): one cell, given twice"),
+        std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(load(dir, {"sweep.tree=[2x2, '2x2:sample']"}));
+}
+
 TEST(SweepTree, RunRefusesBadTreeWithExitTwo) {
   ScratchDir d;
   const std::string cfg = d.write("c.yaml",
