@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "experiments/config/experiment_config.h"
+#include "experiments/config/sweep.h"
 #include "experiments_test_util.h"
 
 namespace speclab {
@@ -540,6 +541,9 @@ TEST(ShippedConfigs, AllLoadAndStateQuestionDurationAndFinding) {
     SCOPED_TRACE(entry.path().string());
     const ExperimentConfig c = experiment_config_load(entry.path().string());
     EXPECT_EQ(c.name, entry.path().stem().string());
+    if (c.sweep) {  // a sweep of no cells is refused
+      EXPECT_FALSE(sweep_expand(c).empty());
+    }
     std::ifstream in(entry.path());
     std::string first, line;
     std::getline(in, first);
