@@ -240,6 +240,10 @@ SweepAxis synthetic_acceptance_axis() {
   };
   a.check = [](const json& v, const ExperimentConfig&) {
     if (v.is_string()) return SweepAxisProblem{};
+    if (v.size() > 64)  // one entry per draft position, and gamma is at most 64
+      return SweepAxisProblem{"", str_cat("expected at most 64 probabilities (one per draft "
+                                          "position; gamma is at most 64), got ",
+                                          v.size())};
     for (size_t j = 0; j < v.size(); ++j) {
       const double x = v[j].get<double>();
       if (!(x >= kSmallestSetting && x <= 1))
@@ -251,6 +255,17 @@ SweepAxis synthetic_acceptance_axis() {
   a.check_list = [](const std::vector<json>& values, const ExperimentConfig& config) {
     const bool any_on =
         std::any_of(values.begin(), values.end(), [](const json& v) { return !v.is_string(); });
+    // The last probability repeats: [0.5, 0.5] is [0.5], one setting written twice.
+    auto canonical = [](json v) {
+      while (v.is_array() && v.size() > 1 && v[v.size() - 1] == v[v.size() - 2])
+        v.erase(v.size() - 1);
+      return v;
+    };
+    for (size_t i = 0; i < values.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (values[i] != values[j] && canonical(values[i]) == canonical(values[j]))
+          return str_cat("[", i, "] ", values[i].dump(), " is the setting of [", j, "] ",
+                         values[j].dump(), " (the last probability repeats): given twice");
     return any_on && config.measure.cost_only
                ? std::string(
                      "expected off with measure.cost_only (cost-only runs make no speculative "

@@ -338,6 +338,22 @@ TEST_F(ConfigTest, SyntheticAcceptanceErrors) {
             f() +
                 ":13: sweep.synthetic_acceptance[0][1]: expected an acceptance probability "
                 "in (0, 1], got -0.2");
+  // Seen: [[0.5, 0.5], [0.5]] (one setting: the last repeats) ran as two cells; a list of
+  // 100,000 probabilities for gamma 2 was accepted.
+  EXPECT_EQ(err("[[0.5, 0.5], [0.5]]"),
+            f() +
+                ":13: sweep.synthetic_acceptance: [1] [0.5] is the setting of [0] [0.5,0.5] (the "
+                "last probability repeats): given twice");
+  EXPECT_EQ(err("[[" + std::string("0.5, ") +
+                [] {
+                  std::string many;
+                  for (int i = 0; i < 64; ++i) many += "0.5, ";
+                  return many;
+                }() +
+                "0.5]]"),
+            f() +
+                ":13: sweep.synthetic_acceptance[0]: expected at most 64 probabilities (one per "
+                "draft position; gamma is at most 64), got 66");
   EXPECT_EQ(err("[0.5, high]"),
             f() +
                 ":13: sweep.synthetic_acceptance[1]: expected off, a number in (0, 1] or a "
