@@ -66,9 +66,25 @@ void output_dir_create(const std::string& dir, const char* what) {
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir, ec))
-    fail_input(dir, ": cannot create the ", what, " (",
-               ec ? ec.message() : std::string("something else is in the way"), ")");
+  if (!ec && std::filesystem::is_directory(dir, ec)) return;
+  // Name what is in the way: the nearest path above that is there but is no folder (a file,
+  // a link to nothing).
+  for (std::filesystem::path p = std::filesystem::path(dir).parent_path(); !p.empty();
+       p = p.parent_path()) {
+    if (::lstat(p.c_str(), &st) != 0) {
+      if (p == p.parent_path()) break;
+      continue;
+    }
+    if (S_ISLNK(st.st_mode) && ::stat(p.c_str(), &st) != 0)
+      fail_input(dir, ": cannot create the ", what, " (", p.string(),
+                 " is a symbolic link to nothing)");
+    if (!S_ISDIR(st.st_mode))
+      fail_input(dir, ": cannot create the ", what, " (", p.string(), " is ",
+                 input_file_kind(st.st_mode), ", not a folder)");
+    break;
+  }
+  fail_input(dir, ": cannot create the ", what, " (",
+             ec ? ec.message() : std::string("something else is in the way"), ")");
 }
 
 int output_special_open(const std::string& path, const std::string& shown) {

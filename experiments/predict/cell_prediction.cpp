@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/safe_name.h"
 #include "core/speculative_verify.h"
 #include "core/speedup_theory.h"
@@ -278,9 +279,7 @@ CellPredictor::CellPredictor(const ExperimentConfig& config, const std::vector<C
     }
   }
   if (mode_ != ProfileMode::kReuse) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
-    SPECLAB_INPUT_CHECK(!ec, dir_, ": cannot create the profiles directory: ", ec.message());
+    output_dir_create(dir_, "profiles directory");
   }
   // Resuming: the groups of earlier runs into this directory stay in the index. Reusing: the
   // index says which prompts each group's profiles were measured on.

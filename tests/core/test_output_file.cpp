@@ -106,9 +106,13 @@ TEST(OutputDir, WhatIsInTheWayIsNamed) {
   EXPECT_EQ(error_of(dir.file("dangling")),
             dir.file("dangling") +
                 ": is a symbolic link to nothing (expected a folder for the results directory)");
-  EXPECT_EQ(error_of(dir.file("afile/below"))
-                .rfind(dir.file("afile/below") + ": cannot create the results directory (", 0),
-            0u);
+  EXPECT_EQ(error_of(dir.file("afile/below")),
+            dir.file("afile/below") + ": cannot create the results directory (" +
+                dir.file("afile") + " is a regular file, not a folder)");
+  EXPECT_EQ(error_of(dir.file("dangling/sub")),
+            dir.file("dangling/sub") + ": cannot create the results directory (" +
+                dir.file("dangling") + " is a symbolic link to nothing)");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("dangling")));
   EXPECT_EQ(error_of(dir.file("a/b/c")), "(created)");
   EXPECT_TRUE(std::filesystem::is_directory(dir.file("a/b/c")));
   EXPECT_EQ(error_of(dir.file("a/b/c")), "(created)");  // already there: fine

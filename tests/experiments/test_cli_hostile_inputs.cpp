@@ -90,6 +90,21 @@ TEST(CliHostileInputs, EmptyOptionValuesAreRefused) {
   EXPECT_TRUE(std::filesystem::is_empty(d.path));
 }
 
+// Seen: `run --out` and `predict --out` naming a link to nothing refused it, then removed the
+// link (the refused run's clean-up took it for a folder it had made). Expected: the link stays.
+TEST(CliHostileInputs, AnOutputFolderThatIsALinkToNothingStays) {
+  ScratchDir d;
+  const std::string gate = std::string(SPECLAB_SOURCE_DIR) + "/configs/gate.yaml";
+  std::filesystem::create_symlink(d.file("nowhere"), d.file("dangling"));
+  for (const std::string& verb : {std::string("run"), std::string("predict")}) {
+    SCOPED_TRACE(verb);
+    expect_refused(run_speclab(verb + " '" + gate + "' --out '" + d.file("dangling") + "'" +
+                               (verb == "run" ? " --no-plots" : "")),
+                   {d.file("dangling"), "is a symbolic link to nothing"});
+    EXPECT_TRUE(std::filesystem::is_symlink(d.file("dangling")));
+  }
+}
+
 TEST(CliHostileInputs, DevZeroAsConfig) {
   expect_refused(run_speclab("run /dev/zero --no-plots"),
                  {"/dev/zero: is a character device, expected a regular file (config file)"});
