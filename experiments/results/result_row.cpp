@@ -176,6 +176,31 @@ const std::set<std::string>& declared_names() {
   return names;
 }
 
+// Every integer a row holds is a count, an index, a size or a seed: none is below 0.
+void non_negative_integer(const std::optional<int64_t>& v, const char* name,
+                          const std::string& where) {
+  if (v && *v < 0) fail_input(where, ": field ", name, ": expected an integer >= 0, got ", *v);
+}
+void non_negative_integer(const std::optional<std::vector<int64_t>>& v, const char* name,
+                          const std::string& where) {
+  if (!v) return;
+  for (size_t i = 0; i < v->size(); ++i)
+    if ((*v)[i] < 0)
+      fail_input(where, ": field ", name, "[", i, "]: expected an integer >= 0, got ", (*v)[i]);
+}
+template <typename T>
+void non_negative_integer(const std::optional<T>&, const char*, const std::string&) {}
+
+// A per-position list of probabilities: each in [0, 1] (NaN where no draft reached it).
+void probabilities(const std::optional<std::vector<double>>& v, const char* name,
+                   const std::string& where) {
+  if (!v) return;
+  for (size_t i = 0; i < v->size(); ++i)
+    if (!std::isnan((*v)[i]) && !((*v)[i] >= 0 && (*v)[i] <= 1))
+      fail_input(where, ": field ", name, "[", i, "]: expected a probability in [0, 1], got ",
+                 (*v)[i]);
+}
+
 // Counts and fractions a reader would otherwise pool or print as they are: a count below 0,
 // more accepted than tested, an acceptance rate outside [0, 1], a negative standard error.
 void result_row_check_ranges(const ResultRow& r, const std::string& where) {
@@ -187,10 +212,32 @@ void result_row_check_ranges(const ResultRow& r, const std::string& where) {
       fail_input(where, ": field ", at, "accepted: expected 0 <= accepted <= tested, got ",
                  *accepted, " of ", tested.value_or(-1));
   };
+#define SPECLAB_X(group, type, name, unit, meaning) non_negative_integer(r.name, #name, where);
+  SPECLAB_RESULT_ROW_FIELDS(SPECLAB_X)
+#undef SPECLAB_X
   counts(r.tested, r.accepted, "");
+  // Per position: no more accepted than tested.
+  if (r.accepted_by_position && r.tested_by_position &&
+      r.accepted_by_position->size() == r.tested_by_position->size())
+    for (size_t i = 0; i < r.tested_by_position->size(); ++i)
+      if ((*r.accepted_by_position)[i] > (*r.tested_by_position)[i])
+        fail_input(where, ": field accepted_by_position[", i, "]: ", (*r.accepted_by_position)[i],
+                   " is more than tested_by_position[", i, "] = ", (*r.tested_by_position)[i]);
+  for (const auto& [list, name] :
+       {std::pair{&r.acceptance_by_position, "acceptance_by_position"},
+        std::pair{&r.survival_by_position, "survival_by_position"},
+        std::pair{&r.acceptance_profile_by_position, "acceptance_profile_by_position"},
+        std::pair{&r.survival_profile_by_position, "survival_profile_by_position"}})
+    probabilities(*list, name, where);
   if (r.samples)
-    for (size_t i = 0; i < r.samples->size(); ++i)
-      counts((*r.samples)[i].tested, (*r.samples)[i].accepted, str_cat("samples[", i, "]."));
+    for (size_t i = 0; i < r.samples->size(); ++i) {
+      const ResultSample& sample = (*r.samples)[i];
+      const std::string at = str_cat(where, ": samples[", i, "]");
+#define SPECLAB_X(type, name, unit, meaning) non_negative_integer(sample.name, #name, at);
+      SPECLAB_RESULT_SAMPLE_FIELDS(SPECLAB_X)
+#undef SPECLAB_X
+      counts(sample.tested, sample.accepted, str_cat("samples[", i, "]."));
+    }
   auto fraction = [&](const std::optional<double>& v, const char* name) {
     if (v && !std::isnan(*v) && !(*v >= 0 && *v <= 1))
       fail_input(where, ": field ", name, ": expected a fraction in [0, 1], got ", *v);

@@ -305,13 +305,27 @@ TEST(ResultsRead, RepeatsUnsafeIdsAndWrongTypesAreNamed) {
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"tested\":10,\"accepted\":11}\n"),
             ":1: field accepted: expected 0 <= accepted <= tested, got 11 of 10");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"tested\":-100}\n"),
-            ":1: field tested: expected >= 0, got -100");
+            ":1: field tested: expected an integer >= 0, got -100");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_empirical\":7}\n"),
             ":1: field alpha_empirical: expected a fraction in [0, 1], got 7");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_se\":-1}\n"),
             ":1: field alpha_se: expected a number >= 0, got -1");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"samples\":[{\"tested\":1,\"accepted\":-1}]}\n"),
-            ":1: field samples[0].accepted: expected 0 <= accepted <= tested, got -1 of 1");
+            ":1: samples[0]: field accepted: expected an integer >= 0, got -1");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"samples\":[{\"tested\":1,\"accepted\":2}]}\n"),
+            ":1: field samples[0].accepted: expected 0 <= accepted <= tested, got 2 of 1");
+  // Seen: every other count read as it was (rounds -1, max_new_tokens -4, a sample's seed -1).
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"rounds\":-1}\n"),
+            ":1: field rounds: expected an integer >= 0, got -1");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"tested_by_position\":[5,-2]}\n"),
+            ":1: field tested_by_position[1]: expected an integer >= 0, got -2");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"tested_by_position\":[5,2],"
+                     "\"accepted_by_position\":[5,3]}\n"),
+            ":1: field accepted_by_position[1]: 3 is more than tested_by_position[1] = 2");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"acceptance_by_position\":[2.0,0.5]}\n"),
+            ":1: field acceptance_by_position[0]: expected a probability in [0, 1], got 2");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"samples\":[{\"rounds\":-3}]}\n"),
+            ":1: samples[0]: field rounds: expected an integer >= 0, got -3");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_empirical\":null,\"tested\":0,"
                      "\"accepted\":0}\n"),
             "(read)");  // NaN is written as null
