@@ -90,10 +90,13 @@ std::vector<double> parse_synthetic_acceptance(const std::string& s) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
-    SPECLAB_INPUT_CHECK(!item.empty() && *end == '\0' && v > 0 && v <= 1,
+    SPECLAB_INPUT_CHECK(!item.empty() && *end == '\0' && v >= 1e-30 && v <= 1,
                         "--synthetic-acceptance: '", item,
-                        "' (expected a number in (0, 1], or a comma-separated list of them, one "
-                        "per draft position)");
+                        "' (expected a number in (0, 1] of at least 1e-30, or a comma-separated "
+                        "list of them, one per draft position)");
+    SPECLAB_INPUT_CHECK(out.size() < 64,
+                        "--synthetic-acceptance: more than 64 probabilities "
+                        "(one per draft position; gamma is at most 64)");
     out.push_back(v);
   }
   SPECLAB_INPUT_CHECK(!out.empty() && s.back() != ',', "--synthetic-acceptance: '", s,
@@ -174,8 +177,8 @@ void run_generate_concurrent(const GenerateArgs& a, const LlamaModel& target, co
     req.prompt = tok->encode(text, !a.no_bos);
     SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < max_ctx, p.file, ":", p.line,
                         ": prompt '", p.id, "': ", req.prompt.size(),
-                        " tokens, longer than the context limit of ", max_ctx,
-                        " tokens (see --ctx)");
+                        " tokens, leaving no room for a new token in the context limit of ",
+                        max_ctx, " tokens (see --ctx)");
     req.max_new_tokens = a.max_new_tokens;
     req.sampling = SamplingParams{a.temperature, a.top_k, a.top_p};
     req.seed = a.seed;
@@ -312,6 +315,9 @@ void run_generate(const GenerateArgs& a) {
   SPECLAB_INPUT_CHECK(a.trace.empty() || (!a.draft.empty() && a.tree.empty()),
                       "--trace: records the rounds of chain speculation; it needs --draft and "
                       "does not combine with --tree");
+  SPECLAB_INPUT_CHECK(!a.show_drafts || a.prompts.empty(),
+                      "--show-drafts: marks one request's drafts; it does not combine with "
+                      "--prompts");
   if (!a.trace.empty()) RoundTraceWriter::check_path(a.trace);  // before any model is loaded
   auto target = llama_load(a.target);
   std::unique_ptr<Tokenizer> override_tok;
@@ -324,6 +330,10 @@ void run_generate(const GenerateArgs& a) {
                         target->config.vocab_size);
   }
 
+  // A top-k beyond the vocabulary keeps every token (top-k 0 by another name).
+  SPECLAB_INPUT_CHECK(a.top_k <= target->config.vocab_size, "--top-k: ", a.top_k,
+                      " exceeds the target's vocabulary of ", target->config.vocab_size,
+                      " tokens (", a.target, ")");
   SPECLAB_INPUT_CHECK(a.tree.empty() || !a.draft.empty(), "--tree: needs --draft");
   // Parsed once (depth 0: a chain).
   const TreeShape tree = a.tree.empty() ? TreeShape() : tree_shape_parse(a.tree, "--tree");
@@ -394,7 +404,8 @@ void run_generate(const GenerateArgs& a) {
   auto runner_ptr = backend_create_runner(a.backend, *target, ctx, "--backend");
   TokenRunner& runner = *runner_ptr;
   SPECLAB_INPUT_CHECK(static_cast<int64_t>(req.prompt.size()) < runner.max_ctx(),
-                      "prompt: ", req.prompt.size(), " tokens, longer than the context limit of ",
+                      "prompt: ", req.prompt.size(),
+                      " tokens, leaving no room for a new token in the context limit of ",
                       runner.max_ctx(), " tokens (see --ctx)");
   auto make_drafter = [&]() {
     const TokenRunnerFactory factory = backend_runner_factory(a.backend, "--backend");
@@ -523,7 +534,7 @@ void register_generate(CLI::App& app) {
   c->add_option("--draft", args->draft,
                 "drafter: model path | lookup[:n=N,min=M] | self:skip=A-B | ngram:PATH");
   c->add_option("--tokenizer", args->tokenizer, "tokenizer to use instead of the model's");
-  c->add_option("--prompt", args->prompt, "prompt text");
+  c->add_option("--prompt", args->prompt, "prompt text")->check(utf8_text());
   c->add_option("--prompt-ids", args->prompt_ids, "prompt as comma-separated token ids");
   c->add_option("--prompts", args->prompts,
                 "a prompt set (JSONL, as prompts.file in configs): one request per prompt")
@@ -552,9 +563,10 @@ void register_generate(CLI::App& app) {
   c->add_option("--draft-temperature", args->draft_temperature,
                 "draft temperature (default: the target's)")
       ->check(finite_range(0.0, 100.0));
-  c->add_option("--top-k", args->top_k, "0 = off")->check(CLI::NonNegativeNumber);
+  c->add_option("--top-k", args->top_k, "0 = off")->check(CLI::Range(0, 1 << 24));
   c->add_option("--top-p", args->top_p, "1 = off")->check(finite_range(0.0, 1.0));
-  c->add_option("--seed", args->seed, "random seed");
+  c->add_option("--seed", args->seed, "random seed")
+      ->check(unsigned_up_to(18446744073709551615ull));
   c->add_option("--max-new-tokens", args->max_new_tokens, "tokens to generate")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   c->add_option("--ctx", args->ctx, "context limit (default min(model's, 4096))")

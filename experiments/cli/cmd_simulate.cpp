@@ -23,6 +23,7 @@
 #include "core/speedup_theory.h"
 #include "core/trace_simulator.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/number_checks.h"
 
 namespace speclab {
 
@@ -521,10 +522,7 @@ void run(SimulateArgs& a) {
     only_with(o, curves, "--figure and --curve");
   only_with("--alpha", a.table.empty() && !curves && a.replay.empty(),
             "the analytic table and --monte-carlo (curves take --alpha-grid)");
-  // Seeds are written to JSON, whose numbers hold integers exactly up to 2^53.
-  SPECLAB_INPUT_CHECK(a.seed <= (uint64_t{1} << 53) - 1,
-                      "--seed: expected an integer in 0..9007199254740991 (2^53 - 1), got ",
-                      a.seed);
+
   if (!a.table.empty()) return run_table(a);
   if (a.figure != 0 || !a.curve.empty()) return run_curve(a);
   if (!a.monte_carlo.empty()) return run_monte_carlo(a);
@@ -560,7 +558,8 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--markov-fit", args->markov_fit,
                   "Fit the markov model to a trace's outcomes (Baum-Welch)");
   cmd->add_option("--rounds", args->rounds, "Monte Carlo rounds (default 100000)");
-  cmd->add_option("--seed", args->seed, "Random seed");
+  cmd->add_option("--seed", args->seed, "Random seed")
+      ->check(unsigned_up_to((1ull << 53) - 1));  // written to JSON: exact up to 2^53
   cmd->add_option("--replay", args->replay, "Replay a recorded trace (JSON lines)");
   cmd->add_option("--policy", args->policy, "Gamma policy: fixed, heuristic or oracle");
   cmd->callback([args, cmd, alpha, c, gamma, gamma_max, c_list, gamma_list] {

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "experiments/cli/commands.h"
+#include "experiments/cli/number_checks.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
@@ -26,7 +27,8 @@ void register_tokenize(CLI::App& app) {
                   "tokenizer.json, tokenizer.model, .gguf file, or HF model directory")
       ->required();
   cmd->add_option("--text", options->text, "text to tokenize (special tokens are parsed)")
-      ->required();
+      ->required()
+      ->check(utf8_text());
   cmd->add_flag("--no-bos", options->no_bos, "do not prepend the BOS token");
   cmd->add_flag("--json", options->json, "print {\"ids\": [...], \"pieces\": [...]}");
   cmd->callback([options] {

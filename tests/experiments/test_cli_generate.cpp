@@ -144,6 +144,27 @@ TEST(CliGenerate, BadInputExitsTwoWithOneLine) {
        "--synthetic-acceptance: 'often'"},
       {"synthetic trailing comma", t + "--prompt-ids 1 --draft lookup --synthetic-acceptance 0.5,",
        "--synthetic-acceptance: '0.5,'"},
+      // Seen: what a config refuses ran here (the sampler holds these as floats: 1e-320 is 0);
+      // a seed of -1 wrapped; a top-k of -1 printed a 300-digit range.
+      {"temperature below float", t + "--prompt-ids 1 --temperature 1e-320",
+       "--temperature: '1e-320' is below 1e-30 (the sampler computes in float, where it is 0)"},
+      {"lenience below float", t + "--prompt-ids 1 --draft lookup --lenience 1e-320",
+       "--lenience: '1e-320' is below 1e-30"},
+      {"synthetic below float", t + "--prompt-ids 1 --draft lookup --synthetic-acceptance 1e-320",
+       "--synthetic-acceptance: '1e-320' (expected a number in (0, 1] of at least 1e-30"},
+      {"seed -1", t + "--prompt-ids 1 --seed -1",
+       "--seed: '-1' is not a whole number in [0, 18446744073709551615]"},
+      {"seed overflow", t + "--prompt-ids 1 --seed 18446744073709551616",
+       "--seed: '18446744073709551616'"},
+      {"top-k -1", t + "--prompt-ids 1 --top-k -1", "--top-k: Value -1 not in range 0 to 16777216"},
+      {"top-k above vocabulary", t + "--prompt-ids 1 --top-k 1000000",
+       "--top-k: 1000000 exceeds the target's vocabulary of"},
+      {"show drafts with prompts",
+       t + "--prompts '" + std::string(SPECLAB_SOURCE_DIR) +
+           "/configs/prompts/tiny-in-domain.jsonl' --draft lookup --show-drafts",
+       "--show-drafts: marks one request's drafts; it does not combine with --prompts"},
+      {"prompt not UTF-8", t + "--prompt \"$(printf 'a\\377b')\"",
+       "--prompt: invalid UTF-8 byte 0xFF at byte 1"},
       {"synthetic no draft", t + "--prompt-ids 1 --synthetic-acceptance 0.5",
        "--synthetic-acceptance: needs --draft"},
       // Options of the drafting loop without a drafter are refused, not ignored.

@@ -60,6 +60,20 @@ TEST(CliTokenize, MissingFileIsExitTwoWithOneLine) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// Seen: bytes that are no UTF-8 (and lone surrogates) became U+FFFD without a word.
+TEST(CliTokenize, TextThatIsNotUtf8IsRefusedNamingTheByte) {
+  const std::string model = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny_spm_bpe.model";
+  for (const auto& [bytes, needle] :
+       {std::pair<std::string, std::string>{"a\\377\\376b", "invalid UTF-8 byte 0xFF at byte 1"},
+        {"x\\355\\240\\200", "invalid UTF-8 byte 0xED at byte 1"}}) {
+    const auto r = run_tokenize("--tokenizer '" + model + "' --text \"$(printf '" + bytes + "')\"");
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--text: " + needle + " (expected UTF-8 text)"), std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}
+
 TEST(CliTokenize, NotATokenizerIsExitTwo) {
   testing_util::ScratchDir dir;
   const std::string bad = dir.write("tokenizer.json", "{\"model\": ");
