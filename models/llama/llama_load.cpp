@@ -248,6 +248,18 @@ LlamaConfig llama_parse_hf_config(const ConfigJson& cj) {
   c.rms_norm_eps = static_cast<float>(cj.get_float_or("rms_norm_eps", 1e-6));
   c.rope_theta = static_cast<float>(cj.get_float_or("rope_theta", 10000.0));
   c.tie_embeddings = cj.get_bool_or("tie_word_embeddings", false);
+  // Llama settings speclab's forward pass does not implement: another activation, biases in
+  // the projections. Read past, the model would run as SiLU without biases.
+  if (cj.has("hidden_act")) {
+    const json& act = cj.j["hidden_act"];
+    SPECLAB_INPUT_CHECK(act.is_string() && act.get<std::string>() == "silu", path,
+                        ": key 'hidden_act' is ", act.dump(),
+                        ", only \"silu\" is supported (the SwiGLU of Llama)");
+  }
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    SPECLAB_INPUT_CHECK(!cj.get_bool_or(key, false), path, ": key '", key,
+                        "' is true, expected false (projections with biases are not supported)");
+  }
   if (cj.has("rope_scaling")) {
     const json& rs = cj.j["rope_scaling"];
     SPECLAB_INPUT_CHECK(rs.is_object(), path, ": key 'rope_scaling' is ", rs.dump(),
@@ -334,14 +346,24 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
     for (const ExpectedTensor& e : layer_tensors)
       w.layers[l].*e.field = tensor(prefix + e.hf_name, e.shape);
   }
+  // Layers past num_hidden_layers would be read past without a word: config.json and the
+  // weights disagree.
+  for (const TensorView* t : set->all_tensors()) {
+    const std::string prefix = "model.layers.";
+    if (t->name.compare(0, prefix.size(), prefix) != 0) continue;
+    const int64_t layer = std::strtoll(t->name.c_str() + prefix.size(), nullptr, 10);
+    SPECLAB_INPUT_CHECK(layer < c.n_layers, set->file_of(t->name), ": tensor '", t->name,
+                        "' belongs to layer ", layer, " but config.json has num_hidden_layers ",
+                        c.n_layers, " (expected layers 0..", c.n_layers - 1, ")");
+  }
   w.final_norm = tensor("model.norm.weight", {c.dim});
   if (set->find_tensor("lm_head.weight") != nullptr) {
     // Some tied checkpoints still store lm_head (a copy); use it as stored.
     w.output = tensor("lm_head.weight", {c.vocab_size, c.dim});
   } else {
     SPECLAB_INPUT_CHECK(c.tie_embeddings, dir,
-                        ": tensor 'lm_head.weight' missing and config.json does not set "
-                        "tie_word_embeddings");
+                        ": tensor 'lm_head.weight' missing and config.json's "
+                        "tie_word_embeddings is not true (an untied model needs its own head)");
     w.output = w.tok_embeddings;
   }
   model->storage = set->storage();

@@ -246,6 +246,21 @@ TEST(LlamaLoadHf, BadModelsCatalogue) {
       {"rope_theta below 1",
        [](json& c, std::vector<SafetensorsTensor>&) { c["rope_theta"] = 1e-30; },
        {"config.json", "rope_theta = 1e-30, expected 1 < theta <= 1e12"}},
+      // Seen: loaded and run as SiLU without biases, or with the extra layers left out.
+      {"another activation",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["hidden_act"] = "gelu"; },
+       {"config.json: key 'hidden_act' is \"gelu\", only \"silu\" is supported"}},
+      {"attention biases",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["attention_bias"] = true; },
+       {"config.json: key 'attention_bias' is true, expected false"}},
+      {"mlp biases",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["mlp_bias"] = true; },
+       {"config.json: key 'mlp_bias' is true, expected false"}},
+      {"fewer layers than the weights hold",
+       [](json& c, std::vector<SafetensorsTensor>&) { c["num_hidden_layers"] = 1; },
+       {"model.safetensors: tensor 'model.layers.1.",
+        "belongs to layer 1 but config.json has "
+        "num_hidden_layers 1 (expected layers 0..0)"}},
       {"heads not a multiple of kv heads",
        [](json& c, std::vector<SafetensorsTensor>&) { c["num_key_value_heads"] = 3; },
        {"config.json", "not a multiple of 3 KV heads"}},
@@ -421,8 +436,9 @@ TEST(LlamaLoadGguf, BadModels) {
     if (kv.key == "llama.block_count") kv = tiny_gguf(1).kvs[3];
   write_bytes(path, short_count.build());
   expect_input_error([&] { llama_load(path); },
-                     {path, "tensor 'blk.1.attn_norm.weight' belongs to layer 1 but "
-                            "llama.block_count is 1 (expected layers 0..0)"});
+                     {path,
+                      "tensor 'blk.1.attn_norm.weight' belongs to layer 1 but "
+                      "llama.block_count is 1 (expected layers 0..0)"});
 }
 
 TEST(LlamaLoadGguf, VocabOnlyFileIsNotAModel) {
