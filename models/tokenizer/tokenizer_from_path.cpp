@@ -28,7 +28,9 @@ enum class TokenizerFileKind {
   kUtf16Or32,
   kWhitespace,
   kOtherText,
-  kSentencePiece
+  kSafetensors,
+  kSentencePiece,
+  kUnknownBinary
 };
 
 // What a tokenizer file is, from its first bytes (up to 512). JSON may start with a UTF-8
@@ -43,6 +45,12 @@ TokenizerFileKind tokenizer_file_kind(const unsigned char* head, size_t n) {
     return TokenizerFileKind::kUtf16Or32;
   if (n >= 4 && head[0] == 0 && head[1] == 0 && head[2] == 0xFE && head[3] == 0xFF)
     return TokenizerFileKind::kUtf16Or32;
+  // UTF-16 without a byte-order mark: every other byte 0 around ASCII ("\0{" or "{\0").
+  if (n >= 4 && ((head[0] == 0 && head[1] != 0 && head[2] == 0 && head[3] != 0) ||
+                 (head[0] != 0 && head[1] == 0 && head[2] != 0 && head[3] == 0)))
+    return TokenizerFileKind::kUtf16Or32;
+  // safetensors: an 8-byte little-endian header length, then the JSON header.
+  if (n >= 10 && head[8] == '{' && head[9] == '"') return TokenizerFileKind::kSafetensors;
   size_t i = 0;
   if (n >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF) i = 3;
   const size_t text_start = i;
@@ -50,8 +58,13 @@ TokenizerFileKind tokenizer_file_kind(const unsigned char* head, size_t n) {
   if (i < n && head[i] == '{') return TokenizerFileKind::kJsonObject;
   for (size_t j = text_start; j < n; ++j) {
     const unsigned char b = head[j];
-    if (b < 0x20 && b != '\t' && b != '\n' && b != '\r') return TokenizerFileKind::kSentencePiece;
-    if (b == 0x7F) return TokenizerFileKind::kSentencePiece;
+    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7F) {
+      // A SentencePiece ModelProto opens with one of its fields 1-5, each length-delimited:
+      // the tag byte 0x0A, 0x12, 0x1A, 0x22 or 0x2A. Any other first byte is some other file.
+      const bool proto_tag = head[0] == 0x0A || head[0] == 0x12 || head[0] == 0x1A ||
+                             head[0] == 0x22 || head[0] == 0x2A;
+      return proto_tag ? TokenizerFileKind::kSentencePiece : TokenizerFileKind::kUnknownBinary;
+    }
   }
   if (i == n)
     return n == 512 ? TokenizerFileKind::kJsonObject  // the JSON parser decides
@@ -115,8 +128,17 @@ std::unique_ptr<Tokenizer> tokenizer_load(const std::string& path_as_written) {
       fail_input(path, ": tokenizer file is empty", kExpected);
     case TokenizerFileKind::kUtf16Or32:
       fail_input(path,
-                 ": is UTF-16 or UTF-32 text (its first bytes are a byte-order mark); a "
+                 ": is UTF-16 or UTF-32 text (a byte-order mark, or a 0 byte beside every "
+                 "character); a "
                  "tokenizer.json must be UTF-8");
+    case TokenizerFileKind::kSafetensors:
+      fail_input(path, ": is a safetensors weights file, not a tokenizer", kExpected);
+    case TokenizerFileKind::kUnknownBinary: {
+      char first[8];
+      std::snprintf(first, sizeof(first), "0x%02X", head[0]);
+      fail_input(path, ": is a binary file that no tokenizer format starts with (first byte ",
+                 first, ")", kExpected);
+    }
     case TokenizerFileKind::kWhitespace:
       fail_input(path, ": tokenizer file holds only whitespace", kExpected);
     case TokenizerFileKind::kOtherText: {

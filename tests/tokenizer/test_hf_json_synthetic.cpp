@@ -287,6 +287,13 @@ TEST(HostileTokenizerFiles, TextThatIsNotATokenizerIsNamed) {
       {"\xE9t\xE9", "(0xE9 at byte 0)"},
       {std::string("\xFF\xFE{\0\"\0", 6), "is UTF-16 or UTF-32 text"},
       {std::string("\xFE\xFF\0{", 4), "is UTF-16 or UTF-32 text"},
+      // Seen: these reached SentencePiece ("not a SentencePiece model protobuf (Internal: ...)").
+      {std::string("\0{\0\"\0m\0", 7), "is UTF-16 or UTF-32 text"},
+      {std::string("{\0\"\0m\0", 6), "is UTF-16 or UTF-32 text"},
+      {std::string("\x20\0\0\0\0\0\0\0{\"w\":{}}", 19),
+       "is a safetensors weights file, not a tokenizer"},
+      {std::string("\x01\x02\x03\x04", 4),
+       "is a binary file that no tokenizer format starts with (first byte 0x01)"},
       {"", "tokenizer file is empty"},
       {" \n\t ", "tokenizer file holds only whitespace"},
   };
@@ -295,8 +302,8 @@ TEST(HostileTokenizerFiles, TextThatIsNotATokenizerIsNamed) {
     testing::write_file_bytes(path, cases[i].bytes);
     testing::expect_input_error([&] { tokenizer_load(path); }, {path, cases[i].needle});
   }
-  const std::string model = std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny_spm_bpe.model";
-  EXPECT_GT(tokenizer_load(model)->vocab_size(), 0);
+  for (const char* model : {"/tests/data/tiny_spm_bpe.model", "/models/zoo/tokenizer.model"})
+    EXPECT_GT(tokenizer_load(std::string(SPECLAB_SOURCE_DIR) + model)->vocab_size(), 0) << model;
 }
 
 // Seen: /dev/zero as a tokenizer read until memory ran out. Expected: named and refused.
