@@ -4,6 +4,8 @@
 #include <fstream>
 #include <string>
 
+#include "core/error.h"
+
 namespace speclab {
 
 int64_t memory_available_bytes() {
@@ -23,6 +25,20 @@ int64_t memory_available_bytes() {
     if (c > 0 && (avail < 0 || c < avail)) avail = c;
   }
   return avail;
+}
+
+void memory_check_environment() {
+  if (const char* cap = std::getenv("SPECLAB_MEMORY_LIMIT")) {
+    const std::string v = cap;
+    const bool digits = !v.empty() && v.size() <= 18 && v[0] != '0' &&
+                        v.find_first_not_of("0123456789") == std::string::npos;
+    SPECLAB_INPUT_CHECK(digits, "SPECLAB_MEMORY_LIMIT: '", v,
+                        "' (expected a whole number of bytes > 0, below 10^18)");
+  }
+  if (const char* no_thp = std::getenv("SPECLAB_NO_THP")) {
+    SPECLAB_INPUT_CHECK(std::string(no_thp) == "1", "SPECLAB_NO_THP: '", no_thp,
+                        "' (expected 1 to keep weights on 4 KB pages, or leave it unset)");
+  }
 }
 
 }  // namespace speclab

@@ -44,10 +44,13 @@ TreeShape tree_shape_parse(const std::string& text, const std::string& what) {
     const size_t x = dims.find('x', start);
     const std::string part =
         dims.substr(start, x == std::string::npos ? std::string::npos : x - start);
-    char* end = nullptr;
-    const long b = part.empty() ? 0 : std::strtol(part.c_str(), &end, 10);
-    SPECLAB_INPUT_CHECK(!part.empty() && end && *end == '\0' && b >= 1 && b <= kTreeMaxBranch, what,
-                        ": tree shape '", text, "' (expected branching factors 1..", kTreeMaxBranch,
+    // Decimal digits only, no leading zero: strtol alone took " 2", "+2" and "02" too, one
+    // tree under several spellings.
+    const bool digits = !part.empty() && part.size() <= 3 && part[0] != '0' &&
+                        part.find_first_not_of("0123456789") == std::string::npos;
+    const long b = digits ? std::strtol(part.c_str(), nullptr, 10) : 0;
+    SPECLAB_INPUT_CHECK(digits && b >= 1 && b <= kTreeMaxBranch, what, ": tree shape '", text,
+                        "' (expected branching factors 1..", kTreeMaxBranch,
                         " joined by 'x', e.g. 3x2x1 or 2x2:sample)");
     shape.branching.push_back(static_cast<int>(b));
     if (x == std::string::npos) break;

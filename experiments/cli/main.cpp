@@ -8,6 +8,7 @@
 
 #include "core/cpu_matmul.h"
 #include "core/error.h"
+#include "core/memory_available.h"
 #include "experiments/cli/commands.h"
 
 namespace {
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   refuse_empty_values(app);
   try {
     speclab::matmul_check_environment();  // a misspelt kernel setting must not run as the default
+    speclab::memory_check_environment();
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -277,7 +277,9 @@ TEST(TreeShapeParse, AcceptsShapesAndNamesBadOnes) {
   EXPECT_EQ(s.n_drafted(), 3 + 6 + 6);
   EXPECT_EQ(s.to_string(), "3x2x1:topk");
   EXPECT_EQ(tree_shape_parse("2x2:sample", "tree").mode, TreeMode::kSample);
-  for (const char* bad : {"", "x", "3x", "0x2", "17", "2x2:beam", "a", "3x-1", "4x4x4x4x4"}) {
+  // " 2x2", "+2" and "01x2" (seen accepted: strtol's leniency) are no spelling of a shape.
+  for (const char* bad : {"", "x", "3x", "0x2", "17", "2x2:beam", "a", "3x-1", "4x4x4x4x4", " 2x2",
+                          "+2", "01x2", "2x 2"}) {
     try {
       tree_shape_parse(bad, "speculative.tree");
       ADD_FAILURE() << "accepted '" << bad << "'";

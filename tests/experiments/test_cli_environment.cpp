@@ -27,5 +27,27 @@ TEST(CliEnvironment, RunsWithAndWithoutAnOpenMpWaitPolicy) {
   EXPECT_EQ(WEXITSTATUS(rc_bad), 2);
 }
 
+// Seen: SPECLAB_MEMORY_LIMIT=1e3 read as 1 byte, "junk" or -1 as unset; SPECLAB_NO_THP=junk
+// as set. Expected: every verb stops before it runs, naming the variable and its value.
+TEST(CliEnvironment, MisspeltMemorySettingsStopEveryVerb) {
+  for (const auto& [env, needle] :
+       {std::pair<std::string, std::string>{
+            "SPECLAB_MEMORY_LIMIT=1e3",
+            "SPECLAB_MEMORY_LIMIT: '1e3' (expected a whole number of bytes > 0, below 10^18)"},
+        {"SPECLAB_MEMORY_LIMIT=junk", "SPECLAB_MEMORY_LIMIT: 'junk'"},
+        {"SPECLAB_MEMORY_LIMIT=-1", "SPECLAB_MEMORY_LIMIT: '-1'"},
+        {"SPECLAB_MEMORY_LIMIT=0", "SPECLAB_MEMORY_LIMIT: '0'"},
+        {"SPECLAB_NO_THP=junk",
+         "SPECLAB_NO_THP: 'junk' (expected 1 to keep weights on 4 KB "
+         "pages, or leave it unset)"}}) {
+    const auto r = run_speclab("--version", env);
+    EXPECT_EQ(r.exit_code, 2) << env;
+    EXPECT_TRUE(r.one_line_error()) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+  for (const char* ok : {"SPECLAB_MEMORY_LIMIT=1000000", "SPECLAB_NO_THP=1"})
+    EXPECT_EQ(run_speclab("--version", ok).exit_code, 0) << ok;
+}
+
 }  // namespace
 }  // namespace speclab
