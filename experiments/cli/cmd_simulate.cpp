@@ -118,8 +118,10 @@ std::vector<double> parse_alpha_grid(const std::string& s) {
   const double lo = parse_double(parts[0], "--alpha-grid", expected);
   const double hi = parse_double(parts[1], "--alpha-grid", expected);
   const double step = parse_double(parts[2], "--alpha-grid", expected);
-  SPECLAB_INPUT_CHECK(lo >= 0 && lo <= hi && hi < 1 && step > 0 && (hi - lo) / step < 1e6,
-                      "--alpha-grid: expected ", expected, ", got '", s, "'");
+  SPECLAB_INPUT_CHECK(lo >= 0 && lo <= hi && hi < 1 && step > 0, "--alpha-grid: expected ",
+                      expected, ", got '", s, "'");
+  SPECLAB_INPUT_CHECK((hi - lo) / step < 1e6, "--alpha-grid: '", s, "' has ", (hi - lo) / step + 1,
+                      " points, expected at most 1e6 (a larger STEP)");
   std::vector<double> grid;
   const int n = static_cast<int>(std::floor((hi - lo) / step + 1e-9)) + 1;
   for (int i = 0; i < n; ++i) grid.push_back(std::round((lo + i * step) * 1e12) / 1e12);

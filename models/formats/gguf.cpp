@@ -126,7 +126,7 @@ class Cursor {
 
   void need(uint64_t n, const char* what) const {
     SPECLAB_INPUT_CHECK(n <= remaining(), path_, ": offset ", pos_, ": truncated reading ", what,
-                        " (need ", n, " bytes, file has ", size_, ")");
+                        " (need ", n, " bytes, ", remaining(), " left of the file's ", size_, ")");
   }
   template <typename T>
   T read(const char* what) {

@@ -223,6 +223,8 @@ TEST(CliSimulate, BadArgumentsExit2WithOneLine) {
       {"--curve speedup", "--curve: needs --alpha-grid"},
       {"--curve speedup --alpha-grid 0:1:0.1", "--alpha-grid: expected LO:HI:STEP"},
       {"--curve speedup --alpha-grid 0:0.5", "--alpha-grid: expected LO:HI:STEP"},
+      {"--curve speedup --alpha-grid 0:0.9:1e-9",
+       "--alpha-grid: '0:0.9:1e-9' has 9e+08 points, expected at most 1e6 (a larger STEP)"},
       {"--figure 3 --c-list 0.1,x", "--c-list: expected"},
       {"--figure 2 --gamma-list 0,2", "--gamma-list: expected integers >= 1"},
       {"--figure 2 --format xml", "--format: expected csv or json"},

@@ -475,6 +475,17 @@ TEST(Gguf, TruncationAtEveryLengthThrows) {
     }
   }
   EXPECT_EQ(n_thrown, static_cast<int>(full.size()));
+  // Seen: "need 4 bytes, file has 4" for a file cut after its magic. Expected: what is left.
+  write_bytes(path, Bytes(full.begin(), full.begin() + 4));
+  try {
+    GgufFile::open(path);
+    ADD_FAILURE() << "4 bytes opened";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("offset 4: truncated reading version (need 4 bytes, 0 "
+                                         "left of the file's 4)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Corrupting any single header byte (xor 0xff, then +1) either still parses or gives
