@@ -1,5 +1,9 @@
 #include "core/json_input.h"
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "core/error.h"
 
 namespace speclab {
@@ -31,7 +35,27 @@ void json_input_check_depth(std::string_view text, const std::string& where, int
 
 nlohmann::json json_input_parse(std::string_view text, const std::string& where) {
   json_input_check_depth(text, where);
-  return nlohmann::json::parse(text.begin(), text.end());
+  // A key written twice in one object: nlohmann keeps the last without a word ({"id": "a",
+  // ..., "id": "b"} is prompt "b"). The parser's callback sees every key of every object; the
+  // depth check above bounds the stack of key sets.
+  std::vector<std::set<std::string>> keys;
+  std::string repeated;
+  auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys.emplace_back();
+    } else if (event == Event::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == Event::key && !keys.empty() && repeated.empty()) {
+      if (!keys.back().insert(parsed.get<std::string>()).second)
+        repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), callback);
+  if (!repeated.empty())
+    fail_input(where, ": key \"", repeated, "\" appears twice in one object (expected each once)");
+  return j;
 }
 
 }  // namespace speclab

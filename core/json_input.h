@@ -22,7 +22,8 @@ void json_input_check_depth(std::string_view text, const std::string& where,
                             int max_depth = kJsonMaxDepth);
 
 // json_input_check_depth, then nlohmann::json::parse. Syntax errors and numbers out of range
-// propagate as nlohmann::json::exception, which each caller words for its own file kind.
+// propagate as nlohmann::json::exception, which each caller words for its own file kind; a
+// key given twice in one object is an InputError "<where>: key "id" appears twice ...".
 nlohmann::json json_input_parse(std::string_view text, const std::string& where);
 
 // Whether object `j` has `key` equal to `expected`, without throwing when the member has

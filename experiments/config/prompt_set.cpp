@@ -1,5 +1,6 @@
 #include "experiments/config/prompt_set.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <sstream>
@@ -73,6 +74,17 @@ std::vector<Prompt> prompt_set_load(const std::string& path, int limit, int skip
     p.file = path;
     p.line = line_no;
     p.id = string_field(obj, "id", true, where);
+    // The id labels output lines and table rows: one line of printable text.
+    SPECLAB_INPUT_CHECK(!p.id.empty() && std::none_of(p.id.begin(), p.id.end(),
+                                                      [](char ch) {
+                                                        const auto b =
+                                                            static_cast<unsigned char>(ch);
+                                                        return b < 0x20 || b == 0x7F;
+                                                      }),
+                        where,
+                        ": key \"id\": expected a non-empty id without control characters "
+                        "(it labels output lines), got ",
+                        obj["id"].dump());
     p.text = string_field(obj, "text", true, where);
     p.task = string_field(obj, "task", false, where);
     if (obj.contains("category")) {

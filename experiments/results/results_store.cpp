@@ -108,9 +108,8 @@ std::vector<RowAt> parse_rows(const std::string& text, const std::string& path,
     if (s.empty()) continue;
     nlohmann::json json;
     const std::string where = str_cat(path, ":", line);
-    json_input_check_depth(s, where);
     try {
-      json = nlohmann::json::parse(s);
+      json = json_input_parse(s, where);          // depth bounded, a key twice refused
     } catch (const nlohmann::json::exception&) {  // parse_error; out_of_range for 1e999
       fail_input(where, ": not a valid JSON row");
     }

@@ -47,6 +47,17 @@ TEST(JsonInput, BracketsInsideStringsDoNotCount) {
   EXPECT_EQ(j["k"].get<std::string>(), many + "\" [[[ \\");
 }
 
+// Seen: nlohmann keeps the last of a key written twice, without a word. Expected: refused,
+// at any depth; the same key in two objects is fine.
+TEST(JsonInput, AKeyTwiceInOneObjectIsRefused) {
+  expect_input_error([] { json_input_parse(R"({"a": 1, "b": 2, "a": 3})", "k.json"); },
+                     {"k.json: key \"a\" appears twice in one object (expected each once)"});
+  expect_input_error([] { json_input_parse(R"([{"x": {"y": 1, "y": 2}}])", "n.json"); },
+                     {"n.json: key \"y\" appears twice"});
+  const nlohmann::json j = json_input_parse(R"([{"a": 1}, {"a": 2, "b": {"a": 3}}])", "ok.json");
+  EXPECT_EQ(j[1]["b"]["a"], 3);
+}
+
 TEST(JsonInput, SyntaxErrorsStayNlohmannErrorsForTheCallerToWord) {
   EXPECT_THROW(json_input_parse("{\"a\": ", "x.json"), nlohmann::json::parse_error);
 }

@@ -87,6 +87,15 @@ TEST(PromptSet, BadLinesNameFileAndLine) {
             dir.file("4.jsonl") + ":2: key \"id\": expected a string, got 7");
   EXPECT_EQ(error_of(dir.write("5.jsonl", ok + ok)),
             dir.file("5.jsonl") + ":2: duplicate id \"a\" (first at line 1)");
+  // Seen: a key twice in one line kept the last ({"id":"a",...,"id":"b"} was prompt "b"), and
+  // an id holding a newline split the output lines that name it.
+  EXPECT_EQ(
+      error_of(dir.write("5b.jsonl", ok + "{\"id\": \"b\", \"text\": \"y\", \"id\": \"c\"}\n")),
+      dir.file("5b.jsonl") + ":2: key \"id\" appears twice in one object (expected each once)");
+  EXPECT_EQ(error_of(dir.write("5c.jsonl", ok + "{\"id\": \"a\\nb\", \"text\": \"y\"}\n")),
+            dir.file("5c.jsonl") +
+                ":2: key \"id\": expected a non-empty id without control characters (it labels "
+                "output lines), got \"a\\nb\"");
   EXPECT_EQ(error_of(dir.write("6.jsonl", ok + "[1, 2]\n")),
             dir.file("6.jsonl") + ":2: expected a JSON object {\"id\", \"text\", ...}");
   EXPECT_EQ(error_of(dir.write("7.jsonl", ok + "{\"id\": \"b\", \"text\": \"\"}\n")),

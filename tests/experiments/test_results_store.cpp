@@ -286,6 +286,8 @@ TEST(ResultsRead, RepeatsUnsafeIdsAndWrongTypesAreNamed) {
             "(not . or ..)");
   EXPECT_EQ(error_of("{\"cell_id\":\"..\"}\n"),
             ":1: cell_id '..': expected 1-64 letters, digits, '.', '_' or '-' (not . or ..)");
+  EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"alpha_empirical\":0.5,\"alpha_empirical\":0.9}\n"),
+            ":1: key \"alpha_empirical\" appears twice in one object (expected each once)");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"gamma\":\"two\"}\n"),
             ":1: field gamma: expected a number, got string");
   EXPECT_EQ(error_of("{\"cell_id\":\"c1\",\"drafter\":3}\n"),
