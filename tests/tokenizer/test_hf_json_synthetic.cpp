@@ -290,7 +290,7 @@ TEST(HostileTokenizerFiles, TextThatIsNotATokenizerIsNamed) {
       // Seen: these reached SentencePiece ("not a SentencePiece model protobuf (Internal: ...)").
       {std::string("\0{\0\"\0m\0", 7), "is UTF-16 or UTF-32 text"},
       {std::string("{\0\"\0m\0", 6), "is UTF-16 or UTF-32 text"},
-      {std::string("\x20\0\0\0\0\0\0\0{\"w\":{}}", 19),
+      {std::string("\x08\0\0\0\0\0\0\0{\"w\":{}}", 16),
        "is a safetensors weights file, not a tokenizer"},
       {std::string("\x01\x02\x03\x04", 4),
        "is a binary file that no tokenizer format starts with (first byte 0x01)"},
