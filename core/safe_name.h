@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 namespace speclab {
@@ -14,7 +15,7 @@ inline bool safe_name(const std::string& s, size_t max_len, const char* extra = 
   for (const char ch : s) {
     const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                     (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-' ||
-                    std::string(extra).find(ch) != std::string::npos;
+                    (ch != '\0' && std::strchr(extra, ch) != nullptr);
     if (!ok) return false;
   }
   return true;

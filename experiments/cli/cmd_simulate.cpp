@@ -41,8 +41,7 @@ struct SimulateArgs {
   bool json = false;
   // Which options were given.
   bool has_alpha = false, has_gamma = false, has_gamma_max = false, has_c = false;
-  bool has_c_list = false, has_gamma_list = false;  // given, even as '' (then refused)
-  std::set<std::string> given;                      // every option on the command line
+  std::set<std::string> given;  // every option on the command line (even as '': refused)
 };
 
 std::string fmt(const char* f, double v) {
@@ -242,13 +241,13 @@ void run_curve(SimulateArgs a) {
     if (a.figure == 3) metrics = {"optimal_gamma"};
     if (a.figure == 4) metrics = {"speedup", "operations"};
     // The paper's plots do not print their parameter sets; these defaults are ours.
-    if (a.figure == 3 && !a.has_c_list && !a.has_c) {
+    if (a.figure == 3 && !a.given.count("--c-list") && !a.has_c) {
       a.c_list = "0.01,0.02,0.05,0.1,0.2";
-      a.has_c_list = true;
+      a.given.insert("--c-list");
     }
-    if (a.figure != 3 && !a.has_gamma_list && !a.has_gamma_max) {
+    if (a.figure != 3 && !a.given.count("--gamma-list") && !a.has_gamma_max) {
       a.gamma_list = "1,2,3,5,7,10";
-      a.has_gamma_list = true;
+      a.given.insert("--gamma-list");
     }
     if (a.figure == 3 && !a.has_gamma_max) a.gamma_max = 100;
   } else {
@@ -270,9 +269,10 @@ void run_curve(SimulateArgs a) {
   SPECLAB_INPUT_CHECK(a.format == "csv" || a.format == "json",
                       "--format: expected csv or json, got '", a.format, "'");
   const std::vector<double> alphas = parse_alpha_grid(grid);
-  if (a.has_c_list) cs = parse_doubles(a.c_list, "--c-list", "a comma list of numbers >= 0");
+  if (a.given.count("--c-list"))
+    cs = parse_doubles(a.c_list, "--c-list", "a comma list of numbers >= 0");
   for (double c : cs) check_c(c, "--c-list");
-  if (a.has_gamma_list)
+  if (a.given.count("--gamma-list"))
     gammas = parse_gammas(a.gamma_list);
   else
     for (int g = 1; g <= a.gamma_max; ++g) gammas.push_back(g);
@@ -551,9 +551,8 @@ void register_simulate(CLI::App& app) {
   cmd->add_option("--curve", args->curve,
                   "expected-tokens, speedup, operations (comma list) or optimal-gamma");
   cmd->add_option("--alpha-grid", args->alpha_grid, "LO:HI:STEP alpha values for curves");
-  auto* c_list = cmd->add_option("--c-list", args->c_list, "Comma list of c values for curves");
-  auto* gamma_list =
-      cmd->add_option("--gamma-list", args->gamma_list, "Comma list of gamma values for curves");
+  cmd->add_option("--c-list", args->c_list, "Comma list of c values for curves");
+  cmd->add_option("--gamma-list", args->gamma_list, "Comma list of gamma values for curves");
   cmd->add_option("--format", args->format, "Curve output: csv (default) or json");
   cmd->add_option("--monte-carlo", args->monte_carlo, "Simulate rounds: iid or markov");
   cmd->add_option("--markov", args->markov, "a_easy,a_hard,p_easy_to_hard,p_hard_to_easy");
@@ -564,11 +563,9 @@ void register_simulate(CLI::App& app) {
       ->check(unsigned_up_to((1ull << 53) - 1));  // written to JSON: exact up to 2^53
   cmd->add_option("--replay", args->replay, "Replay a recorded trace (JSON lines)");
   cmd->add_option("--policy", args->policy, "Gamma policy: fixed, heuristic or oracle");
-  cmd->callback([args, cmd, alpha, c, gamma, gamma_max, c_list, gamma_list] {
+  cmd->callback([args, cmd, alpha, c, gamma, gamma_max] {
     for (const CLI::Option* o : cmd->get_options({}))
       if (o->count() > 0) args->given.insert(o->get_name());
-    args->has_c_list = c_list->count() > 0;
-    args->has_gamma_list = gamma_list->count() > 0;
     args->has_alpha = alpha->count() > 0;
     args->has_c = c->count() > 0;
     args->has_gamma = gamma->count() > 0;

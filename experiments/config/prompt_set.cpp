@@ -1,13 +1,13 @@
 #include "experiments/config/prompt_set.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/json_input.h"
+#include "core/safe_name.h"
 
 namespace speclab {
 
@@ -34,13 +34,7 @@ std::string string_field(const nlohmann::json& obj, const char* key, bool requir
 
 }  // namespace
 
-bool prompt_category_valid(const std::string& name) {
-  if (name.empty() || name.size() > 40) return false;
-  for (char c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
-      return false;
-  return true;
-}
+bool prompt_category_valid(const std::string& name) { return safe_name(name, 40); }
 
 std::string prompt_default_category(const std::string& task) {
   return prompt_category_valid(task) ? task : "uncategorized";

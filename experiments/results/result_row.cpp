@@ -204,13 +204,12 @@ void probabilities(const std::optional<std::vector<double>>& v, const char* name
 // Counts and fractions a reader would otherwise pool or print as they are: a count below 0,
 // more accepted than tested, an acceptance rate outside [0, 1], a negative standard error.
 void result_row_check_ranges(const ResultRow& r, const std::string& where) {
+  // (Both are integers >= 0 by then: non_negative_integer below runs first.)
   auto counts = [&](const std::optional<int64_t>& tested, const std::optional<int64_t>& accepted,
                     const std::string& at) {
-    if (tested && *tested < 0)
-      fail_input(where, ": field ", at, "tested: expected >= 0, got ", *tested);
-    if (accepted && (*accepted < 0 || (tested && *accepted > *tested)))
+    if (accepted && tested && *accepted > *tested)
       fail_input(where, ": field ", at, "accepted: expected 0 <= accepted <= tested, got ",
-                 *accepted, " of ", tested.value_or(-1));
+                 *accepted, " of ", *tested);
   };
 #define SPECLAB_X(group, type, name, unit, meaning) non_negative_integer(r.name, #name, where);
   SPECLAB_RESULT_ROW_FIELDS(SPECLAB_X)

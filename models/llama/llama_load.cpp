@@ -115,6 +115,17 @@ void llama_check_config(const LlamaConfig& c, const std::string& source) {
                         " is outside the vocabulary (", c.vocab_size, ")");
 }
 
+// A tensor `name` of layer N ("<layer_prefix>N.") with N at or past the declared count would be
+// read past without a word: the file disagrees with its own count (`count_is` says where it
+// comes from, "llama.block_count is").
+void check_layer_declared(const std::string& name, const std::string& layer_prefix,
+                          int64_t n_layers, const std::string& file, const char* count_is) {
+  if (name.compare(0, layer_prefix.size(), layer_prefix) != 0) return;
+  const int64_t layer = std::strtoll(name.c_str() + layer_prefix.size(), nullptr, 10);
+  SPECLAB_INPUT_CHECK(layer < n_layers, file, ": tensor '", name, "' belongs to layer ", layer,
+                      " but ", count_is, " ", n_layers, " (expected layers 0..", n_layers - 1, ")");
+}
+
 // The tensors of one layer in LlamaLayerWeights order, with their expected shapes.
 struct ExpectedTensor {
   TensorView LlamaLayerWeights::*field;
@@ -346,16 +357,9 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
     for (const ExpectedTensor& e : layer_tensors)
       w.layers[l].*e.field = tensor(prefix + e.hf_name, e.shape);
   }
-  // Layers past num_hidden_layers would be read past without a word: config.json and the
-  // weights disagree.
-  for (const TensorView* t : set->all_tensors()) {
-    const std::string prefix = "model.layers.";
-    if (t->name.compare(0, prefix.size(), prefix) != 0) continue;
-    const int64_t layer = std::strtoll(t->name.c_str() + prefix.size(), nullptr, 10);
-    SPECLAB_INPUT_CHECK(layer < c.n_layers, set->file_of(t->name), ": tensor '", t->name,
-                        "' belongs to layer ", layer, " but config.json has num_hidden_layers ",
-                        c.n_layers, " (expected layers 0..", c.n_layers - 1, ")");
-  }
+  for (const TensorView* t : set->all_tensors())
+    check_layer_declared(t->name, "model.layers.", c.n_layers, set->file_of(t->name),
+                         "config.json has num_hidden_layers");
   w.final_norm = tensor("model.norm.weight", {c.dim});
   if (set->find_tensor("lm_head.weight") != nullptr) {
     // Some tied checkpoints still store lm_head (a copy); use it as stored.
@@ -468,15 +472,8 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
     for (const ExpectedTensor& e : layer_tensors)
       w.layers[l].*e.field = tensor(prefix + e.gguf_name, e.shape);
   }
-  // Layers past llama.block_count would be read past without a word: the file disagrees
-  // with itself.
-  for (const TensorView& t : g->tensors()) {
-    if (t.name.compare(0, 4, "blk.") != 0) continue;
-    const int64_t layer = std::strtoll(t.name.c_str() + 4, nullptr, 10);
-    SPECLAB_INPUT_CHECK(layer < c.n_layers, path, ": tensor '", t.name, "' belongs to layer ",
-                        layer, " but llama.block_count is ", c.n_layers, " (expected layers 0..",
-                        c.n_layers - 1, ")");
-  }
+  for (const TensorView& t : g->tensors())
+    check_layer_declared(t.name, "blk.", c.n_layers, path, "llama.block_count is");
   w.final_norm = tensor("output_norm.weight", {c.dim});
   w.output = output ? tensor("output.weight", {c.vocab_size, c.dim}) : w.tok_embeddings;
   model->storage.push_back(g->storage());
