@@ -18,6 +18,7 @@
 #include "core/matmul_avx512.h"
 #include "core/matmul_int8.h"
 #include "core/matmul_vnni.h"
+#include "core/row_pairs.h"
 
 namespace speclab {
 namespace {
@@ -67,7 +68,7 @@ struct Kernels {
   // matmul_avx2::kRowBlock rows straight from the stored rows (core/matmul_avx2.h).
   decltype(&matmul_avx2::rows) rows;
   // Dequantizes in registers (no FP32 row copy); null: `rows` or `block`.
-  matmul_avx512::RowsFn (*fused)(DType, matmul_avx512::Streaming, SegmentPrefetch);
+  matmul_avx512::RowsFn (*fused)(DType, RowLayout, matmul_avx512::Streaming, SegmentPrefetch);
   bool bf16_dot;  // BF16 weights go through vdpbf16ps (activations rounded to BF16)
   bool int8_dot;  // Q8_0 / Q4_0 / Q4_1 / Q4_K / Q6_K weights: integer dots, int8 activations
   bool amx;       // BF16 weights of whole 32-column steps on AMX tiles (matmul_amx::fits)
@@ -335,6 +336,12 @@ MatmulPrefetch env_prefetch() { return env_setting("SPECLAB_MATMUL_PREFETCH", kP
 
 MatmulPrefetch g_prefetch = MatmulPrefetch::kDefault;  // set by matmul_force_prefetch
 
+// SPECLAB_MATMUL_LAYOUT=rows|pairs: how models loaded in this run store their BF16 matrices (as
+// matmul_force_layout does for tests); unset: matmul_default_bf16_row_pairs.
+constexpr std::pair<const char*, MatmulLayout> kLayoutNames[] = {
+    {"rows", MatmulLayout::kRows}, {"pairs", MatmulLayout::kRowPairs}};
+MatmulLayout g_layout = MatmulLayout::kDefault;  // set by matmul_force_layout
+
 SegmentPrefetch segment_prefetch() {
   static const MatmulPrefetch from_env = env_prefetch();
   const MatmulPrefetch p = g_prefetch != MatmulPrefetch::kDefault ? g_prefetch : from_env;
@@ -365,7 +372,7 @@ matmul_avx512::Streaming kernel_streaming(MatmulStreaming s) {
 // The fused kernel for w on path k (null: the path does not fuse this dtype).
 matmul_avx512::RowsFn fused_kernel(const Kernels& k, const TensorView& w) {
   if (k.fused == nullptr) return nullptr;
-  return k.fused(w.dtype, kernel_streaming(streaming_for(w.dtype, false, w.cols())),
+  return k.fused(w.dtype, w.layout, kernel_streaming(streaming_for(w.dtype, false, w.cols())),
                  segment_prefetch());
 }
 
@@ -424,19 +431,23 @@ void row_block_product(const Kernels& k, float* out, const TensorView& w, int64_
                        int64_t n_tokens, float* scratch) {
   const int64_t n_out = w.rows(), n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
   const int64_t item_rows = unfused_item_rows(k);
   const int64_t r0 = b * item_rows;
   const int n_rows = static_cast<int>(std::min<int64_t>(item_rows, n_out - r0));
+  // Row pairs: these paths read plain rows, so the item's rows are copied out of their pairs
+  // (the same values, so the same bits as the plain matrix's); the next item is not there to
+  // prefetch.
+  const uint8_t* item = row_pairs_plain_rows(w, r0, n_rows);
   if (k.rows != nullptr) {
-    const int n_next = static_cast<int>(std::min<int64_t>(item_rows, n_out - r0 - n_rows));
-    k.rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows, n_next,
-           w.dtype, x, n_in, n_tokens, scratch);
+    const int n_next = w.layout != RowLayout::kRows
+                           ? 0
+                           : static_cast<int>(std::min<int64_t>(item_rows, n_out - r0 - n_rows));
+    k.rows(out + r0, n_out, item, row_bytes, n_rows, n_next, w.dtype, x, n_in, n_tokens, scratch);
     return;
   }
   const float* rows[kRowBlock];
   for (int j = 0; j < n_rows; j++) {
-    const void* src = base + static_cast<size_t>(r0 + j) * row_bytes;
+    const void* src = item + static_cast<size_t>(j) * row_bytes;
     if (w.dtype == DType::F32) {
       rows[j] = static_cast<const float*>(src);
     } else {
@@ -503,6 +514,7 @@ void matmul_weights_int8(float* out, const float* x, const TensorView& w, int64_
   const int64_t n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
   const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  SPECLAB_ASSERT(w.layout == RowLayout::kRows);  // row pairs are BF16, never int8-dotted
   const matmul_vnni::RowsFn kernel = int8_kernel(w);
   const int64_t chunk = token_chunk(n_in);
   const int64_t values = matmul_vnni::record_values(w.dtype);
@@ -533,7 +545,6 @@ void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t
   const int64_t n_out = w.rows();
   const int64_t n_in = w.cols();
   const size_t row_bytes = dtype_row_bytes(w.dtype, n_in);
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
   const int64_t chunk = token_chunk(n_in);
   packed_row_blocks<uint16_t>(
       out, n_out, n_tokens, n_in / 32, 32, chunk, matmul_amx::kRowBlock, parallel,
@@ -541,8 +552,9 @@ void matmul_weights_amx(float* out, const float* x, const TensorView& w, int64_t
         matmul_amx::pack(dst, x, n_tokens, n_in, chunk, s0, s1);
       },
       [&](float* o, int64_t r0, int n_rows, const uint16_t* xc, int64_t n_chunk) {
-        matmul_amx::rows(o, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes, n_rows,
-                         xc, n_in, n_chunk);
+        // (row pairs: the item's rows copied out of their pairs, row_pairs_plain_rows)
+        matmul_amx::rows(o, n_out, row_pairs_plain_rows(w, r0, n_rows), row_bytes, n_rows, xc, n_in,
+                         n_chunk);
       });
 }
 
@@ -587,7 +599,23 @@ void matmul_check_environment() {
   if (env != nullptr && *env != '\0') matmul_isa_parse(env, "SPECLAB_MATMUL_ISA");
   env_setting_check("SPECLAB_MATMUL_STREAM", kStreamingNames);
   env_setting_check("SPECLAB_MATMUL_PREFETCH", kPrefetchNames);
+  env_setting_check("SPECLAB_MATMUL_LAYOUT", kLayoutNames);
 }
+
+bool matmul_default_bf16_row_pairs(unsigned amd_family, bool avx512) {
+  return amd_family == 0x1A && avx512;
+}
+
+bool matmul_bf16_row_pairs() {
+  static const MatmulLayout from_env = env_setting("SPECLAB_MATMUL_LAYOUT", kLayoutNames);
+  const MatmulLayout l = g_layout != MatmulLayout::kDefault ? g_layout : from_env;
+  if (l != MatmulLayout::kDefault) return l == MatmulLayout::kRowPairs;
+  static const bool by_cpu =
+      matmul_default_bf16_row_pairs(cpu_amd_family(), cpu_has(MatmulIsa::kAvx512));
+  return by_cpu;
+}
+
+void matmul_force_layout(MatmulLayout layout) { g_layout = layout; }
 
 bool matmul_force_isa(MatmulIsa isa) {
   if (!cpu_has(isa)) return false;
@@ -624,6 +652,18 @@ const char* matmul_one_token_streaming(DType dtype, int64_t n_in) {
   }
 }
 
+const char* matmul_one_token_streaming(const TensorView& w) {
+  const char* plain = matmul_one_token_streaming(w.dtype, w.cols());
+  if (w.layout != RowLayout::kRowPairs) return plain;
+  // The paths that read plain rows only (generic, avx2, vdpbf16ps, AMX) copy each item's rows
+  // out of their pairs; the FP32-activation avx512 kernel reads the pairs themselves.
+  const bool native = fused_kernel(kernels(), w) != nullptr && !kernels().bf16_dot;
+  if (!native) return "rows copied out of their pairs";
+  if (std::strcmp(plain, "whole rows") == 0) return "row pairs";
+  if (std::strcmp(plain, "whole rows, prefetched ahead") == 0) return "row pairs, prefetched ahead";
+  return plain;
+}
+
 bool matmul_rounds_activations_to_bf16(DType dtype) {
   return dtype == DType::BF16 && kernels().bf16_dot;
 }
@@ -642,7 +682,7 @@ void matmul_force_float_activations(bool force) {
 }
 
 void weights_row_to_f32(float* dst, const TensorView& w, int64_t r) {
-  kernels().row_to_f32(dst, w.dtype, w.row_ptr(r), w.cols());
+  kernels().row_to_f32(dst, w.dtype, row_pairs_plain_rows(w, r, 1), w.cols());
 }
 
 void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_tokens) {
@@ -730,8 +770,10 @@ void matmul_weights(float* out, const float* x, const TensorView& w, int64_t n_t
           const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
           float* o = out + t0 * n_out + r0;
           if (bf16_dot) {
-            matmul_avx512::rows_bf16dot(o, n_out, row0, row_bytes, n_rows, xbp_t + offset, xs, n_in,
-                                        n_chunk, bf16_streaming, bf16_prefetch);
+            // (row pairs: the item's rows copied out of their pairs, row_pairs_plain_rows)
+            matmul_avx512::rows_bf16dot(o, n_out, row_pairs_plain_rows(w, r0, n_rows), row_bytes,
+                                        n_rows, xbp_t + offset, xs, n_in, n_chunk, bf16_streaming,
+                                        bf16_prefetch);
           } else {
             fused(o, n_out, row0, row_bytes, n_rows, xfp_t + offset, xs, n_in, n_chunk);
           }
@@ -827,6 +869,7 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       matmul_vnni::pack(xq.data(), a.x_, n_tokens, n_in, chunk, 0, n_steps, w.dtype);
       a.packed_[MatmulActivations::kInt8 + kind] = true;
     }
+    SPECLAB_ASSERT(w.layout == RowLayout::kRows);  // row pairs are BF16, never int8-dotted
     const matmul_vnni::RowsFn rows = int8_kernel(w);
     for (int64_t b = i0; b < i1; b++) {
       const int64_t r0 = b * kFusedRowBlock;
@@ -847,8 +890,8 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
     for (int64_t b = i0; b < i1; b++) {
       const int64_t r0 = b * matmul_amx::kRowBlock;
       const int n_rows = static_cast<int>(std::min<int64_t>(matmul_amx::kRowBlock, n_out - r0));
-      matmul_amx::rows(out + r0, n_out, base + static_cast<size_t>(r0) * row_bytes, row_bytes,
-                       n_rows, a.amx_.data(), n_in, n_tokens);
+      matmul_amx::rows(out + r0, n_out, row_pairs_plain_rows(w, r0, n_rows), row_bytes, n_rows,
+                       a.amx_.data(), n_in, n_tokens);
     }
     return;
   }
@@ -878,8 +921,9 @@ void matmul_items(float* out, MatmulActivations& a, const TensorView& w, int64_t
       const int n_rows = static_cast<int>(std::min<int64_t>(kFusedRowBlock, n_out - r0));
       const uint8_t* row0 = base + static_cast<size_t>(r0) * row_bytes;
       if (bf16_dot) {
-        matmul_avx512::rows_bf16dot(out + r0, n_out, row0, row_bytes, n_rows, a.bf16_.data(),
-                                    n_tokens * 32, n_in, n_tokens, bf16_streaming, bf16_prefetch);
+        matmul_avx512::rows_bf16dot(out + r0, n_out, row_pairs_plain_rows(w, r0, n_rows), row_bytes,
+                                    n_rows, a.bf16_.data(), n_tokens * 32, n_in, n_tokens,
+                                    bf16_streaming, bf16_prefetch);
       } else {
         fused(out + r0, n_out, row0, row_bytes, n_rows, f32.data(), n_tokens * 32, n_in, n_tokens);
       }
@@ -912,8 +956,10 @@ void matmul_weights_ref(float* out, const float* x, const TensorView& w, int64_t
   const int64_t n_out = w.rows();
   const int64_t n_in = w.cols();
   std::vector<float> row(n_in);
+  std::vector<uint8_t> stored(dtype_row_bytes(w.dtype, n_in));
   for (int64_t r = 0; r < n_out; r++) {
-    dtype_to_f32(w.dtype, w.row_ptr(r), row.data(), n_in);
+    row_pairs_copy_rows(stored.data(), w, r, 1);  // the row in the plain layout
+    dtype_to_f32(w.dtype, stored.data(), row.data(), n_in);
     for (int64_t t = 0; t < n_tokens; t++) {
       double sum = 0.0;
       for (int64_t i = 0; i < n_in; i++) sum += static_cast<double>(row[i]) * x[t * n_in + i];

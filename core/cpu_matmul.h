@@ -123,7 +123,8 @@ std::string matmul_isa_names();
 // one machine may run on another).
 bool matmul_isa_name_known(std::string_view name);
 // Checks the kernels' environment variables: SPECLAB_MATMUL_ISA as matmul_isa_parse does,
-// SPECLAB_MATMUL_STREAM (rows | rows-ahead | segments) and SPECLAB_MATMUL_PREFETCH (l1 | l2);
+// SPECLAB_MATMUL_STREAM (rows | rows-ahead | segments), SPECLAB_MATMUL_PREFETCH (l1 | l2) and
+// SPECLAB_MATMUL_LAYOUT (rows | pairs);
 // unset or empty: nothing to check; anything else: InputError naming the variable. The kernels
 // themselves read them leniently (an unknown value leaves the default), so the command line
 // calls this before any verb runs: a misspelt setting must not time the default under its name.
@@ -175,6 +176,11 @@ void matmul_force_streaming(MatmulStreaming streaming);
 // 16-row tiles a step, core/matmul_amx.h; a BF16 matrix whose rows are not whole 32-column steps
 // streams as on avx512bf16), or "n/a" (the generic and avx2 paths).
 const char* matmul_one_token_streaming(DType dtype, int64_t n_in);
+// The same for the matrix w, whose layout may be row pairs (matmul_bf16_row_pairs): on the
+// avx512 and avx512vnni paths "row pairs" and "row pairs, prefetched ahead" where plain rows read
+// whole (a pair at a time), or "segments"; on the paths that read plain rows only (generic, avx2,
+// avx512bf16, amxbf16) "rows copied out of their pairs". A plain matrix: as above.
+const char* matmul_one_token_streaming(const TensorView& w);
 // Where the avx512 paths' column segments prefetch the weights of the next segment in software
 // (core/segment_prefetch.h): kToL1 (prefetcht0) or kToL2 (prefetcht1: L2 only, leaving the L1's
 // miss buffers to the tile's own loads). No output changes a bit with it. Default (kDefault):
@@ -188,6 +194,26 @@ enum class MatmulPrefetch { kDefault, kToL1, kToL2 };
 void matmul_force_prefetch(MatmulPrefetch prefetch);
 // The target on the path in use: "L1", "L2", or "n/a" (the generic and avx2 paths).
 const char* matmul_segment_prefetch();
+// How a model's BF16 matrices are stored once loaded (models/llama/llama_model.h): plain rows, or
+// row pairs (core/row_pairs.h: rows 2p and 2p + 1 interleaved a 32-column step at a time), which
+// the avx512 path's one-token product reads a pair at a time, two FMA chains from one stream
+// (every path gives a paired matrix the bits it gives its plain rows; the paths other than
+// avx512 and avx512vnni copy each work item's rows out of their pairs first). Decided once per
+// model at load, so a path forced later meets the layout the load chose.
+//   kDefault   matmul_default_bf16_row_pairs on this CPU
+//   kRows, kRowPairs   as named
+// SPECLAB_MATMUL_LAYOUT=rows|pairs in the environment sets it for a whole run.
+enum class MatmulLayout { kDefault, kRows, kRowPairs };
+// The default: row pairs on AMD family 1Ah (Zen 5) with the avx512 path, where a decode read
+// closer to the memory's rate that way (docs/cpu-kernels.md "BF16 rows in pairs"); plain rows
+// elsewhere (not measured).
+bool matmul_default_bf16_row_pairs(unsigned amd_family, bool avx512);
+// Whether models loaded now store BF16 matrices in row pairs (the forced layout, else
+// SPECLAB_MATMUL_LAYOUT, else the default).
+bool matmul_bf16_row_pairs();
+// For tests and comparisons: force a layout for models loaded from now on (kDefault: back to the
+// environment's or the default). Not thread-safe, like matmul_force_isa.
+void matmul_force_layout(MatmulLayout layout);
 // For comparisons against FP32-activation references (other backends, golden logits): the best
 // path the CPU supports that keeps FP32 activations (avx512 rather than avx512vnni); false:
 // back to the default. Not thread-safe, like matmul_force_isa.

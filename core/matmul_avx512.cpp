@@ -62,6 +62,7 @@
 #include <utility>
 
 #include "core/kquant_avx512.h"
+#include "core/row_pairs.h"
 #include "core/segment_prefetch.h"
 
 namespace speclab {
@@ -169,6 +170,30 @@ struct LoadBF16 : OneStepUnits {
   static inline float scalar(const uint8_t* row, int64_t j) {
     uint16_t h;
     std::memcpy(&h, row + 2 * j, 2);
+    return bf16_to_f32(h);
+  }
+};
+
+// BF16 in row pairs (core/row_pairs.h): LoadBF16's values, a row's step s 128 s bytes past its
+// first step (the other row of the pair's step between them), the rows of a tile found by
+// row_pairs_row. Rows are whole steps (row_pairs_fit), so tails never occur; tail_half and scalar
+// address the layout anyway.
+struct LoadBF16Pairs : LoadBF16 {
+  static constexpr bool kPaired = true;
+  static size_t offset(int64_t i) { return 4 * static_cast<size_t>(i); }
+  SPECLAB_AVX512 static inline Block block(const Unit&, const uint8_t* row, int64_t i, int) {
+    return {_mm512_loadu_si512(row + 4 * i)};
+  }
+  static size_t column_offset(int64_t j) {
+    return 2 * kRowPairStepBytes * static_cast<size_t>(j / 32) + 2 * static_cast<size_t>(j % 32);
+  }
+  SPECLAB_AVX512 static inline __m512 tail_half(const uint8_t* row, int64_t i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + column_offset(i)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+  }
+  static inline float scalar(const uint8_t* row, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, row + column_offset(j), 2);
     return bf16_to_f32(h);
   }
 };
@@ -368,6 +393,27 @@ struct EvenOdd : std::false_type {};
 template <class L>
 struct EvenOdd<L, std::void_t<decltype(L::kEvenOdd)>> : std::bool_constant<L::kEvenOdd> {};
 
+// Whether a loader reads rows stored in pairs (LoadBF16Pairs), and row r of a tile or work item
+// whose first row (even, for pairs) is at row0: row_bytes apart, or as core/row_pairs.h lays
+// them out. bytes_per_step: one row's bytes of a 32-column step (what a segment's length is
+// measured in), whichever the layout.
+template <class L, class = void>
+struct Paired : std::false_type {};
+template <class L>
+struct Paired<L, std::void_t<decltype(L::kPaired)>> : std::bool_constant<L::kPaired> {};
+template <class L>
+inline const uint8_t* row_at(const uint8_t* row0, int64_t r, size_t row_bytes) {
+  if constexpr (Paired<L>::value) {
+    return row_pairs_row(row0, r, row_bytes);
+  } else {
+    return row0 + static_cast<size_t>(r) * row_bytes;
+  }
+}
+template <class L>
+inline size_t bytes_per_step() {
+  return Paired<L>::value ? L::offset(32) / 2 : L::offset(32);
+}
+
 // The 16 columns [i, i + 16) of a float row, in column order (the half step at the end of a
 // row of n_in % 32 >= 16 columns): half 0 of the step at i, or for even/odd loaders their own
 // tail_half.
@@ -422,7 +468,7 @@ SPECLAB_AVX512 void tile(const uint8_t* row0, size_t row_bytes, const float* x, 
   __m512 a[R][T];
   resume_tile<R, T, kStride>(a, acc, first);
   const uint8_t* row[R];
-  SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row0 + r * row_bytes;
+  SPECLAB_UNROLL for (int r = 0; r < R; r++) row[r] = row_at<L>(row0, r, row_bytes);
   for (int64_t iu = i0; iu < i1; iu += 32 * L::kUnitSteps) {
     typename L::Unit u[R];
     SPECLAB_UNROLL for (int r = 0; r < R; r++) {
@@ -528,7 +574,7 @@ SPECLAB_AVX512 inline void finish_outputs(float* out, int64_t n_out, const uint8
                                           int64_t n_in, int k, const float* acc, int64_t stride) {
   const int64_t n16 = n_in / 16 * 16;
   for (int r = 0; r < n_rows; r++) {
-    const uint8_t* row = row0 + r * row_bytes;
+    const uint8_t* row = row_at<L>(row0, r, row_bytes);
     for (int t = 0; t < k; t++) {
       float tail = 0.0f;
       for (int64_t j = n16; j < n_in; j++)
@@ -565,13 +611,13 @@ SPECLAB_AVX512 void rows_passes(float* out, int64_t n_out, const uint8_t* row0, 
     const int k = static_cast<int>(std::min<int64_t>(pass, n_tokens - t0));
     const int group = static_cast<int>(balanced_part(k, kGroup));
     const float* xt = x + 32 * t0;
-    const int64_t seg = segment_columns(k, 4, L::offset(32), n32, L::kUnitSteps);
+    const int64_t seg = segment_columns(k, 4, bytes_per_step<L>(), n32, L::kUnitSteps);
     for_each_segment_tile(
         n32, seg, row_bytes, n_rows, k, group, [](int64_t i) { return L::offset(i); },
         [&](int rows, int r, int g0, int gk, int64_t s0, int64_t s1, bool last, int64_t pf) {
           const TileFn fn = rows == 4 ? k4[gk - 1] : k1[gk - 1];
-          fn(row0 + r * row_bytes, row_bytes, xt + 32 * g0, xs, s0, s1, last && half_tail, s0 == 0,
-             acc + r * kStride + 16 * g0, pf);
+          fn(row_at<L>(row0, r, row_bytes), row_bytes, xt + 32 * g0, xs, s0, s1, last && half_tail,
+             s0 == 0, acc + r * kStride + 16 * g0, pf);
         });
     finish_outputs<L>(out + t0 * n_out, n_out, row0, row_bytes, n_rows, xt, xs, n_in, k, acc,
                       kStride);
@@ -613,8 +659,8 @@ constexpr int64_t kWholeRowActBytes = 16 << 10;
 constexpr int kLongRowTile = 6;
 static_assert(kRowBlock % kLongRowTile == 0);
 template <class L>
-constexpr bool kWholeItemLongRows =
-    std::is_same_v<L, LoadF32> || std::is_same_v<L, LoadF16> || std::is_same_v<L, LoadBF16>;
+constexpr bool kWholeItemLongRows = std::is_same_v<L, LoadF32> || std::is_same_v<L, LoadF16> ||
+                                    std::is_same_v<L, LoadBF16> || std::is_same_v<L, LoadBF16Pairs>;
 
 // Rows read one at a time may also prefetch in software kWholeRowAheadBytes ahead (kAhead:
 // Streaming::kWholeRowsAhead). On the Zen 5 guest (2026-12-02, BM_DecodeByMemoryState, the 3B
@@ -628,6 +674,10 @@ constexpr bool kWholeItemLongRows =
 // alternating with the 12-row tiles) that read 0.77-0.78 of a paired read in the fast memory
 // state against 0.67-0.72, and 0.82-0.93 against 0.74-0.85 in the slow one (the whole 1B and 3B
 // decodes moved within their noise).
+//
+// Rows stored in pairs (LoadBF16Pairs) go a pair at a time where plain rows go one at a time: a
+// pair's two chains from one stream, each output's chain as before (docs/findings.md, "Rows
+// repacked in pairs").
 //
 // One token, rows whole (above); x packed as for rows_passes (step s at x + s * xs).
 template <class L, bool kAhead>
@@ -647,14 +697,17 @@ SPECLAB_AVX512 void rows_whole(float* out, int64_t n_out, const uint8_t* row0, s
       }
     }
     for (; r + kLongRowTile <= n_rows; r += kLongRowTile) {
-      tile<L, kLongRowTile, 1, kStride, TilePrefetch::kNone>(
-          row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail, true, acc + r * kStride, 0);
+      tile<L, kLongRowTile, 1, kStride, TilePrefetch::kNone>(row_at<L>(row0, r, row_bytes),
+                                                             row_bytes, x, xs, 0, n32, half_tail,
+                                                             true, acc + r * kStride, 0);
     }
   }
   constexpr TilePrefetch kRowPrefetch = kAhead ? TilePrefetch::kToL1 : TilePrefetch::kNone;
-  for (; r < n_rows; r++) {
-    tile<L, 1, 1, kStride, kRowPrefetch>(row0 + r * row_bytes, row_bytes, x, xs, 0, n32, half_tail,
-                                         true, acc + r * kStride, kAhead ? kWholeRowAheadBytes : 0);
+  constexpr int kRowsAtOnce = Paired<L>::value ? 2 : 1;
+  for (; r < n_rows; r += kRowsAtOnce) {
+    tile<L, kRowsAtOnce, 1, kStride, kRowPrefetch>(row_at<L>(row0, r, row_bytes), row_bytes, x, xs,
+                                                   0, n32, half_tail, true, acc + r * kStride,
+                                                   kAhead ? kWholeRowAheadBytes : 0);
   }
   finish_outputs<L>(out, n_out, row0, row_bytes, n_rows, x, xs, n_in, 1, acc, kStride);
 }
@@ -900,7 +953,10 @@ SPECLAB_AVX512BF16 void pack_bf16(uint16_t* dst, const float* x, int64_t n_token
 }
 
 template <Streaming kOneToken, SegmentPrefetch kTo>
-RowsFn rows_fn_for(DType dtype) {
+RowsFn rows_fn_for(DType dtype, RowLayout layout) {
+  if (layout == RowLayout::kRowPairs) {
+    return dtype == DType::BF16 ? rows_avx512<LoadBF16Pairs, kOneToken, kTo> : nullptr;
+  }
   switch (dtype) {
     case DType::F32:
       return rows_avx512<LoadF32, kOneToken, kTo>;
@@ -922,17 +978,20 @@ RowsFn rows_fn_for(DType dtype) {
   return nullptr;
 }
 
-RowsFn rows_fn(DType dtype, Streaming one_token, SegmentPrefetch prefetch) {
+RowsFn rows_fn(DType dtype, RowLayout layout, Streaming one_token, SegmentPrefetch prefetch) {
   constexpr Streaming kWhole = Streaming::kWholeRows, kSegments = Streaming::kSegments;
   constexpr SegmentPrefetch kL1 = SegmentPrefetch::kToL1, kL2 = SegmentPrefetch::kToL2;
   constexpr Streaming kAhead = Streaming::kWholeRowsAhead;
   if (one_token == kAhead) {
-    return prefetch == kL2 ? rows_fn_for<kAhead, kL2>(dtype) : rows_fn_for<kAhead, kL1>(dtype);
+    return prefetch == kL2 ? rows_fn_for<kAhead, kL2>(dtype, layout)
+                           : rows_fn_for<kAhead, kL1>(dtype, layout);
   }
   if (one_token == kWhole) {
-    return prefetch == kL2 ? rows_fn_for<kWhole, kL2>(dtype) : rows_fn_for<kWhole, kL1>(dtype);
+    return prefetch == kL2 ? rows_fn_for<kWhole, kL2>(dtype, layout)
+                           : rows_fn_for<kWhole, kL1>(dtype, layout);
   }
-  return prefetch == kL2 ? rows_fn_for<kSegments, kL2>(dtype) : rows_fn_for<kSegments, kL1>(dtype);
+  return prefetch == kL2 ? rows_fn_for<kSegments, kL2>(dtype, layout)
+                         : rows_fn_for<kSegments, kL1>(dtype, layout);
 }
 
 }  // namespace matmul_avx512

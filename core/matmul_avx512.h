@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/segment_prefetch.h"
+#include "core/tensor_view.h"
 
 namespace speclab {
 namespace matmul_avx512 {
@@ -38,9 +39,13 @@ using RowsFn = void (*)(float* out, int64_t n_out, const uint8_t* row0, size_t r
 enum class Streaming { kSegments, kWholeRows, kWholeRowsAhead };
 // How far ahead kWholeRowsAhead prefetches a row's weights (into the next rows past a row's end).
 constexpr int64_t kWholeRowAheadBytes = 8 << 10;
-// The kernel for weights of `dtype` (FP32 activations); prefetch: where the column segments'
-// software prefetch puts the next segment's weights (core/segment_prefetch.h; no bit changes).
-RowsFn rows_fn(DType dtype, Streaming one_token, SegmentPrefetch prefetch);
+// The kernel for weights of `dtype` stored in `layout` (FP32 activations; null for a layout this
+// file does not read: row pairs of another dtype than BF16); prefetch: where the column
+// segments' software prefetch puts the next segment's weights (core/segment_prefetch.h; no bit
+// changes). Row pairs (core/row_pairs.h): row0 is an item's first row (even), row_bytes the
+// plain row's bytes, and every output has the bits of the same rows stored plainly; one token
+// reads a pair at a time where plain rows go one at a time.
+RowsFn rows_fn(DType dtype, RowLayout layout, Streaming one_token, SegmentPrefetch prefetch);
 
 // BF16 weights dotted with vdpbf16ps against BF16-rounded activations packed by pack_bf16
 // (the opt-in avx512bf16 path). Same arguments as RowsFn; one_token, prefetch: as for rows_fn

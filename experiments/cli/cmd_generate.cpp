@@ -31,6 +31,7 @@
 #include "models/drafters/drafter.h"
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_runner.h"
+#include "models/llama/weights_layout.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
@@ -470,6 +471,8 @@ void run_generate(const GenerateArgs& a) {
     // The target's weight file copied into huge pages rather than mapped (core/mapped_file.h).
     j["target_weights_copied"] = target->weights_copied;
     j["matmul_isa"] = matmul_isa();  // the CPU kernel path the products ran on
+    // How its BF16 matrices lie for the CPU kernels (models/llama/weights_layout.h).
+    j["target_weights_layout"] = llama_weights_layout(*target);
     if (drafter) {
       if (!a.tree.empty()) {
         j["tree"] = tree.to_string();

@@ -25,6 +25,7 @@
 #include "models/decode/round_stats.h"
 #include "models/decode/speculative_decoder.h"
 #include "models/decode/tree_decoder.h"
+#include "models/llama/weights_layout.h"
 
 namespace speclab {
 
@@ -140,6 +141,7 @@ ResultRow cell_row_header(RunContext& ctx, const Cell& cell, const PreparedDraft
   r.run_cpu_model = rc.cpu_model;
   r.run_build_type = rc.build_type;
   r.run_matmul_isa = rc.matmul_isa;
+  if (ctx.target_model != nullptr) r.run_weights_layout = llama_weights_layout(*ctx.target_model);
   r.run_cuda_graphs = backend_cuda_graphs(cfg.generation.backend, cell.concurrency > 1);
 
   const ModelIdentity& t = ctx.target_identity;

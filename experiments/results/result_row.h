@@ -101,6 +101,10 @@ using DtypeCounts = std::map<std::string, int64_t>;  // dtype name -> tensors of
   X(conditions, std::string, run_cpu_model, "", "/proc/cpuinfo model")                             \
   X(conditions, std::string, run_build_type, "", "CMake build type of the binary")                 \
   X(conditions, std::string, run_matmul_isa, "", "the matmul kernel path dispatched at run time")  \
+  X(conditions, std::string, run_weights_layout, "",                                               \
+    "how the target's BF16 matrices lie for the CPU kernels: rows, row pairs (SPECLAB_MATMUL_"     \
+    "LAYOUT; rows 2p and 2p + 1 interleaved a 32-column step at a time) or rows and row pairs "    \
+    "(some matrices do not fit); a GPU's copy is plain rows either way")                           \
   X(conditions, std::string, run_cuda_graphs, "",                                                  \
     "CUDA graphs of the one-request runners (SPECLAB_CUDA_GRAPHS, unset: on since 2026-12-04): "   \
     "on or off on the cuda "                                                                       \

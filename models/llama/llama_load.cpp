@@ -25,6 +25,7 @@
 #include "models/llama/llama_model.h"
 #include "models/llama/llama_synthetic.h"
 #include "models/llama/weights_finite.h"
+#include "models/llama/weights_layout.h"
 #include "models/tokenizer/tokenizer_factory.h"
 
 namespace speclab {
@@ -392,6 +393,7 @@ std::unique_ptr<LlamaModel> llama_load_hf_dir(const std::string& dir) {
     if (c.eos_token_ids.empty() && model->tokenizer->eos_id() >= 0)
       c.eos_token_ids.push_back(model->tokenizer->eos_id());
   }
+  llama_weights_apply_layout(*model);  // after the finiteness scan, which names elements
   return model;
 }
 
@@ -485,6 +487,7 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
                         ": tokenizer.ggml.tokens has ", model->tokenizer->vocab_size(),
                         " tokens but token_embd.weight has ", c.vocab_size, " rows");
   }
+  llama_weights_apply_layout(*model);  // after the finiteness scan, which names elements
   return model;
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/large_buffer.h"
+#include "models/llama/weights_layout.h"
 
 namespace speclab {
 namespace {
@@ -237,6 +238,7 @@ std::unique_ptr<LlamaModel> llama_make_random(const LlamaConfig& config, DType d
   }
   w.final_norm = b.norm("final_norm", c.dim);
   w.output = c.tie_embeddings ? w.tok_embeddings : b.matrix("output", c.vocab_size, c.dim);
+  llama_weights_apply_layout(*model);
   return model;
 }
 

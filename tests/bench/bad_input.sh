@@ -1,5 +1,5 @@
 #!/bin/bash
-# speclab_bench's bad input (SPECLAB_BENCH_GGUF, and the kernels' SPECLAB_MATMUL_ISA, _STREAM and _PREFETCH): each case must end in one line naming the file or
+# speclab_bench's bad input (SPECLAB_BENCH_GGUF, and the kernels' SPECLAB_MATMUL_ISA, _STREAM, _PREFETCH and _LAYOUT): each case must end in one line naming the file or
 # variable and exit 2, not a crash (before it, stderr may hold the read probes' lines). Usage: tests/bench/bad_input.sh PATH/TO/speclab_bench
 set -u
 bench=$1
@@ -34,4 +34,6 @@ expect bad-stream "SPECLAB_MATMUL_STREAM: unknown value 'whole' (expected rows, 
   env SPECLAB_MATMUL_STREAM=whole "$bench" --benchmark_filter=none
 expect bad-prefetch "SPECLAB_MATMUL_PREFETCH: unknown value 'L1' (expected l1 or l2)" -- \
   env SPECLAB_MATMUL_PREFETCH=L1 "$bench" --benchmark_filter=none
+expect bad-layout "SPECLAB_MATMUL_LAYOUT: unknown value 'pair' (expected rows or pairs)" -- \
+  env SPECLAB_MATMUL_LAYOUT=pair "$bench" --benchmark_filter=none
 exit $fail

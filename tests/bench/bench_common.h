@@ -22,6 +22,10 @@ double bench_read_bandwidth();
 // The model `spec`: a synthetic shape ("llama-3.2-3b:bf16") or "file:PATH" (a GGUF or
 // safetensors model); loading another frees the previous one.
 const LlamaModel& bench_model(const std::string& spec);
+// Frees the model bench_model holds (a benchmark that loads its own copies).
+void bench_model_release();
+// A new copy of the model `spec` (as bench_model loads it; a bad file: one line, exit 2).
+std::unique_ptr<LlamaModel> bench_model_load(const std::string& spec);
 
 // The installed SmolLM2-135M-Instruct Q4_1 GGUF ($SPECLAB_CACHE or ~/.cache/speclab), or ""
 // when it is not there.

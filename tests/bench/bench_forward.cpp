@@ -9,6 +9,9 @@
 //   BM_DecodeStreamingPairs/<model>  the decode with each one-token streaming forced (rows,
 //                              rows_ahead, segments) against the default, token by token in
 //                              one process: S_over_default and its quartiles S_q1, S_q3.
+//   BM_DecodeLayoutPairs/<model>  the decode with the BF16 matrices in plain rows and in row
+//                              pairs (two copies of the model), token by token in one process:
+//                              pairs_over_rows and its quartiles, logits_differ (must be 0).
 //   BM_Verify/<model>/<k>      k tokens per call (verifying k - 1 drafts plus one), all k rows
 //                              of logits; counter T_k/T_1 against 1-token calls interleaved
 //                              with them.
@@ -25,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -35,6 +39,7 @@
 #include "core/threads.h"
 #include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
+#include "models/llama/weights_layout.h"
 #include "tests/bench/bench_common.h"
 
 namespace speclab {
@@ -197,6 +202,66 @@ void BM_DecodeStreamingPairs(benchmark::State& state, const std::string& spec) {
     state.counters[name + "_q3"] = stats_quantile(ratios, 0.75);
   }
   state.counters["default_ms"] = 1e3 * stats_quantile(seconds[0], 0.5);
+  state.SetLabel(matmul_isa());
+}
+
+// The decode with the model's BF16 matrices in plain rows and in row pairs (core/row_pairs.h;
+// the layout a load chooses, matmul_force_layout), two copies of the model in one process, one
+// token each in turn, the order reversed every round, as BM_DecodeStreamingPairs does for the
+// streamings. Each round also compares the two tokens' logits bit for bit (the layout must change
+// none). Counters: pairs_over_rows (the median of the rounds' ratios pairs / rows), pairs_q1,
+// pairs_q3 (their quartiles), rows_ms and pairs_ms (median tokens), logits_differ (rounds whose
+// logits differed: 0, or the layout is wrong). Skipped where no matrix pairs (a model of other
+// dtypes, a GGUF mapped rather than copied).
+void BM_DecodeLayoutPairs(benchmark::State& state, const std::string& spec) {
+  threads_set(2);
+  bench_model_release();  // two copies of a 3B model, and no third
+  std::unique_ptr<LlamaModel> models[2];
+  const MatmulLayout layouts[2] = {MatmulLayout::kRows, MatmulLayout::kRowPairs};
+  for (int i = 0; i < 2; i++) {
+    matmul_force_layout(layouts[i]);
+    models[i] = bench_model_load(spec);
+  }
+  matmul_force_layout(MatmulLayout::kDefault);
+  if (llama_weights_layout(*models[1]) == "rows") {
+    state.SkipWithError("no BF16 matrix of this model is stored in pairs");
+    return;
+  }
+  LlamaRunner rows(*models[0], kContext), pairs(*models[1], kContext);
+  fill_prompt(rows);
+  fill_prompt(pairs);
+  LlamaRunner* arms[2] = {&rows, &pairs};
+  std::vector<double> seconds[2];
+  std::vector<float> logits;
+  int32_t token = 1;
+  int64_t round = 0, differ = 0;
+  for (auto _ : state) {
+    for (int j = 0; j < 2; j++) {
+      const int arm = round % 2 == 0 ? j : 1 - j;
+      LlamaRunner& r = *arms[arm];
+      if (r.n_past() + 1 > 256) r.truncate(kPrompt);
+      const auto a = std::chrono::steady_clock::now();
+      const float* l = r.forward(&token, 1, /*last_only=*/true);
+      seconds[arm].push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+      if (j == 0) {
+        logits.assign(l, l + r.vocab());
+      } else if (std::memcmp(logits.data(), l, logits.size() * sizeof(float)) != 0) {
+        differ++;
+      }
+    }
+    token = (token + 101) % static_cast<int32_t>(rows.vocab());
+    round++;
+  }
+  if (round == 0) return;
+  std::vector<double> ratios;
+  for (int64_t r = 0; r < round; r++) ratios.push_back(seconds[1][r] / seconds[0][r]);
+  state.counters["pairs_over_rows"] = stats_quantile(ratios, 0.5);
+  state.counters["pairs_q1"] = stats_quantile(ratios, 0.25);
+  state.counters["pairs_q3"] = stats_quantile(ratios, 0.75);
+  state.counters["rows_ms"] = 1e3 * stats_quantile(seconds[0], 0.5);
+  state.counters["pairs_ms"] = 1e3 * stats_quantile(seconds[1], 0.5);
+  state.counters["logits_differ"] = static_cast<double>(differ);
   state.SetLabel(matmul_isa());
 }
 
@@ -373,6 +438,11 @@ void register_model(const char* tag, const std::string& spec, bool verify, bool 
         ->Iterations(kMemoryStateTokens);
     benchmark::RegisterBenchmark((std::string("BM_DecodeStreamingPairs/") + tag).c_str(),
                                  BM_DecodeStreamingPairs, spec)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime()
+        ->Iterations(kStreamingPairRounds);
+    benchmark::RegisterBenchmark((std::string("BM_DecodeLayoutPairs/") + tag).c_str(),
+                                 BM_DecodeLayoutPairs, spec)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime()
         ->Iterations(kStreamingPairRounds);

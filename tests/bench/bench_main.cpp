@@ -59,21 +59,33 @@ const ReadBandwidth& bench_read_probes() {
 
 double bench_read_bandwidth() { return bench_read_probes().best_gbps * 1e9; }
 
-const LlamaModel& bench_model(const std::string& spec) {
-  static std::string current;
-  static std::unique_ptr<LlamaModel> model;
-  if (!model || current != spec) {
-    model.reset();  // free the previous model first: two 3B models do not fit
-    threads_set(2);
-    try {
-      model = spec.rfind("file:", 0) == 0 ? llama_load(spec.substr(5)) : llama_make_synthetic(spec);
-    } catch (const InputError& e) {  // a bad file named in SPECLAB_BENCH_GGUF: one line, exit 2
-      std::fprintf(stderr, "speclab_bench: %s\n", e.what());
-      std::exit(2);
-    }
-    current = spec;
+std::unique_ptr<LlamaModel> bench_model_load(const std::string& spec) {
+  threads_set(2);
+  try {
+    return spec.rfind("file:", 0) == 0 ? llama_load(spec.substr(5)) : llama_make_synthetic(spec);
+  } catch (const InputError& e) {  // a bad file named in SPECLAB_BENCH_GGUF: one line, exit 2
+    std::fprintf(stderr, "speclab_bench: %s\n", e.what());
+    std::exit(2);
   }
-  return *model;
+}
+
+namespace {
+std::string g_bench_model_spec;
+std::unique_ptr<LlamaModel> g_bench_model;
+}  // namespace
+
+const LlamaModel& bench_model(const std::string& spec) {
+  if (!g_bench_model || g_bench_model_spec != spec) {
+    g_bench_model.reset();  // free the previous model first: two 3B models do not fit
+    g_bench_model = bench_model_load(spec);
+    g_bench_model_spec = spec;
+  }
+  return *g_bench_model;
+}
+
+void bench_model_release() {
+  g_bench_model.reset();
+  g_bench_model_spec.clear();
 }
 
 std::string bench_smollm2_gguf() {
@@ -239,6 +251,10 @@ int main(int argc, char** argv) {
         (same ? s2048 : s2048 + " (2048 columns) / " + s3072 + " (3072) / " + s8192 + " (8192)");
   }
   benchmark::AddCustomContext("matmul_one_token_streaming", streaming);
+  // How models loaded by this run store BF16 matrices (core/cpu_matmul.h, MatmulLayout): where
+  // they are row pairs, one-token products read them a pair at a time.
+  benchmark::AddCustomContext("bf16_weights_layout",
+                              speclab::matmul_bf16_row_pairs() ? "row pairs" : "rows");
   // Where column segments prefetch the next segment's weights (core/cpu_matmul.h, MatmulPrefetch).
   std::fprintf(stderr, "segments prefetch the next segment's weights into: %s\n",
                speclab::matmul_segment_prefetch());

@@ -10,6 +10,7 @@
 #include "core/cpu_matmul.h"
 #include "core/dtype.h"
 #include "core/matmul_int8.h"
+#include "core/row_pairs.h"
 #include "core/threads.h"
 
 namespace speclab {
@@ -594,6 +595,76 @@ TEST(MatmulDefaultStreaming, FollowsDtypeRowLengthAndCpuFamily) {
     EXPECT_EQ(matmul_default_streaming(DType::Q4_1, true, n_in, kZen5), S::kSegments);
     EXPECT_EQ(matmul_default_streaming(DType::BF16, false, n_in, kOther), S::kSegments);
     EXPECT_EQ(matmul_default_streaming(DType::Q8_0, true, n_in, kOther), S::kSegments);
+  }
+}
+
+// BF16 matrices stored in row pairs (core/row_pairs.h) give every output the bits of the same
+// rows stored plainly, on every path (the avx512 and avx512vnni kernels read the pairs; the
+// others copy each item's rows out of them), for every streaming of one token, every token count
+// on both sides of the kernels' pass and chunk sizes, on one thread and two, through
+// matmul_weights, matmul_items and the row conversion. Shapes: one pair; items of 12 rows with a
+// partial last one (26 rows); 8192-column rows (the long-row tiles of plain whole rows).
+// test_row_pairs.cpp plants the misaddressings this comparison must catch.
+TEST_P(CpuMatmulPaths, RowPairsGiveEveryOutputThePlainRowsBits) {
+  struct Shape {
+    int64_t n_out, n_in;
+  };
+  const Shape shapes[] = {{2, 32}, {26, 64}, {34, 1024}, {24, 8192}};
+  const int64_t token_counts[] = {1, 2, 3, 4, 5, 8, 9, 13, 16, 17, 33};
+  const MatmulStreaming streamings[] = {MatmulStreaming::kSegments, MatmulStreaming::kWholeRows,
+                                        MatmulStreaming::kWholeRowsAhead};
+  for (const Shape& sh : shapes) {
+    OwnedWeights plain = random_weights(DType::BF16, sh.n_out, sh.n_in, 61);
+    OwnedWeights paired = random_weights(DType::BF16, sh.n_out, sh.n_in, 61);
+    ASSERT_TRUE(row_pairs_fit(paired.view));
+    row_pairs_pack(paired.bytes.data(), sh.n_out, sh.n_in);
+    paired.view.layout = RowLayout::kRowPairs;
+    // (the bytes did move, but where rows are one step: then both layouts are the same bytes)
+    if (sh.n_in > 32) {
+      ASSERT_NE(plain.bytes, paired.bytes);
+    }
+    const std::vector<float> x = random_activations(33 * sh.n_in, 62);
+    const std::string shape =
+        "[" + std::to_string(sh.n_out) + ", " + std::to_string(sh.n_in) + "] ";
+    for (MatmulStreaming streaming : streamings) {
+      matmul_force_streaming(streaming);
+      for (int threads : {1, 2}) {
+        threads_set(threads);
+        for (int64_t n : token_counts) {
+          const std::string what = shape + matmul_one_token_streaming(paired.view) +
+                                   " threads=" + std::to_string(threads) +
+                                   " n_tokens=" + std::to_string(n);
+          std::vector<float> a(n * sh.n_out, NAN), b(n * sh.n_out, NAN);
+          matmul_weights(a.data(), x.data(), plain.view, n);
+          matmul_weights(b.data(), x.data(), paired.view, n);
+          ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
+          if (n <= kMatmulItemsMaxTokens) {
+            // Items in two halves, the second first (any split among the threads).
+            MatmulActivations acts;
+            acts.set(x.data(), n, sh.n_in);
+            std::vector<float> c(n * sh.n_out, NAN);
+            const int64_t items = matmul_item_count(paired.view);
+            matmul_items(c.data(), acts, paired.view, items / 2, items);
+            matmul_items(c.data(), acts, paired.view, 0, items / 2);
+            ASSERT_EQ(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0)
+                << what << " (items)";
+          }
+        }
+      }
+    }
+    matmul_force_streaming(MatmulStreaming::kDefault);
+    threads_set(0);
+    std::vector<float> row_a(sh.n_in), row_b(sh.n_in);
+    for (int64_t r = 0; r < sh.n_out; r++) {
+      weights_row_to_f32(row_a.data(), plain.view, r);
+      weights_row_to_f32(row_b.data(), paired.view, r);
+      ASSERT_EQ(std::memcmp(row_a.data(), row_b.data(), sh.n_in * sizeof(float)), 0)
+          << shape << "row " << r;
+    }
+    std::vector<float> ref_a(2 * sh.n_out), ref_b(2 * sh.n_out);
+    matmul_weights_ref(ref_a.data(), x.data(), plain.view, 2);
+    matmul_weights_ref(ref_b.data(), x.data(), paired.view, 2);
+    EXPECT_EQ(std::memcmp(ref_a.data(), ref_b.data(), ref_a.size() * sizeof(float)), 0) << shape;
   }
 }
 

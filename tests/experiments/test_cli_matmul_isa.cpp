@@ -110,7 +110,7 @@ TEST(CliMatmulIsa, AnUnknownEnvironmentNameStopsEveryVerbBeforeItRuns) {
   }
 }
 
-TEST(CliMatmulIsa, MisspeltStreamingOrPrefetchStopsEveryVerb) {
+TEST(CliMatmulIsa, MisspeltStreamingPrefetchOrLayoutStopsEveryVerb) {
   const CliResult s = run_speclab("--version", "SPECLAB_MATMUL_STREAM=whole");
   EXPECT_EQ(s.exit_code, 2);
   EXPECT_TRUE(s.one_line_error()) << s.err;
@@ -124,8 +124,14 @@ TEST(CliMatmulIsa, MisspeltStreamingOrPrefetchStopsEveryVerb) {
   EXPECT_NE(p.err.find("SPECLAB_MATMUL_PREFETCH: unknown value 'L2' (expected l1 or l2)"),
             std::string::npos)
       << p.err;
-  for (const char* ok : {"SPECLAB_MATMUL_STREAM=rows-ahead",
-                         "SPECLAB_MATMUL_STREAM=", "SPECLAB_MATMUL_PREFETCH=l2"}) {
+  const CliResult l = run_speclab("--version", "SPECLAB_MATMUL_LAYOUT=pair");
+  EXPECT_EQ(l.exit_code, 2);
+  EXPECT_TRUE(l.one_line_error()) << l.err;
+  EXPECT_NE(l.err.find("SPECLAB_MATMUL_LAYOUT: unknown value 'pair' (expected rows or pairs)"),
+            std::string::npos)
+      << l.err;
+  for (const char* ok : {"SPECLAB_MATMUL_STREAM=rows-ahead", "SPECLAB_MATMUL_STREAM=",
+                         "SPECLAB_MATMUL_PREFETCH=l2", "SPECLAB_MATMUL_LAYOUT=rows"}) {
     EXPECT_EQ(run_speclab("--version", ok).exit_code, 0) << ok;
   }
 }
@@ -138,6 +144,14 @@ TEST(CliMatmulIsa, GenerateRunsOnTheNamedPathAndSaysSo) {
   ASSERT_EQ(generic.exit_code, 0) << generic.err;
   const auto gj = nlohmann::json::parse(generic.out);
   EXPECT_EQ(gj["matmul_isa"], "generic");
+  // The layout a load chose is reported beside it (every BF16 matrix of the tiny shape fits).
+  for (const char* layout : {"rows", "pairs"}) {
+    const CliResult g = run_speclab(gen, std::string("SPECLAB_MATMUL_LAYOUT=") + layout);
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_EQ(nlohmann::json::parse(g.out)["target_weights_layout"],
+              std::string(layout) == "rows" ? "rows" : "row pairs")
+        << layout;
+  }
   // The option wins over the environment, "best" included.
   const CliResult over = run_speclab(gen + " --matmul-isa generic", "SPECLAB_MATMUL_ISA=best");
   ASSERT_EQ(over.exit_code, 0) << over.err;

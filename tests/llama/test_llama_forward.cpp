@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/row_pairs.h"
 #include "core/threads.h"
 #include "models/llama/llama_runner.h"
 #include "models/llama/llama_synthetic.h"
@@ -23,7 +24,10 @@ namespace {
 
 std::vector<double> dequantize(const TensorView& v) {
   std::vector<float> f(v.numel());
-  dtype_to_f32(v.dtype, v.data, f.data(), v.numel());
+  // The plain rows, whichever layout the model stores them in (core/row_pairs.h).
+  std::vector<uint8_t> plain(static_cast<size_t>(v.rows()) * dtype_row_bytes(v.dtype, v.cols()));
+  row_pairs_copy_rows(plain.data(), v, 0, v.rows());
+  dtype_to_f32(v.dtype, plain.data(), f.data(), v.numel());
   return std::vector<double>(f.begin(), f.end());
 }
 
@@ -345,13 +349,14 @@ TensorView permute_rows_for_gguf(const TensorView& w, int64_t n_heads, int64_t h
       for (int64_t j = 0; j < 2; j++) {
         const int64_t new_row = h * head_dim + 2 * i + j;
         const int64_t old_row = h * head_dim + j * (head_dim / 2) + i;
-        std::memcpy(buf.get() + new_row * row_bytes, w.row_ptr(old_row), row_bytes);
+        row_pairs_copy_rows(buf.get() + new_row * row_bytes, w, old_row, 1);
       }
     }
   }
   owner->storage.push_back(buf);
   TensorView out = w;
   out.data = buf.get();
+  out.layout = RowLayout::kRows;  // (the permuted copy is plain rows whatever w's layout)
   return out;
 }
 
