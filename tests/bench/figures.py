@@ -55,6 +55,8 @@ def main(path):
     out.append(f"matmul path: {run['context'].get('matmul_isa', '?')}")
     if "matmul_one_token_streaming" in ctx:
         out.append(f"one-token products read rows as: {ctx['matmul_one_token_streaming']}")
+    if "bf16_weights_layout" in ctx:
+        out.append(f"BF16 matrices stored as: {ctx['bf16_weights_layout']}")
     if "matmul_segment_prefetch" in ctx:
         out.append("column segments prefetch the next segment's weights into: "
                    f"{ctx['matmul_segment_prefetch']}")
@@ -103,6 +105,20 @@ def main(path):
             cells = [f"{b[k + '_over_default']:.3f} ({b[k + '_q1']:.3f}-{b[k + '_q3']:.3f})"
                      for _, k in names]
             out.append(f"| {model} | {b['default_ms']:.1f} | " + " | ".join(cells) + " |")
+        out.append("")
+    layouts = {model: b for (family, model, arg), b in rows.items()
+               if family == "BM_DecodeLayoutPairs" and "pairs_over_rows" in b}
+    if layouts:
+        # BF16 matrices in row pairs against plain rows, two copies of the model, token by token
+        # in one process: below 1 the pairs are faster; logits must not differ in any round.
+        out.append("| decode, BF16 row pairs / plain rows (token pairs: median (quartiles)) "
+                   "| rows ms | pairs ms | rounds whose logits differed |")
+        out.append("| --- | ---: | ---: | ---: |")
+        for model, b in layouts.items():
+            flag = " (THE LAYOUT CHANGED BITS)" if b["logits_differ"] > 0 else ""
+            out.append(f"| {model}: {b['pairs_over_rows']:.3f} ({b['pairs_q1']:.3f}-"
+                       f"{b['pairs_q3']:.3f}) | {b['rows_ms']:.1f} | {b['pairs_ms']:.1f} | "
+                       f"{b['logits_differ']:.0f}{flag} |")
         out.append("")
     by_length = [b for (family, model, arg), b in rows.items() if family == "BM_OneTokenByRowLength"]
     if by_length:

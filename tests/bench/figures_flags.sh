@@ -3,7 +3,7 @@
 # than its floor (the weights read once, or their multiply-adds at the measured peak) is marked
 # as a limit measured wrong, and only that row (a made-up run of two BM_BatchedDecode rows, one
 # beating its floor); so is a 32-row forward faster than the FMA peak measured beside it, and a
-# T(b, k) forward faster than its floor.
+# T(b, k) forward faster than its floor, and a BF16 row-pairs run whose logits differed.
 # Usage: tests/bench/figures_flags.sh
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -97,5 +97,24 @@ fi
 if [[ "$v64" != *"BEATS THE FLOOR"* ]]; then
   echo "FAIL T(8, 8) (faster than its floor) not flagged: '$v64'"; fail=1
 fi
-[[ $fail == 0 ]] && echo "ok: $line4; $over; $best_met; $v64"
+# BF16 row pairs against plain rows: a run whose logits differed in some round is flagged.
+layout_row() {  # layout_row MODEL DIFFER
+  printf '{"name": "BM_DecodeLayoutPairs/%s/iterations:150/real_time", "run_type": "iteration",
+    "real_time": 200, "time_unit": "ms", "pairs_over_rows": 0.94, "pairs_q1": 0.91,
+    "pairs_q3": 0.98, "rows_ms": 46.0, "pairs_ms": 43.3, "logits_differ": %s}' "$1" "$2"
+}
+cat >"$tmp/layout.json" <<JSON
+{"context": {"read_bandwidth_GBps": "30.0", "matmul_isa": "avx512"},
+ "benchmarks": [$(layout_row llama-3.2-1b:bf16 0), $(layout_row llama-3.2-3b:bf16 2)]}
+JSON
+lout=$(python3 "$here/figures.py" "$tmp/layout.json") || { echo "FAIL: figures.py exited $?"; exit 1; }
+l1=$(grep -E '^\| llama-3.2-1b:bf16: 0.940' <<<"$lout")
+l3=$(grep -E '^\| llama-3.2-3b:bf16: 0.940' <<<"$lout")
+if [[ -z "$l1" || "$l1" == *"CHANGED BITS"* ]]; then
+  echo "FAIL layout pairs with no differing logits: '$l1'"; fail=1
+fi
+if [[ "$l3" != *"THE LAYOUT CHANGED BITS"* ]]; then
+  echo "FAIL layout pairs whose logits differed not flagged: '$l3'"; fail=1
+fi
+[[ $fail == 0 ]] && echo "ok: $line4; $over; $best_met; $v64; $l3"
 exit $fail

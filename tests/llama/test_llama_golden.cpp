@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "core/cpu_matmul.h"
 #include "core/threads.h"
 #include "models/llama/llama_runner.h"
+#include "models/llama/weights_layout.h"
 #include "tests/golden_check.h"
 
 namespace speclab {
@@ -40,6 +42,31 @@ TEST(LlamaGolden, TinyLlama32MatchesTransformers) {
   // Logits have std 1.5 and max 8.5; FP32 PyTorch differs from FP64 by 1.1e-5 on them, we
   // allow 10x that (a wrong RoPE frequency or norm moves them by 1e-2 and more).
   check_against_golden(*model, g, 1e-4);
+}
+
+// The same checkpoint loaded with each BF16 layout (models/llama/weights_layout.h): a copy of the
+// files in huge pages is repacked into row pairs and still matches; files mapped in place keep
+// their rows (the test says which it met).
+TEST(LlamaGolden, TinyLlama32MatchesTransformersInEitherLayout) {
+  const Golden g = read_golden("tiny-llama32");
+  for (MatmulLayout layout : {MatmulLayout::kRows, MatmulLayout::kRowPairs}) {
+    matmul_force_layout(layout);
+    auto model = llama_load(std::string(SPECLAB_SOURCE_DIR) + "/tests/data/tiny-llama32");
+    matmul_force_layout(MatmulLayout::kDefault);
+    const std::string got = llama_weights_layout(*model);
+    if (layout == MatmulLayout::kRows || !model->weights_copied) {
+      EXPECT_EQ(got, "rows");
+    } else {
+      // Its 48-column matrices are not whole 32-column steps and keep their rows; the down
+      // projection's 96 columns are three steps and pair.
+      EXPECT_EQ(got, "rows and row pairs");
+      EXPECT_EQ(model->weights.layers[0].w_down.layout, RowLayout::kRowPairs);
+      EXPECT_EQ(model->weights.layers[0].wq.layout, RowLayout::kRows);
+    }
+    std::printf("tiny-llama32 weights %s: %s\n", model->weights_copied ? "copied" : "mapped",
+                got.c_str());
+    check_against_golden(*model, g, 1e-4);
+  }
 }
 
 TEST(LlamaGolden, SmolLM2Q4_1GgufMatchesTransformers) {
