@@ -872,6 +872,11 @@ void experiment_config_validate(const ExperimentConfig& c) {
     const std::vector<std::string> tables(std::begin(kSimulateTables), std::end(kSimulateTables));
     check(std::count(tables.begin(), tables.end(), c.simulate->table) > 0, "simulate.table",
           "expected one of " + join(tables, " | ") + ", got '" + c.simulate->table + "'");
+    // The section is what a config without a target runs (speclab simulate); beside a target
+    // nothing would read it, and a user who wrote it expects it to run.
+    check(!c.target, "simulate",
+          "a simulator-only section (speclab simulate --table), but this config has a target "
+          "and runs its sweep: remove `simulate`, or the target and its sweep");
   }
   check(c.gate.sigmas > 0, "gate.sigmas", str_cat("expected a number > 0, got ", c.gate.sigmas));
   check(c.gate.deterministic_band >= 0 && c.gate.deterministic_band < 1, "gate.deterministic_band",

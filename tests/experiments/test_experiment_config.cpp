@@ -240,6 +240,12 @@ TEST_F(ConfigTest, OutOfRange) {
                 "sampler computes in float), got 9.99989e-321");
   EXPECT_EQ(error_of(std::string(kBase) + "simulate:\n  table: paper-table9\n"),
             f() + ":14: simulate.table: expected one of paper-table1, got 'paper-table9'");
+  // A known table beside a target: nothing would run it.
+  EXPECT_EQ(error_of(std::string(kBase) + "simulate:\n  table: paper-table1\n"),
+            f() +
+                ":14: simulate: a simulator-only section (speclab simulate --table), but this "
+                "config has a target and runs its sweep: remove `simulate`, or the target and its "
+                "sweep");
 }
 
 TEST_F(ConfigTest, SweepSemantics) {
