@@ -497,18 +497,29 @@ std::unique_ptr<LlamaModel> llama_load_gguf(const std::string& path) {
 // Safetensors win when both are present so a directory that loaded before loads the same.
 std::string model_dir_gguf(const std::string& dir) {
   if (has_safetensors(dir)) return "";
-  std::vector<std::string> ggufs;
+  std::vector<std::string> ggufs, not_files;  // .gguf names: regular files, and anything else
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (ends_with(name, ".gguf") && path_is_file(e.path().string())) ggufs.push_back(name);
+    if (!ends_with(name, ".gguf")) continue;
+    (path_is_file(e.path().string()) ? ggufs : not_files).push_back(name);
   }
   SPECLAB_INPUT_CHECK(!ec, dir, ": cannot list the directory (", ec.message(), ")");
   std::sort(ggufs.begin(), ggufs.end());
+  std::sort(not_files.begin(), not_files.end());
   if (ggufs.size() == 1) return dir + "/" + ggufs[0];
   if (ggufs.empty()) {
     // With a config.json, llama_load_hf_dir reports its errors first, then the missing weights.
     if (path_exists(dir + "/config.json")) return "";
+    if (!not_files.empty()) {
+      // A .gguf that is no file (a dangling link, a directory, a FIFO): named, not "no .gguf".
+      const std::string p = dir + "/" + not_files[0];
+      std::error_code link_ec;
+      SPECLAB_INPUT_CHECK(!std::filesystem::is_symlink(p, link_ec) || path_exists(p), p,
+                          ": a symbolic link to a missing file (expected a GGUF file)");
+      uint64_t size = 0;
+      ::close(input_file_open(p, "model file", &size));  // says what it is
+    }
     fail_no_weights(dir);
   }
   std::string names;

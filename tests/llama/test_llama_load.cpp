@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <random>
@@ -480,6 +481,22 @@ TEST(LlamaLoadDir, SafetensorsWinOverAGgufBesideThem) {
   write_hf_dir(dir, tiny_config(), tiny_tensors(&values));
   write_bytes(dir.file("tiny.gguf"), tiny_gguf(2).build());
   EXPECT_EQ(llama_load(dir.path())->format, "hf");
+}
+
+// A directory whose only .gguf is no file is named for what it is, not reported as holding none.
+TEST(LlamaLoadDir, AGgufThatIsNoFileIsNamed) {
+  TempDir dir;
+  std::filesystem::create_symlink(dir.file("gone.bin"), dir.file("m.gguf"));
+  expect_input_error([&] { llama_load(dir.path()); },
+                     {dir.file("m.gguf"), ": a symbolic link to a missing file (expected a GGUF"});
+  std::filesystem::remove(dir.file("m.gguf"));
+  std::filesystem::create_directory(dir.file("d.gguf"));
+  expect_input_error(
+      [&] { llama_load(dir.path()); },
+      {dir.file("d.gguf"), ": is a directory, expected a regular file (model file)"});
+  // Beside a real one, the one that is no file is passed over.
+  write_bytes(dir.file("b.gguf"), tiny_gguf(2).build());
+  EXPECT_EQ(llama_load(dir.path())->path, dir.file("b.gguf"));
 }
 
 TEST(LlamaLoadDir, OneGgufLoadsItMoreOrNoneAreErrors) {
