@@ -7,7 +7,9 @@
 // --cost-profile) and acceptance profile (teacher-forced along the target's own text); see
 // core/speedup_prediction.h. Writes DIR/predictions.jsonl (DIR defaults to results/<name>)
 // and the profiles to DIR/profiles; --profiles DIR2 reads the profiles of an earlier predict
-// or run from DIR2/profiles instead of measuring (no model is loaded: milliseconds).
+// or run from DIR2/profiles instead of measuring (no model is loaded: milliseconds). Both
+// flags: every cell's costs from FILE, its acceptance from DIR2's profiles (another machine's
+// costs for the same pair's acceptance).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -132,7 +134,8 @@ void register_predict(CLI::App& app) {
                 "loaded)");
   c->add_option("--cost-profile", a->cost_profile,
                 "cost profile to use for every cell: speclab JSON, CSV (k,target_s,...) or "
-                "llama-bench -o json of a target and a draft");
+                "llama-bench -o json of a target and a draft; with --profiles, the costs from "
+                "FILE and the acceptance from DIR's profiles");
   c->callback([a] { predict_experiment(*a); });
 }
 

@@ -199,6 +199,27 @@ TEST(CliPredict, ImportsCostProfilesFromCsvAndLlamaBench) {
     EXPECT_EQ(row["cost_profile_source"], "llama-bench");
     EXPECT_NEAR(row["c_profile"].get<double>(), 0.008 / 0.020, 1e-9);
   }
+  // With --profiles: the costs from the file, the acceptance from A's profiles (no model is
+  // loaded), so each cell's tokens per round is A's and its c the file's.
+  const CliResult both =
+      run_speclab("predict '" + cfg + "' --out '" + d.file("C") + "' --profiles '" + d.file("A") +
+                  "' --cost-profile '" + bench + "'");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  std::map<std::string, double> tau_a;
+  for (const auto& row : read_jsonl(d.file("A/predictions.jsonl")))
+    if (row["row_type"] == "cell")
+      tau_a[row["cell_id"]] = row["predicted_tokens_per_round"].get<double>();
+  int cells = 0;
+  for (const auto& row : read_jsonl(d.file("C/predictions.jsonl"))) {
+    if (row["row_type"] != "cell") continue;
+    cells++;
+    EXPECT_EQ(row["cost_profile_source"], "llama-bench");
+    EXPECT_NEAR(row["c_profile"].get<double>(), 0.008 / 0.020, 1e-9);
+    ASSERT_TRUE(tau_a.count(row["cell_id"])) << row["cell_id"];
+    EXPECT_EQ(row["predicted_tokens_per_round"].get<double>(), tau_a[row["cell_id"]]);
+  }
+  EXPECT_EQ(cells, static_cast<int>(tau_a.size()));
+  EXPECT_GT(cells, 0);
 }
 
 TEST(CliPredict, BadCostProfilesExit2WithOneLine) {
