@@ -23,6 +23,7 @@
 #include "core/safe_name.h"
 #include "experiments/config/config_schema.h"
 #include "experiments/config/sweep_axes.h"
+#include "experiments/config/yaml_scalar_tag.h"
 #include "models/drafters/drafter.h"
 #include "models/formats/hf_hub_cache.h"
 #include "models/tokenizer/utf8.h"
@@ -54,8 +55,10 @@ std::string describe(const YAML::Node& node) {
       return "a list";
     case YAML::NodeType::Map:
       return "a mapping";
-    case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Scalar: {
+      const std::string tag = yaml_scalar_tag_written(node);
+      return "'" + node.Scalar() + "'" + (tag.empty() ? "" : " (tagged " + tag + ")");
+    }
     default:
       return "nothing";
   }
@@ -102,8 +105,9 @@ class Reader {
 
   int64_t scalar_int(const YAML::Node& node, const std::string& path) {
     record(node, path);
-    // A quoted scalar (tag "!") is a string, even when it looks like a number.
-    if (node.IsScalar() && node.Tag() != "!") {
+    // A quoted scalar (tag "!") or one tagged !!str is a string, even when it looks like a
+    // number (yaml_scalar_tag.h).
+    if (node.IsScalar() && yaml_scalar_may_be(node, {"int"})) {
       const std::string& s = node.Scalar();
       errno = 0;
       char* end = nullptr;
@@ -122,7 +126,7 @@ class Reader {
 
   double scalar_double(const YAML::Node& node, const std::string& path) {
     record(node, path);
-    if (node.IsScalar() && node.Tag() != "!") {
+    if (node.IsScalar() && yaml_scalar_may_be(node, {"int", "float"})) {
       const std::string& s = node.Scalar();
       char* end = nullptr;
       const double v = std::strtod(s.c_str(), &end);
@@ -133,7 +137,7 @@ class Reader {
 
   bool scalar_bool(const YAML::Node& node, const std::string& path) {
     record(node, path);
-    if (node.IsScalar() && node.Tag() != "!") {
+    if (node.IsScalar() && yaml_scalar_may_be(node, {"bool"})) {
       const std::string& s = node.Scalar();
       if (s == "true" || s == "True" || s == "TRUE") return true;
       if (s == "false" || s == "False" || s == "FALSE") return false;

@@ -15,6 +15,7 @@
 #include "core/tree_verify.h"
 #include "experiments/config/experiment_config.h"
 #include "experiments/config/sweep.h"
+#include "experiments/config/yaml_scalar_tag.h"
 
 namespace speclab {
 
@@ -30,7 +31,7 @@ std::string fixed(double v, int digits) {
 
 // A plain (untagged) YAML scalar that is a finite number, as the loader's numbers are read.
 bool plain_number(const YAML::Node& n, double* out) {
-  if (!n.IsScalar() || n.Tag() == "!") return false;
+  if (!n.IsScalar() || !yaml_scalar_may_be(n, {"int", "float"})) return false;
   char* end = nullptr;
   const double v = std::strtod(n.Scalar().c_str(), &end);
   if (n.Scalar().empty() || *end != '\0' || !std::isfinite(v)) return false;

@@ -123,6 +123,18 @@ TEST_F(ConfigTest, WrongType) {
             f() + ":11: sweep.gamma[1]: expected an integer, got '2'");
   EXPECT_EQ(error_of(replaced("[1, 2, 4]", "[1, 2.5]")),
             f() + ":11: sweep.gamma[1]: expected an integer, got '2.5'");
+  // A scalar tagged as a string is one, as a quoted one is; the core schema's own number tags
+  // read as numbers.
+  EXPECT_EQ(error_of(replaced("[1, 2, 4]", "[1, !!str 2]")),
+            f() + ":11: sweep.gamma[1]: expected an integer, got '2' (tagged !!str)");
+  EXPECT_EQ(error_of(replaced("[0, 1]", "[0, !!str 1]")),
+            f() + ":12: sweep.temperature[1]: expected a finite number, got '1' (tagged !!str)");
+  EXPECT_EQ(error_of(replaced("[1, 2, 4]", "[1, !custom 2]")),
+            f() + ":11: sweep.gamma[1]: expected an integer, got '2' (tagged !custom)");
+  EXPECT_EQ(experiment_config_load(write(replaced("[1, 2, 4]", "[1, !!int 2, 4]")))
+                .sweep->axes.at("gamma")
+                .size(),
+            3u);
   EXPECT_EQ(error_of(replaced("[0, 1]", "{a: 1}")),
             f() + ":12: sweep.temperature: expected a list or a single value, got a mapping");
   EXPECT_EQ(error_of(replaced("[0, 1]", "[0, .inf]")),
