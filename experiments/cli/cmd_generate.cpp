@@ -554,7 +554,7 @@ void register_generate(CLI::App& app) {
   c->add_option("--p-min", args->p_min, "stop drafting when the draft's top probability < p_min")
       ->check(finite_range(0.0, 1.0));
   c->add_option("--lenience", args->lenience, "paper A.5 lenience l in (0, 1]; 1 = exact")
-      ->check(finite_range(0.0, 1.0));
+      ->check(finite_range(0.0, 1.0, /*lo_open=*/true));
   c->add_option("--synthetic-acceptance", args->synthetic_acceptance,
                 "timing only: accept each draft with probability A (or A1,A2,... per position, "
                 "the last repeating) instead of the exact test; the text is not the target's");
@@ -567,7 +567,8 @@ void register_generate(CLI::App& app) {
                 "draft temperature (default: the target's)")
       ->check(finite_range(0.0, 100.0));
   c->add_option("--top-k", args->top_k, "0 = off")->check(CLI::Range(0, 1 << 24));
-  c->add_option("--top-p", args->top_p, "1 = off")->check(finite_range(0.0, 1.0));
+  c->add_option("--top-p", args->top_p, "in (0, 1]; 1 = off")
+      ->check(finite_range(0.0, 1.0, /*lo_open=*/true));
   c->add_option("--seed", args->seed, "random seed")
       ->check(unsigned_up_to(18446744073709551615ull));
   c->add_option("--max-new-tokens", args->max_new_tokens, "tokens to generate")

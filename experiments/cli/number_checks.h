@@ -15,21 +15,24 @@
 
 namespace speclab {
 
-// A finite number in [lo, hi]. The flags it checks are held as floats by the sampler, where a
-// nonzero value below 1e-30 is 0 or a denormal: refused too, as a config's sweep refuses it.
-inline CLI::Validator finite_range(double lo, double hi) {
+// A finite number in [lo, hi], or (lo, hi] when lo_open (top-p and lenience: 0 is no law). The
+// flags it checks are held as floats by the sampler, where a nonzero value below 1e-30 is 0 or
+// a denormal: refused too, as a config's sweep refuses it.
+inline CLI::Validator finite_range(double lo, double hi, bool lo_open = false) {
+  const std::string range = std::string(lo_open ? "(" : "[") + CLI::detail::to_string(lo) + ", " +
+                            CLI::detail::to_string(hi) + "]";
   return CLI::Validator(
-      [lo, hi](std::string& s) -> std::string {
+      [lo, hi, lo_open, range](std::string& s) -> std::string {
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi)
-          return "'" + s + "' is not a finite number in [" + CLI::detail::to_string(lo) + ", " +
-                 CLI::detail::to_string(hi) + "]";
+        if (s.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi ||
+            (lo_open && v == lo))
+          return "'" + s + "' is not a finite number in " + range;
         if (v != 0 && std::fabs(v) < 1e-30)
           return "'" + s + "' is below 1e-30 (the sampler computes in float, where it is 0)";
         return std::string();
       },
-      "FINITE in [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]");
+      "FINITE in " + range);
 }
 
 // A whole number in [0, max] written in decimal digits: "-1" would wrap to 2^64 - 1 and

@@ -129,6 +129,10 @@ TEST(CliGenerate, BadInputExitsTwoWithOneLine) {
       {"gamma 0", t + "--prompt-ids 1 --draft lookup --gamma 0", "--gamma"},
       {"lenience", t + "--prompt-ids 1 --draft lookup --lenience 1.5", "--lenience"},
       {"top-p", t + "--prompt-ids 1 --top-p 1.5", "--top-p"},
+      // 0 passed the flag and stopped in the sampler without naming it.
+      {"top-p 0", t + "--prompt-ids 1 --top-p 0", "--top-p: '0' is not a finite number in (0, 1]"},
+      {"lenience 0", t + "--prompt-ids 1 --draft lookup --lenience 0",
+       "--lenience: '0' is not a finite number in (0, 1]"},
       {"unknown policy", t + "--prompt-ids 1 --draft lookup --gamma-policy wild", "--gamma-policy"},
       {"lookup option", t + "--prompt-ids 1 --draft lookup:q=3", "unknown option 'q'"},
       {"self skip range", t + "--prompt-ids 1 --draft self:skip=0-9", "outside 0..1"},
