@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "experiments/cli/commands.h"
 #include "models/llama/llama_model.h"
+#include "models/llama/weights_layout.h"
 
 namespace speclab {
 
@@ -128,6 +129,8 @@ json inspect_to_json(const LlamaModel& m) {
     dtypes[kv.first] = {{"tensors", kv.second.n_tensors}, {"bytes", kv.second.bytes}};
   j["dtypes"] = dtypes;
   j["weight_bytes_per_token"] = m.weight_bytes_per_token();
+  // How its BF16 matrices lie for the CPU kernels once loaded (SPECLAB_MATMUL_LAYOUT).
+  j["weights_layout"] = llama_weights_layout(m);
   const Tokenizer* tok = m.tokenizer.get();
   j["tokenizer"] = tok ? json(tok->kind()) : json(nullptr);
   j["tokenizer_vocab_size"] = tok ? json(tok->vocab_size()) : json(nullptr);
@@ -178,6 +181,8 @@ void inspect_print_text(const LlamaModel& m) {
   const int64_t per_token = m.weight_bytes_per_token();
   std::printf("weight bytes per token: %lld (%s)\n", static_cast<long long>(per_token),
               human_bytes(per_token).c_str());
+  std::printf("BF16 layout:   %s (for the CPU kernels; SPECLAB_MATMUL_LAYOUT)\n",
+              llama_weights_layout(m).c_str());
   const Tokenizer* tok = m.tokenizer.get();
   if (tok == nullptr) {
     std::printf("tokenizer:     none\n");

@@ -151,6 +151,12 @@ TEST(CliMatmulIsa, GenerateRunsOnTheNamedPathAndSaysSo) {
     EXPECT_EQ(nlohmann::json::parse(g.out)["target_weights_layout"],
               std::string(layout) == "rows" ? "rows" : "row pairs")
         << layout;
+    const CliResult i = run_speclab("inspect synthetic:tiny --json",
+                                    std::string("SPECLAB_MATMUL_LAYOUT=") + layout);
+    ASSERT_EQ(i.exit_code, 0) << i.err;
+    EXPECT_EQ(nlohmann::json::parse(i.out)["weights_layout"],
+              std::string(layout) == "rows" ? "rows" : "row pairs")
+        << layout;
   }
   // The option wins over the environment, "best" included.
   const CliResult over = run_speclab(gen + " --matmul-isa generic", "SPECLAB_MATMUL_ISA=best");
