@@ -15,6 +15,8 @@
 //                          of the same bytes (the kernel's arithmetic limit, not memory's)
 //   BM_ManyTokensFromCache/k:K  K-token BF16 products on one thread from L2, beside one thread's
 //                          FP32 FMA peak (the many-token tiles' arithmetic efficiency)
+//   BM_RowPairsPack         the load-time repacking of BF16 rows into pairs (core/row_pairs.h):
+//                          bytes/s, beside the read probe's rate
 //   BM_MatmulOneCore/<dtype>/<k>  the same on one thread, timed in that thread's CPU time
 //                          (robust to other jobs on a shared machine): GB/s of weights one core
 //                          streams, against BM_ReadOneCore (a plain AVX-512 read of
@@ -35,12 +37,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/cpu_matmul.h"
+#include "core/large_buffer.h"
+#include "core/row_pairs.h"
 #include "core/threads.h"
 #include "experiments/measure/compute_peak_probe.h"
 #include "models/llama/llama_synthetic.h"
@@ -385,6 +390,33 @@ const int kReadOneCore = [] {
   }
   return 0;
 }();
+
+// What storing BF16 matrices in row pairs costs a load (models/llama/weights_layout.h): the
+// in-place repacking of bench_stream_bytes of [rows, 3072] BF16 rows (each pair through a
+// two-row scratch, both threads), packed then unpacked in turn (each pass the same work),
+// beside a plain read of the same bytes with the best start-up probe.
+void BM_RowPairsPack(benchmark::State& state) {
+  threads_set(2);
+  const int64_t cols = 3072;
+  const size_t row_bytes = dtype_row_bytes(DType::BF16, cols);
+  const int64_t rows = static_cast<int64_t>(bench_stream_bytes() / row_bytes) / 2 * 2;
+  LargeBuffer buf = large_buffer_alloc(static_cast<size_t>(rows) * row_bytes, PageSize::kHuge);
+  std::memset(buf.get(), 1, static_cast<size_t>(rows) * row_bytes);  // touched: no page faults
+  bool packed = false;
+  for (auto _ : state) {
+    if (packed) {
+      row_pairs_unpack(buf.get(), rows, cols);
+    } else {
+      row_pairs_pack(buf.get(), rows, cols);
+    }
+    packed = !packed;
+  }
+  const double bytes = static_cast<double>(rows) * row_bytes;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.counters["GB"] = bytes / 1e9;
+  state.counters["read_GBps"] = bench_read_bandwidth() / 1e9;
+}
+BENCHMARK(BM_RowPairsPack)->Iterations(6)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace speclab
