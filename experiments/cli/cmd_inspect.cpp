@@ -36,13 +36,7 @@ std::map<std::string, DTypeStats> inspect_dtype_stats(const LlamaWeights& w) {
     s.n_tensors++;
     s.bytes += static_cast<int64_t>(t.nbytes);
   };
-  add(w.tok_embeddings);
-  for (const LlamaLayerWeights& l : w.layers)
-    for (const TensorView* t :
-         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      add(*t);
-  add(w.final_norm);
-  add(w.output);
+  llama_for_each_weight(w, add);
   return out;
 }
 

@@ -11,13 +11,15 @@
 
 namespace speclab {
 
+// The prefix of the YAML core schema's tags (`!!int` is "tag:yaml.org,2002:int").
+inline const std::string kYamlCoreTag = "tag:yaml.org,2002:";
+
 // Whether n's tag lets it be read as one of the core types named (e.g. {"int", "float"}).
 inline bool yaml_scalar_may_be(const YAML::Node& n, std::initializer_list<const char*> types) {
   const std::string& tag = n.Tag();
   if (tag == "?") return true;
-  static const std::string kCore = "tag:yaml.org,2002:";
   for (const char* t : types) {
-    if (tag == kCore + t) return true;
+    if (tag == kYamlCoreTag + t) return true;
   }
   return false;
 }
@@ -27,8 +29,8 @@ inline bool yaml_scalar_may_be(const YAML::Node& n, std::initializer_list<const 
 inline std::string yaml_scalar_tag_written(const YAML::Node& n) {
   const std::string& tag = n.Tag();
   if (tag == "?" || tag == "!" || tag.empty()) return "";
-  static const std::string kCore = "tag:yaml.org,2002:";
-  if (tag.compare(0, kCore.size(), kCore) == 0) return "!!" + tag.substr(kCore.size());
+  if (tag.compare(0, kYamlCoreTag.size(), kYamlCoreTag) == 0)
+    return "!!" + tag.substr(kYamlCoreTag.size());
   return tag;
 }
 

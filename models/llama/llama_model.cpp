@@ -4,21 +4,6 @@
 
 namespace speclab {
 
-namespace {
-// Every weight view of the model, the output matrix last (it may alias tok_embeddings).
-template <typename F>
-void llama_for_each_weight(const LlamaWeights& w, F&& f) {
-  f(w.tok_embeddings);
-  for (const LlamaLayerWeights& l : w.layers) {
-    for (const TensorView* t :
-         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      f(*t);
-  }
-  f(w.final_norm);
-  f(w.output);
-}
-}  // namespace
-
 int64_t LlamaModel::parameter_count() const {
   // Distinct storage only: a tied output matrix is the embedding table, counted once.
   std::set<const void*> seen;

@@ -30,4 +30,19 @@ struct LlamaWeights {
   TensorView output;      // [vocab, dim]          lm_head, or tok_embeddings when tied
 };
 
+// Calls f on every weight view of w (W: LlamaWeights, const or not), the embedding table first
+// and the output matrix last (it may alias tok_embeddings: callers that count storage dedup by
+// data pointer).
+template <typename W, typename F>
+void llama_for_each_weight(W& w, F&& f) {
+  f(w.tok_embeddings);
+  for (auto& l : w.layers) {
+    for (auto* t :
+         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
+      f(*t);
+  }
+  f(w.final_norm);
+  f(w.output);
+}
+
 }  // namespace speclab

@@ -78,13 +78,7 @@ void llama_check_finite_weights(const LlamaWeights& w,
                         "' holds a non-finite value (NaN or infinity) at element ", at,
                         "; the weights are corrupt");
   };
-  check(w.tok_embeddings);
-  for (const LlamaLayerWeights& l : w.layers)
-    for (const TensorView* t :
-         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down})
-      check(*t);
-  check(w.final_norm);
-  check(w.output);
+  llama_for_each_weight(w, check);
 }
 
 }  // namespace speclab

@@ -6,20 +6,6 @@
 #include "core/row_pairs.h"
 
 namespace speclab {
-namespace {
-
-// Every matrix view of the model (norms are vectors and never paired); W: LlamaWeights, const or
-// not.
-template <typename W, typename F>
-void for_each_matrix(W& w, F&& f) {
-  f(w.tok_embeddings);
-  for (auto& l : w.layers) {
-    for (auto* t : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) f(*t);
-  }
-  f(w.output);
-}
-
-}  // namespace
 
 int llama_weights_store_row_pairs(LlamaModel& model) {
   if (model.format != "synthetic" && !model.weights_copied) return 0;
@@ -27,8 +13,8 @@ int llama_weights_store_row_pairs(LlamaModel& model) {
   // first sight, every later view of the same bytes marked.
   std::map<const void*, bool> paired;
   int repacked = 0;
-  for_each_matrix(model.weights, [&](TensorView& t) {
-    if (t.data == nullptr) return;
+  llama_for_each_weight(model.weights, [&](TensorView& t) {
+    if (t.data == nullptr || t.shape.size() != 2) return;  // (norms are vectors)
     auto it = paired.find(t.data);
     if (it == paired.end()) {
       const bool fits = row_pairs_fit(t);
@@ -49,8 +35,8 @@ void llama_weights_apply_layout(LlamaModel& model) {
 
 std::string llama_weights_layout(const LlamaModel& model) {
   int rows = 0, pairs = 0;
-  for_each_matrix(model.weights, [&](const TensorView& t) {
-    if (t.data == nullptr || t.dtype != DType::BF16) return;
+  llama_for_each_weight(model.weights, [&](const TensorView& t) {
+    if (t.data == nullptr || t.dtype != DType::BF16 || t.shape.size() != 2) return;
     (t.layout == RowLayout::kRowPairs ? pairs : rows)++;
   });
   if (pairs == 0) return "rows";
